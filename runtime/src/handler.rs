@@ -1,0 +1,87 @@
+//! The handler trait generated handlers implement (DESIGN §7.1), and its type-erased form
+//! the work loop keeps in a map by kind.
+
+use std::future::Future;
+
+use serde::de::DeserializeOwned;
+
+use crate::context::WorkContext;
+use crate::error::WorkError;
+use crate::item::{Fence, Item, ItemRecord};
+use crate::store::BoxFuture;
+
+/// Handles the items of one kind. Implement it with `async fn handle`:
+///
+/// ```
+/// use scaffold_runtime::{Item, WorkContext, WorkError, WorkHandler};
+/// # #[derive(serde::Deserialize)] pub struct NotifyShipmentPayload { shipment_id: String }
+/// pub struct NotifyShipmentHandler;
+/// impl WorkHandler for NotifyShipmentHandler {
+///     type Payload = NotifyShipmentPayload;
+///     const KIND: &'static str = "NOTIFY_SHIPMENT";
+///     const REQUIRES: &'static [&'static str] = &["shipping.notify"];
+///     async fn handle(&self, ctx: &WorkContext, item: &Item<Self::Payload>) -> Result<(), WorkError> {
+///         ctx.once("notify", || async { Ok(item.payload.shipment_id.clone()) }).await?;
+///         Ok(())
+///     }
+/// }
+/// ```
+pub trait WorkHandler: Send + Sync + 'static {
+    /// The payload, decoded from the item's JSON; an item that does not decode is dead.
+    type Payload: DeserializeOwned + Send + Sync + 'static;
+    /// The kind this handler serves.
+    const KIND: &'static str;
+    /// The permissions the handler's calls take; must include its spec's permission.
+    const REQUIRES: &'static [&'static str];
+
+    /// Handles one item. Runs under the context of the claim; handling an item twice must
+    /// change nothing (use [`WorkContext::once`] for effects).
+    fn handle(
+        &self,
+        ctx: &WorkContext,
+        item: &Item<Self::Payload>,
+    ) -> impl Future<Output = Result<(), WorkError>> + Send;
+}
+
+/// A handler with its payload type erased.
+pub(crate) trait DynHandler: Send + Sync {
+    fn kind(&self) -> &'static str;
+    fn requires(&self) -> &'static [&'static str];
+    fn call<'a>(
+        &'a self,
+        ctx: &'a WorkContext,
+        record: &'a ItemRecord,
+        fence: Fence,
+    ) -> BoxFuture<'a, Result<(), WorkError>>;
+}
+
+pub(crate) struct Erased<H>(pub H);
+
+impl<H: WorkHandler> DynHandler for Erased<H> {
+    fn kind(&self) -> &'static str {
+        H::KIND
+    }
+
+    fn requires(&self) -> &'static [&'static str] {
+        H::REQUIRES
+    }
+
+    fn call<'a>(
+        &'a self,
+        ctx: &'a WorkContext,
+        record: &'a ItemRecord,
+        fence: Fence,
+    ) -> BoxFuture<'a, Result<(), WorkError>> {
+        Box::pin(async move {
+            let item = decode::<H::Payload>(record, fence)?;
+            self.0.handle(ctx, &item).await
+        })
+    }
+}
+
+/// Decodes `record`'s payload; failure is a permanent error.
+pub(crate) fn decode<P: DeserializeOwned>(record: &ItemRecord, fence: Fence) -> Result<Item<P>, WorkError> {
+    let payload = P::deserialize(&record.payload)
+        .map_err(|e| WorkError::Permanent(format!("undecodable payload: {e}")))?;
+    Ok(Item::from_record(record, fence, payload))
+}

@@ -1,0 +1,350 @@
+//! Work items: what a producer enqueues ([`NewItem`]), what the store holds ([`ItemRecord`]),
+//! what a claim hands out ([`Claimed`]) and what a handler sees ([`Item`]).
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::time::Timestamp;
+
+/// An item's id. Items relayed from the outbox carry the outbox row's id.
+pub type ItemId = i64;
+
+/// The fencing token: incremented by every claim. Only the holder of the current fence (with
+/// an unexpired lease) may heartbeat, checkpoint, complete or fail an item.
+pub type Fence = i64;
+
+/// The lane every kind rides unless its spec names another.
+pub const DEFAULT_LANE: &str = "default";
+
+/// How many attempts an item gets unless told otherwise.
+pub const DEFAULT_MAX_ATTEMPTS: i32 = 25;
+
+/// Where an item is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ItemState {
+    /// Waiting to be claimed once `run_at` has come.
+    Available,
+    /// Claimed: a worker holds the lease (and the fence).
+    Running,
+    /// Done. Its dedupe key is free again.
+    Completed,
+    /// Failed with a transient error; claimed again at `run_at` (its backoff).
+    Failed,
+    /// Out of attempts, permanent error, unknown kind or undecodable payload. Stays until an
+    /// operator retries or discards it.
+    Dead,
+    /// An orchestration waiting for a time (`run_at`) or a signal.
+    Parked,
+}
+
+impl ItemState {
+    /// Every state, in the order reports list them.
+    pub const ALL: [ItemState; 6] = [
+        ItemState::Available,
+        ItemState::Running,
+        ItemState::Completed,
+        ItemState::Failed,
+        ItemState::Dead,
+        ItemState::Parked,
+    ];
+
+    /// The state's name as stored and printed.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ItemState::Available => "available",
+            ItemState::Running => "running",
+            ItemState::Completed => "completed",
+            ItemState::Failed => "failed",
+            ItemState::Dead => "dead",
+            ItemState::Parked => "parked",
+        }
+    }
+
+    /// Whether the item still holds its dedupe key.
+    pub const fn is_live(self) -> bool {
+        !matches!(self, ItemState::Completed | ItemState::Dead)
+    }
+}
+
+impl fmt::Display for ItemState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A state name that is not one of [`ItemState::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown item state `{0}` (expected available, running, completed, failed, dead or parked)")]
+pub struct UnknownState(pub String);
+
+impl FromStr for ItemState {
+    type Err = UnknownState;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        ItemState::ALL
+            .into_iter()
+            .find(|st| st.as_str() == s)
+            .ok_or_else(|| UnknownState(s.to_owned()))
+    }
+}
+
+/// An item to enqueue. Built with [`NewItem::new`] and the chained setters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewItem {
+    /// The work kind (`NOTIFY_SHIPMENT`).
+    pub kind: String,
+    /// The lane; `default` unless set.
+    pub lane: String,
+    /// The payload, as JSON.
+    pub payload: Value,
+    /// Unique among live items: enqueueing a second live item with the same key returns the
+    /// first one's id and inserts nothing.
+    pub dedupe_key: Option<String>,
+    /// Not claimed before this time; now when unset.
+    pub run_at: Option<Timestamp>,
+    /// Higher is claimed first; 0 unless set.
+    pub priority: i32,
+    /// Attempts before the item is dead.
+    pub max_attempts: i32,
+}
+
+impl NewItem {
+    /// An item of `kind` with `payload`, on the default lane, due now.
+    pub fn new(kind: impl Into<String>, payload: Value) -> Self {
+        NewItem {
+            kind: kind.into(),
+            lane: DEFAULT_LANE.to_owned(),
+            payload,
+            dedupe_key: None,
+            run_at: None,
+            priority: 0,
+            max_attempts: DEFAULT_MAX_ATTEMPTS,
+        }
+    }
+
+    /// Puts the item on `lane`.
+    #[must_use]
+    pub fn lane(mut self, lane: impl Into<String>) -> Self {
+        self.lane = lane.into();
+        self
+    }
+
+    /// Sets the dedupe key.
+    #[must_use]
+    pub fn dedupe_key(mut self, key: impl Into<String>) -> Self {
+        self.dedupe_key = Some(key.into());
+        self
+    }
+
+    /// Delays the item until `when`.
+    #[must_use]
+    pub fn run_at(mut self, when: impl Into<Timestamp>) -> Self {
+        self.run_at = Some(when.into());
+        self
+    }
+
+    /// Sets the priority (higher first).
+    #[must_use]
+    pub fn priority(mut self, priority: i32) -> Self {
+        self.priority = priority;
+        self
+    }
+
+    /// Sets the number of attempts before the item is dead (at least 1).
+    #[must_use]
+    pub fn max_attempts(mut self, n: i32) -> Self {
+        self.max_attempts = n.max(1);
+        self
+    }
+}
+
+/// An item as the store holds it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ItemRecord {
+    pub id: ItemId,
+    pub kind: String,
+    pub lane: String,
+    pub payload: Value,
+    pub state: ItemState,
+    pub priority: i32,
+    /// Claims so far (a claim counts the attempt; a drain release or a park gives it back).
+    pub attempt: i32,
+    pub max_attempts: i32,
+    pub run_at: Timestamp,
+    pub lease_owner: Option<String>,
+    pub lease_expires_at: Option<Timestamp>,
+    pub fence: Fence,
+    pub dedupe_key: Option<String>,
+    /// The last checkpoint written by a handler (orchestration steps live here).
+    pub checkpoint: Option<Value>,
+    pub last_error: Option<String>,
+    /// The signal a parked item waits for.
+    pub parked_on: Option<String>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+/// A claimed item and the fence its holder must present.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Claimed {
+    pub item: ItemRecord,
+    pub fence: Fence,
+    pub lease_expires_at: Timestamp,
+}
+
+/// What a handler receives: the item with its payload decoded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Item<P> {
+    pub id: ItemId,
+    pub kind: String,
+    pub lane: String,
+    pub payload: P,
+    pub attempt: i32,
+    pub max_attempts: i32,
+    pub fence: Fence,
+    pub run_at: Timestamp,
+    pub dedupe_key: Option<String>,
+}
+
+impl<P> Item<P> {
+    /// The item with `record`'s fields and `payload`.
+    pub fn from_record(record: &ItemRecord, fence: Fence, payload: P) -> Self {
+        Item {
+            id: record.id,
+            kind: record.kind.clone(),
+            lane: record.lane.clone(),
+            payload,
+            attempt: record.attempt,
+            max_attempts: record.max_attempts,
+            fence,
+            run_at: record.run_at,
+            dedupe_key: record.dedupe_key.clone(),
+        }
+    }
+}
+
+/// Filters for [`crate::Store::list`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ListFilter {
+    pub state: Option<ItemState>,
+    pub lane: Option<String>,
+    /// At most this many items (by id); all when unset.
+    pub limit: Option<usize>,
+}
+
+/// How a claimed item ends, as the work loop reports it to the store in one batch.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Done.
+    Complete,
+    /// A transient failure: failed until `retry_at`, or dead when attempts are spent.
+    Retry { retry_at: Timestamp, error: String },
+    /// Dead at once.
+    Dead { error: String },
+    /// Parked until `until` or until `signal` arrives (the attempt is given back).
+    Park {
+        until: Option<Timestamp>,
+        signal: Option<String>,
+    },
+    /// Back to available now, the attempt given back (drain).
+    Release,
+}
+
+/// One finished item: its id, the fence presented, and how it ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finish {
+    pub id: ItemId,
+    pub fence: Fence,
+    pub outcome: Outcome,
+}
+
+/// Counts and oldest age of one lane's items in one state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct StateStats {
+    pub count: u64,
+    /// Milliseconds since the oldest item of this state was created; for `available`, since
+    /// the oldest due item's `run_at` (its lag). Zero when there are none.
+    pub oldest_age_ms: u64,
+}
+
+/// One lane's items, by state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LaneStats {
+    pub lane: String,
+    /// Indexed like [`ItemState::ALL`].
+    pub states: [StateStats; 6],
+}
+
+impl LaneStats {
+    /// An empty lane.
+    pub fn new(lane: impl Into<String>) -> Self {
+        LaneStats {
+            lane: lane.into(),
+            states: [StateStats::default(); 6],
+        }
+    }
+
+    /// The figures of `state`.
+    pub fn get(&self, state: ItemState) -> StateStats {
+        self.states[state_index(state)]
+    }
+
+    /// The figures of `state`, to fill.
+    pub fn get_mut(&mut self, state: ItemState) -> &mut StateStats {
+        &mut self.states[state_index(state)]
+    }
+}
+
+fn state_index(state: ItemState) -> usize {
+    ItemState::ALL
+        .iter()
+        .position(|s| *s == state)
+        .unwrap_or_default()
+}
+
+/// A worker's place in its life, persisted in `workers`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum WorkerState {
+    Registered,
+    Online,
+    Draining,
+    Offline,
+}
+
+impl WorkerState {
+    /// The state's name as stored.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            WorkerState::Registered => "REGISTERED",
+            WorkerState::Online => "ONLINE",
+            WorkerState::Draining => "DRAINING",
+            WorkerState::Offline => "OFFLINE",
+        }
+    }
+
+    /// Parses a stored name.
+    pub fn parse(s: &str) -> Option<Self> {
+        [
+            WorkerState::Registered,
+            WorkerState::Online,
+            WorkerState::Draining,
+            WorkerState::Offline,
+        ]
+        .into_iter()
+        .find(|w| w.as_str() == s)
+    }
+}
+
+/// A worker row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerRecord {
+    pub id: String,
+    pub lanes: Vec<String>,
+    pub state: WorkerState,
+    pub started_at: Timestamp,
+    pub last_seen_at: Timestamp,
+}

@@ -1,0 +1,47 @@
+//! scaffold-runtime: the work queue generated workers run on.
+//!
+//! Kinds and lanes, leases with fencing tokens, heartbeats scheduled from the renewed lease,
+//! retries with backoff and jitter, dead letters, dedupe, checkpoints, a transactional
+//! outbox relay, orchestration steps that park and resume, graceful drain, and queue depth
+//! and lag per lane. Embedded default: SQLite (one file, zero setup); the in-memory twin runs
+//! the same semantics for tests (see DESIGN §7).
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use scaffold_runtime::{NewItem, Store};
+//! let store = Store::open("sqlite://.scaffold/queue.db").await?;
+//! store.migrate().await?;
+//! let id = store
+//!     .enqueue(NewItem::new("NOTIFY_SHIPMENT", serde_json::json!({"shipment_id": "s-1"}))
+//!         .lane("default")
+//!         .dedupe_key("s-1"))
+//!     .await?;
+//! # let _ = id; Ok(()) }
+//! ```
+
+pub mod context;
+pub mod error;
+pub mod handler;
+pub mod item;
+pub mod metrics;
+pub mod outbox;
+pub mod retry;
+pub mod spec;
+pub mod store;
+pub mod testing;
+pub mod time;
+pub mod work_loop;
+
+pub use context::WorkContext;
+pub use error::{BuildError, StoreError, WorkError};
+pub use handler::WorkHandler;
+pub use item::{
+    Claimed, DEFAULT_LANE, Fence, Finish, Item, ItemId, ItemRecord, ItemState, LaneStats,
+    ListFilter, NewItem, Outcome, StateStats, WorkerRecord, WorkerState,
+};
+pub use outbox::{Relay, Tx};
+pub use retry::RetryPolicy;
+pub use spec::{Registry, WorkKindSpec};
+pub use store::{Backend, Store};
+pub use time::{Clock, ManualClock, SystemClock, Timestamp};
+pub use work_loop::{LoopEvent, WorkLoop, WorkLoopBuilder};

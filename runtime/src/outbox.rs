@@ -1,0 +1,98 @@
+//! The transactional outbox: a producer writes an outbox row in the same transaction as its
+//! business write ([`crate::Store::enqueue_in`]); the relay ([`crate::Store::relay_outbox`],
+//! or [`Relay`] in the background) turns each row into an item whose id is the row id, so a
+//! row relayed twice is inserted once.
+//!
+//! Outbox row ids and item ids come from one sequence (on SQLite: one past the largest id of
+//! either table, allocated inside the write transaction), so a relayed id never collides with
+//! an item enqueued directly.
+
+use std::time::Duration;
+
+use crate::error::StoreError;
+use crate::item::{ItemId, NewItem};
+use crate::store::Store;
+use crate::time::Timestamp;
+
+/// A producer's open transaction, handed to the body of [`crate::Store::transaction`], or
+/// wrapped around the producer's own `rusqlite` transaction with [`Tx::sqlite`].
+#[derive(Debug)]
+pub struct Tx<'a> {
+    pub(crate) inner: TxInner<'a>,
+    pub(crate) now: Timestamp,
+}
+
+#[derive(Debug)]
+pub(crate) enum TxInner<'a> {
+    Sqlite(&'a rusqlite::Connection),
+    Memory(&'a mut crate::store::memory::PendingOutbox),
+}
+
+impl<'a> Tx<'a> {
+    /// Wraps a transaction the producer opened on its own connection to the queue's SQLite
+    /// file (the queue tables must be migrated there). `now` stamps the outbox row.
+    pub fn sqlite(tx: &'a rusqlite::Transaction<'a>, now: Timestamp) -> Self {
+        Tx {
+            inner: TxInner::Sqlite(tx),
+            now,
+        }
+    }
+
+    /// The SQLite connection the transaction runs on, for the producer's business writes
+    /// (`None` on other backends).
+    pub fn connection(&self) -> Option<&rusqlite::Connection> {
+        match &self.inner {
+            TxInner::Sqlite(conn) => Some(conn),
+            TxInner::Memory(_) => None,
+        }
+    }
+
+    /// Inserts an outbox row for `item`; returns the id its item will have.
+    pub(crate) fn enqueue(&mut self, item: NewItem) -> Result<ItemId, StoreError> {
+        let now = self.now;
+        match &mut self.inner {
+            TxInner::Sqlite(conn) => crate::store::sqlite::insert_outbox(conn, &item, now),
+            TxInner::Memory(pending) => Ok(pending.push(item)),
+        }
+    }
+}
+
+/// A background relay: every `interval`, relays outbox rows until none are left.
+#[derive(Debug, Clone)]
+pub struct Relay {
+    store: Store,
+    interval: Duration,
+    batch: usize,
+}
+
+impl Relay {
+    /// A relay over `store`, polling every `interval`.
+    pub fn new(store: Store, interval: Duration) -> Self {
+        Relay {
+            store,
+            interval,
+            batch: 500,
+        }
+    }
+
+    /// Relays until `shutdown` resolves. Store errors are logged and retried next tick.
+    pub async fn run(self, shutdown: impl std::future::Future<Output = ()>) {
+        tokio::pin!(shutdown);
+        loop {
+            loop {
+                match self.store.relay_outbox(self.batch).await {
+                    Ok(n) if n as usize >= self.batch => continue,
+                    Ok(_) => break,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "outbox relay failed; retrying");
+                        break;
+                    }
+                }
+            }
+            tokio::select! {
+                () = &mut shutdown => return,
+                () = tokio::time::sleep(self.interval) => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,515 @@
+//! The in-memory twin: the same semantics as SQLite over maps behind one mutex. Tests and
+//! `testing::MemoryContainer` run on it; the conformance suite holds the two to each other.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde_json::Value;
+
+use crate::error::StoreError;
+use crate::item::{
+    Claimed, Fence, Finish, ItemId, ItemRecord, ItemState, LaneStats, ListFilter, NewItem,
+    Outcome, WorkerRecord,
+};
+use crate::outbox::{Tx, TxInner};
+use crate::store::{Backend, BoxFuture, ClaimRequest, StoreResult, TxBody};
+use crate::time::Timestamp;
+
+/// Outbox rows written inside an open in-memory transaction; kept only when it commits.
+#[derive(Debug)]
+pub struct PendingOutbox {
+    rows: Vec<(ItemId, NewItem)>,
+    next_id: ItemId,
+}
+
+impl PendingOutbox {
+    pub(crate) fn push(&mut self, item: NewItem) -> ItemId {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.rows.push((id, item));
+        id
+    }
+}
+
+#[derive(Debug, Default)]
+struct State {
+    items: BTreeMap<ItemId, ItemRecord>,
+    effects: BTreeMap<(ItemId, String), Value>,
+    /// Outbox rows and when each was relayed.
+    outbox: BTreeMap<ItemId, (NewItem, Option<Timestamp>)>,
+    workers: BTreeMap<String, WorkerRecord>,
+    next_id: ItemId,
+}
+
+impl State {
+    fn live_id_for_key(&self, key: &str) -> Option<ItemId> {
+        self.items
+            .values()
+            .find(|r| r.state.is_live() && r.dedupe_key.as_deref() == Some(key))
+            .map(|r| r.id)
+    }
+
+    /// Inserts `item` as `id`; the id of the live duplicate when its dedupe key is taken.
+    fn insert(&mut self, id: ItemId, item: &NewItem, now: Timestamp) -> Result<ItemId, ItemId> {
+        if let Some(existing) = item.dedupe_key.as_deref().and_then(|k| self.live_id_for_key(k)) {
+            return Err(existing);
+        }
+        if self.items.contains_key(&id) {
+            return Err(id);
+        }
+        self.items.insert(
+            id,
+            ItemRecord {
+                id,
+                kind: item.kind.clone(),
+                lane: item.lane.clone(),
+                payload: item.payload.clone(),
+                state: ItemState::Available,
+                priority: item.priority,
+                attempt: 0,
+                max_attempts: item.max_attempts,
+                run_at: item.run_at.unwrap_or(now),
+                lease_owner: None,
+                lease_expires_at: None,
+                fence: 0,
+                dedupe_key: item.dedupe_key.clone(),
+                checkpoint: None,
+                last_error: None,
+                parked_on: None,
+                created_at: now,
+                updated_at: now,
+            },
+        );
+        self.next_id = self.next_id.max(id + 1);
+        Ok(id)
+    }
+
+    /// The item, when `fence` is current, it is running and its lease has not expired.
+    fn held(&mut self, id: ItemId, fence: Fence, now: Timestamp) -> StoreResult<&mut ItemRecord> {
+        match self.items.get_mut(&id) {
+            Some(r)
+                if r.fence == fence
+                    && r.state == ItemState::Running
+                    && r.lease_expires_at.is_some_and(|t| t > now) =>
+            {
+                Ok(r)
+            }
+            _ => Err(StoreError::StaleLease { id, fence }),
+        }
+    }
+
+    fn finish(&mut self, f: &Finish, now: Timestamp) -> StoreResult<()> {
+        if matches!(f.outcome, Outcome::Complete) {
+            if let Some(r) = self.items.get(&f.id) {
+                if r.state == ItemState::Completed && r.fence == f.fence {
+                    return Ok(());
+                }
+            }
+        }
+        let r = self.held(f.id, f.fence, now)?;
+        r.lease_owner = None;
+        r.lease_expires_at = None;
+        r.updated_at = now;
+        match &f.outcome {
+            Outcome::Complete => r.state = ItemState::Completed,
+            Outcome::Retry { retry_at, error } => {
+                r.state = if r.attempt >= r.max_attempts {
+                    ItemState::Dead
+                } else {
+                    ItemState::Failed
+                };
+                r.run_at = *retry_at;
+                r.last_error = Some(error.clone());
+            }
+            Outcome::Dead { error } => {
+                r.state = ItemState::Dead;
+                r.last_error = Some(error.clone());
+            }
+            Outcome::Park { until, signal } => {
+                r.state = ItemState::Parked;
+                r.run_at = until.unwrap_or(Timestamp::MAX);
+                r.parked_on = signal.clone();
+                r.attempt = (r.attempt - 1).max(0);
+            }
+            Outcome::Release => {
+                r.state = ItemState::Available;
+                r.run_at = now;
+                r.attempt = (r.attempt - 1).max(0);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The in-memory backend (`memory://`).
+#[derive(Debug, Clone, Default)]
+pub struct MemoryBackend {
+    state: Arc<Mutex<State>>,
+}
+
+impl MemoryBackend {
+    /// An empty, migrated store.
+    pub fn new() -> Self {
+        let state = State {
+            next_id: 1,
+            ..State::default()
+        };
+        MemoryBackend {
+            state: Arc::new(Mutex::new(state)),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn ready<T: Send + 'static>(&self, value: StoreResult<T>) -> BoxFuture<'_, StoreResult<T>> {
+        Box::pin(std::future::ready(value))
+    }
+}
+
+impl Backend for MemoryBackend {
+    fn name(&self) -> &'static str {
+        "memory"
+    }
+
+    fn migrate(&self) -> BoxFuture<'_, StoreResult<i64>> {
+        self.ready(Ok(crate::store::sqlite::LATEST_VERSION))
+    }
+
+    fn schema_version(&self) -> BoxFuture<'_, StoreResult<i64>> {
+        self.ready(Ok(crate::store::sqlite::LATEST_VERSION))
+    }
+
+    fn enqueue_many(&self, items: Vec<NewItem>, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<ItemId>>> {
+        let mut st = self.lock();
+        let ids = items
+            .iter()
+            .map(|item| {
+                let id = st.next_id;
+                st.insert(id, item, now).unwrap_or_else(|existing| existing)
+            })
+            .collect();
+        drop(st);
+        self.ready(Ok(ids))
+    }
+
+    fn claim(&self, req: ClaimRequest, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<Claimed>>> {
+        let mut st = self.lock();
+        let mut due: Vec<(i32, Timestamp, ItemId)> = st
+            .items
+            .values()
+            .filter(|r| {
+                r.lane == req.lane
+                    && matches!(
+                        r.state,
+                        ItemState::Available | ItemState::Failed | ItemState::Parked
+                    )
+                    && r.run_at <= now
+            })
+            .map(|r| (-r.priority, r.run_at, r.id))
+            .collect();
+        due.sort_unstable();
+        let mut claimed = Vec::new();
+        for (_, _, id) in due.into_iter().take(req.n) {
+            if let Some(r) = st.items.get_mut(&id) {
+                r.state = ItemState::Running;
+                r.fence += 1;
+                r.attempt += 1;
+                r.lease_owner = Some(req.owner.clone());
+                r.lease_expires_at = Some(req.lease_until);
+                r.parked_on = None;
+                r.updated_at = now;
+                claimed.push(Claimed {
+                    item: r.clone(),
+                    fence: r.fence,
+                    lease_expires_at: req.lease_until,
+                });
+            }
+        }
+        drop(st);
+        self.ready(Ok(claimed))
+    }
+
+    fn heartbeat(
+        &self,
+        id: ItemId,
+        fence: Fence,
+        lease_until: Timestamp,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<Timestamp>> {
+        let mut st = self.lock();
+        let out = st.held(id, fence, now).map(|r| {
+            r.lease_expires_at = Some(lease_until);
+            r.updated_at = now;
+            lease_until
+        });
+        drop(st);
+        self.ready(out)
+    }
+
+    fn checkpoint(
+        &self,
+        id: ItemId,
+        fence: Fence,
+        state: Value,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<()>> {
+        let mut st = self.lock();
+        let out = st.held(id, fence, now).map(|r| {
+            r.checkpoint = Some(state);
+            r.updated_at = now;
+        });
+        drop(st);
+        self.ready(out)
+    }
+
+    fn finish_many(
+        &self,
+        batch: Vec<Finish>,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<Vec<StoreResult<()>>>> {
+        let mut st = self.lock();
+        let out = batch.iter().map(|f| st.finish(f, now)).collect();
+        drop(st);
+        self.ready(Ok(out))
+    }
+
+    fn sweep(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>> {
+        let mut st = self.lock();
+        let mut n = 0;
+        for r in st.items.values_mut() {
+            if r.state == ItemState::Running && r.lease_expires_at.is_some_and(|t| t <= now) {
+                r.state = if r.attempt >= r.max_attempts {
+                    ItemState::Dead
+                } else {
+                    ItemState::Available
+                };
+                r.last_error = Some("lease expired".to_owned());
+                r.lease_owner = None;
+                r.lease_expires_at = None;
+                r.run_at = now;
+                r.updated_at = now;
+                n += 1;
+            }
+        }
+        drop(st);
+        self.ready(Ok(n))
+    }
+
+    fn retry(&self, id: ItemId, now: Timestamp) -> BoxFuture<'_, StoreResult<()>> {
+        let mut st = self.lock();
+        let out = match st.items.get(&id).map(|r| (r.state, r.dedupe_key.clone())) {
+            None => Err(StoreError::NotFound(id)),
+            Some((ItemState::Dead, key)) => {
+                match key.as_deref().and_then(|k| st.live_id_for_key(k)) {
+                    Some(other) => Err(StoreError::Task(format!(
+                        "dedupe key of item {id} is held by live item {other}"
+                    ))),
+                    None => {
+                        if let Some(r) = st.items.get_mut(&id) {
+                            r.state = ItemState::Available;
+                            r.attempt = 0;
+                            r.run_at = now;
+                            r.updated_at = now;
+                        }
+                        Ok(())
+                    }
+                }
+            }
+            Some((state, _)) => Err(StoreError::WrongState {
+                id,
+                state,
+                expected: "dead",
+            }),
+        };
+        drop(st);
+        self.ready(out)
+    }
+
+    fn retry_all_dead(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>> {
+        let mut st = self.lock();
+        let dead: Vec<(ItemId, Option<String>)> = st
+            .items
+            .values()
+            .filter(|r| r.state == ItemState::Dead)
+            .map(|r| (r.id, r.dedupe_key.clone()))
+            .collect();
+        let mut n = 0;
+        for (id, key) in dead {
+            if key.as_deref().and_then(|k| st.live_id_for_key(k)).is_some() {
+                continue;
+            }
+            if let Some(r) = st.items.get_mut(&id) {
+                r.state = ItemState::Available;
+                r.attempt = 0;
+                r.run_at = now;
+                r.updated_at = now;
+                n += 1;
+            }
+        }
+        drop(st);
+        self.ready(Ok(n))
+    }
+
+    fn discard(&self, id: ItemId) -> BoxFuture<'_, StoreResult<()>> {
+        let mut st = self.lock();
+        let out = match st.items.get(&id).map(|r| r.state) {
+            None => Err(StoreError::NotFound(id)),
+            Some(ItemState::Dead) => {
+                st.items.remove(&id);
+                st.effects.retain(|(item, _), _| *item != id);
+                Ok(())
+            }
+            Some(state) => Err(StoreError::WrongState {
+                id,
+                state,
+                expected: "dead",
+            }),
+        };
+        drop(st);
+        self.ready(out)
+    }
+
+    fn signal(&self, signal: String, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>> {
+        let mut st = self.lock();
+        let mut n = 0;
+        for r in st.items.values_mut() {
+            if r.state == ItemState::Parked && r.parked_on.as_deref() == Some(signal.as_str()) {
+                r.state = ItemState::Available;
+                r.run_at = now;
+                r.parked_on = None;
+                r.updated_at = now;
+                n += 1;
+            }
+        }
+        drop(st);
+        self.ready(Ok(n))
+    }
+
+    fn get(&self, id: ItemId) -> BoxFuture<'_, StoreResult<Option<ItemRecord>>> {
+        let out = self.lock().items.get(&id).cloned();
+        self.ready(Ok(out))
+    }
+
+    fn list(&self, filter: ListFilter) -> BoxFuture<'_, StoreResult<Vec<ItemRecord>>> {
+        let st = self.lock();
+        let out = st
+            .items
+            .values()
+            .filter(|r| filter.state.is_none_or(|s| r.state == s))
+            .filter(|r| filter.lane.as_deref().is_none_or(|l| r.lane == l))
+            .take(filter.limit.unwrap_or(usize::MAX))
+            .cloned()
+            .collect();
+        drop(st);
+        self.ready(Ok(out))
+    }
+
+    fn stats(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<LaneStats>>> {
+        let st = self.lock();
+        let mut lanes: BTreeMap<String, LaneStats> = BTreeMap::new();
+        for r in st.items.values() {
+            let entry = lanes
+                .entry(r.lane.clone())
+                .or_insert_with(|| LaneStats::new(r.lane.clone()));
+            let s = entry.get_mut(r.state);
+            s.count += 1;
+            let since = if r.state == ItemState::Available {
+                if r.run_at > now {
+                    continue;
+                }
+                r.run_at
+            } else {
+                r.created_at
+            };
+            s.oldest_age_ms = s.oldest_age_ms.max(now.millis_since(since));
+        }
+        drop(st);
+        self.ready(Ok(lanes.into_values().collect()))
+    }
+
+    fn effect(&self, id: ItemId, key: String) -> BoxFuture<'_, StoreResult<Option<Value>>> {
+        let out = self.lock().effects.get(&(id, key)).cloned();
+        self.ready(Ok(out))
+    }
+
+    fn record_effect(
+        &self,
+        id: ItemId,
+        fence: Fence,
+        key: String,
+        output: Value,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<()>> {
+        let mut st = self.lock();
+        let out = st.held(id, fence, now).map(|_| ());
+        if out.is_ok() {
+            st.effects.entry((id, key)).or_insert(output);
+        }
+        drop(st);
+        self.ready(out)
+    }
+
+    fn transaction(&self, body: TxBody, now: Timestamp) -> BoxFuture<'_, StoreResult<()>> {
+        let mut st = self.lock();
+        let mut pending = PendingOutbox {
+            rows: Vec::new(),
+            next_id: st.next_id,
+        };
+        let result = {
+            let mut tx = Tx {
+                inner: TxInner::Memory(&mut pending),
+                now,
+            };
+            body(&mut tx)
+        };
+        if result.is_ok() {
+            st.next_id = pending.next_id;
+            for (id, item) in pending.rows {
+                st.outbox.insert(id, (item, None));
+            }
+        }
+        drop(st);
+        self.ready(result)
+    }
+
+    fn relay_outbox(&self, limit: usize, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>> {
+        let mut st = self.lock();
+        let pending: Vec<(ItemId, NewItem)> = st
+            .outbox
+            .iter()
+            .filter(|(_, (_, relayed))| relayed.is_none())
+            .take(limit)
+            .map(|(id, (item, _))| (*id, item.clone()))
+            .collect();
+        for (id, item) in &pending {
+            // A row relayed twice, or whose dedupe key is live, inserts nothing.
+            let _ = st.insert(*id, item, now);
+            if let Some(row) = st.outbox.get_mut(id) {
+                row.1 = Some(now);
+            }
+        }
+        drop(st);
+        self.ready(Ok(pending.len() as u64))
+    }
+
+    fn put_worker(&self, worker: WorkerRecord) -> BoxFuture<'_, StoreResult<()>> {
+        let mut st = self.lock();
+        let started = st.workers.get(&worker.id).map(|w| w.started_at);
+        let mut worker = worker;
+        if let Some(started) = started {
+            worker.started_at = started;
+        }
+        st.workers.insert(worker.id.clone(), worker);
+        drop(st);
+        self.ready(Ok(()))
+    }
+
+    fn workers(&self) -> BoxFuture<'_, StoreResult<Vec<WorkerRecord>>> {
+        let out = self.lock().workers.values().cloned().collect();
+        self.ready(Ok(out))
+    }
+}

@@ -1,0 +1,402 @@
+//! The store: one handle ([`Store`]) over a backend ([`Backend`]): SQLite (`sqlite://PATH`)
+//! or the in-memory twin (`memory://`); PostgreSQL plugs in as a third.
+//!
+//! The backend is a trait object rather than an enum: a PostgreSQL backend (a later crate
+//! feature, or a crate of its own) then plugs in with `Store::from_backend` without editing a
+//! match in every method here, and the conformance suite takes any `Store` alike. To stay
+//! object-safe the async methods return boxed futures; one allocation per call is noise next
+//! to a database round trip, and calls are batched (claims, completions) where it matters.
+//! Backends never read a clock: the [`Store`] passes `now` in, so an injected [`Clock`] moves
+//! lease expiry and `run_at` on every backend the same way.
+
+pub mod memory;
+pub mod sqlite;
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::error::StoreError;
+use crate::item::{
+    Claimed, Fence, Finish, ItemId, ItemRecord, LaneStats, ListFilter, NewItem, WorkerRecord,
+};
+use crate::outbox::Tx;
+use crate::time::{Clock, SystemClock, Timestamp};
+
+/// A boxed, sendable future: what the object-safe [`Backend`] methods return.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Result of store operations.
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// A producer's transaction body, run by [`Backend::transaction`].
+pub type TxBody = Box<dyn FnOnce(&mut Tx<'_>) -> StoreResult<()> + Send>;
+
+/// A claim request: up to `n` due items of `lane`, leased to `owner` until `lease_until`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimRequest {
+    pub lane: String,
+    pub n: usize,
+    pub owner: String,
+    pub lease_until: Timestamp,
+}
+
+/// A storage backend. Every method that changes a claimed item checks, row by row, the
+/// fence, the `running` state and an unexpired lease, and changes nothing otherwise.
+pub trait Backend: Send + Sync + fmt::Debug {
+    /// `sqlite`, `memory`, `postgres`.
+    fn name(&self) -> &'static str;
+    /// Applies the migrations not applied yet; returns the schema version now in force.
+    fn migrate(&self) -> BoxFuture<'_, StoreResult<i64>>;
+    /// The schema version in force (0 for a new database).
+    fn schema_version(&self) -> BoxFuture<'_, StoreResult<i64>>;
+    /// Inserts `items` in one transaction; a live duplicate dedupe key yields the live item's id.
+    fn enqueue_many(&self, items: Vec<NewItem>, now: Timestamp)
+    -> BoxFuture<'_, StoreResult<Vec<ItemId>>>;
+    /// Atomically takes up to `n` due items, sets the lease and increments each fence.
+    fn claim(&self, req: ClaimRequest, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<Claimed>>>;
+    /// Renews the lease to `lease_until`; returns the stored `lease_expires_at`.
+    fn heartbeat(
+        &self,
+        id: ItemId,
+        fence: Fence,
+        lease_until: Timestamp,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<Timestamp>>;
+    /// Stores `state` as the item's checkpoint.
+    fn checkpoint(
+        &self,
+        id: ItemId,
+        fence: Fence,
+        state: Value,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<()>>;
+    /// Applies every finish in one write transaction; one result per finish, in order.
+    fn finish_many(
+        &self,
+        batch: Vec<Finish>,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<Vec<StoreResult<()>>>>;
+    /// Returns running items whose lease expired to available (dead when out of attempts).
+    fn sweep(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>>;
+    /// Makes a dead item available again with fresh attempts.
+    fn retry(&self, id: ItemId, now: Timestamp) -> BoxFuture<'_, StoreResult<()>>;
+    /// Retries every dead item; returns how many.
+    fn retry_all_dead(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>>;
+    /// Deletes a dead item.
+    fn discard(&self, id: ItemId) -> BoxFuture<'_, StoreResult<()>>;
+    /// Makes every item parked on `signal` available; returns how many.
+    fn signal(&self, signal: String, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>>;
+    /// One item.
+    fn get(&self, id: ItemId) -> BoxFuture<'_, StoreResult<Option<ItemRecord>>>;
+    /// Items matching `filter`, by id.
+    fn list(&self, filter: ListFilter) -> BoxFuture<'_, StoreResult<Vec<ItemRecord>>>;
+    /// Counts and oldest ages per lane and state, lanes by name.
+    fn stats(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<LaneStats>>>;
+    /// The recorded output of effect `key` of item `id`, if recorded.
+    fn effect(&self, id: ItemId, key: String) -> BoxFuture<'_, StoreResult<Option<Value>>>;
+    /// Records effect `key` (fenced: only the current holder records). Recording a key that
+    /// is already recorded changes nothing and succeeds.
+    fn record_effect(
+        &self,
+        id: ItemId,
+        fence: Fence,
+        key: String,
+        output: Value,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<()>>;
+    /// Runs `body` in one write transaction of this store; commits when it returns Ok.
+    fn transaction(&self, body: TxBody, now: Timestamp) -> BoxFuture<'_, StoreResult<()>>;
+    /// Turns up to `limit` unrelayed outbox rows into items whose id is the row id.
+    fn relay_outbox(&self, limit: usize, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>>;
+    /// Inserts or replaces a worker row.
+    fn put_worker(&self, worker: WorkerRecord) -> BoxFuture<'_, StoreResult<()>>;
+    /// Every worker row, by id.
+    fn workers(&self) -> BoxFuture<'_, StoreResult<Vec<WorkerRecord>>>;
+}
+
+/// The queue: a cheap, clonable handle over one backend and one clock.
+#[derive(Clone)]
+pub struct Store {
+    backend: Arc<dyn Backend>,
+    clock: Arc<dyn Clock>,
+}
+
+impl fmt::Debug for Store {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Store")
+            .field("backend", &self.backend.name())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Store {
+    /// Opens `sqlite://PATH` (the file and its folder are created when missing) or
+    /// `memory://`. A file that is not a SQLite database, or one with a newer schema, is
+    /// refused and left untouched.
+    pub async fn open(url: &str) -> StoreResult<Store> {
+        Self::open_with_clock(url, Arc::new(SystemClock)).await
+    }
+
+    /// [`Store::open`] with the clock the store reads.
+    pub async fn open_with_clock(url: &str, clock: Arc<dyn Clock>) -> StoreResult<Store> {
+        if let Some(path) = url.strip_prefix("sqlite://") {
+            if path.is_empty() {
+                return Err(StoreError::InvalidUrl { url: url.to_owned() });
+            }
+            let backend = sqlite::SqliteBackend::open(std::path::Path::new(path)).await?;
+            Ok(Self::from_backend(Arc::new(backend), clock))
+        } else if url == "memory://" || url == "memory:" {
+            Ok(Self::from_backend(
+                Arc::new(memory::MemoryBackend::new()),
+                clock,
+            ))
+        } else {
+            Err(StoreError::InvalidUrl { url: url.to_owned() })
+        }
+    }
+
+    /// A store over any backend (how PostgreSQL plugs in).
+    pub fn from_backend(backend: Arc<dyn Backend>, clock: Arc<dyn Clock>) -> Store {
+        Store { backend, clock }
+    }
+
+    /// The backend's name.
+    pub fn backend_name(&self) -> &'static str {
+        self.backend.name()
+    }
+
+    /// The store's clock.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    /// Now, by the store's clock.
+    pub fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+
+    /// Applies pending migrations (idempotent); returns the schema version.
+    pub async fn migrate(&self) -> StoreResult<i64> {
+        self.backend.migrate().await
+    }
+
+    /// The schema version in force.
+    pub async fn schema_version(&self) -> StoreResult<i64> {
+        self.backend.schema_version().await
+    }
+
+    /// Refuses a store whose schema is not the one this runtime writes.
+    pub async fn require_migrated(&self) -> StoreResult<()> {
+        let found = self.schema_version().await?;
+        let required = crate::store::sqlite::LATEST_VERSION;
+        if found > required {
+            Err(StoreError::SchemaTooNew {
+                found,
+                supported: required,
+            })
+        } else if found < required {
+            Err(StoreError::NotMigrated { found, required })
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Enqueues one item; returns its id (the live duplicate's id when its dedupe key is taken).
+    pub async fn enqueue(&self, item: NewItem) -> StoreResult<ItemId> {
+        let ids = self.enqueue_many(vec![item]).await?;
+        ids.into_iter()
+            .next()
+            .ok_or_else(|| StoreError::Task("enqueue returned no id".to_owned()))
+    }
+
+    /// Enqueues many items in one transaction; ids in the order given.
+    pub async fn enqueue_many(&self, items: Vec<NewItem>) -> StoreResult<Vec<ItemId>> {
+        self.backend.enqueue_many(items, self.now()).await
+    }
+
+    /// Claims up to `n` due items of `lane` for `lease`, as `owner`.
+    pub async fn claim_as(
+        &self,
+        owner: &str,
+        lane: &str,
+        n: usize,
+        lease: Duration,
+    ) -> StoreResult<Vec<Claimed>> {
+        let now = self.now();
+        let req = ClaimRequest {
+            lane: lane.to_owned(),
+            n,
+            owner: owner.to_owned(),
+            lease_until: now.plus(lease),
+        };
+        self.backend.claim(req, now).await
+    }
+
+    /// Claims up to `n` due items of `lane` for `lease` (owner `anonymous`).
+    pub async fn claim(&self, lane: &str, n: usize, lease: Duration) -> StoreResult<Vec<Claimed>> {
+        self.claim_as("anonymous", lane, n, lease).await
+    }
+
+    /// Renews the lease for `lease` from now; returns the new `lease_expires_at`.
+    pub async fn heartbeat(
+        &self,
+        id: ItemId,
+        fence: Fence,
+        lease: Duration,
+    ) -> StoreResult<Timestamp> {
+        let now = self.now();
+        self.backend
+            .heartbeat(id, fence, now.plus(lease), now)
+            .await
+    }
+
+    /// Stores the item's checkpoint.
+    pub async fn checkpoint(&self, id: ItemId, fence: Fence, state: Value) -> StoreResult<()> {
+        self.backend.checkpoint(id, fence, state, self.now()).await
+    }
+
+    /// Completes the item. Repeating it with the same fence succeeds.
+    pub async fn complete(&self, id: ItemId, fence: Fence) -> StoreResult<()> {
+        self.finish(Finish {
+            id,
+            fence,
+            outcome: crate::item::Outcome::Complete,
+        })
+        .await
+    }
+
+    /// Fails the item: transient (retry at `retry_at`, dead when out of attempts) or dead.
+    pub async fn fail(
+        &self,
+        id: ItemId,
+        fence: Fence,
+        outcome: crate::item::Outcome,
+    ) -> StoreResult<()> {
+        self.finish(Finish { id, fence, outcome }).await
+    }
+
+    /// Applies one finish.
+    pub async fn finish(&self, finish: Finish) -> StoreResult<()> {
+        let mut results = self.finish_many(vec![finish]).await?;
+        results
+            .pop()
+            .unwrap_or_else(|| Err(StoreError::Task("finish returned no result".to_owned())))
+    }
+
+    /// Applies many finishes in one write transaction; each row checks its own fence.
+    pub async fn finish_many(&self, batch: Vec<Finish>) -> StoreResult<Vec<StoreResult<()>>> {
+        if batch.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.backend.finish_many(batch, self.now()).await
+    }
+
+    /// Returns expired leases to available; returns how many items moved.
+    pub async fn sweep(&self) -> StoreResult<u64> {
+        self.backend.sweep(self.now()).await
+    }
+
+    /// Retries a dead item.
+    pub async fn retry(&self, id: ItemId) -> StoreResult<()> {
+        self.backend.retry(id, self.now()).await
+    }
+
+    /// Retries every dead item.
+    pub async fn retry_all_dead(&self) -> StoreResult<u64> {
+        self.backend.retry_all_dead(self.now()).await
+    }
+
+    /// Deletes a dead item.
+    pub async fn discard(&self, id: ItemId) -> StoreResult<()> {
+        self.backend.discard(id).await
+    }
+
+    /// Wakes every item parked on `signal`.
+    pub async fn signal(&self, signal: &str) -> StoreResult<u64> {
+        self.backend.signal(signal.to_owned(), self.now()).await
+    }
+
+    /// One item.
+    pub async fn get(&self, id: ItemId) -> StoreResult<Option<ItemRecord>> {
+        self.backend.get(id).await
+    }
+
+    /// Items matching `filter`.
+    pub async fn list(&self, filter: ListFilter) -> StoreResult<Vec<ItemRecord>> {
+        self.backend.list(filter).await
+    }
+
+    /// Counts and oldest ages per lane and state.
+    pub async fn stats(&self) -> StoreResult<Vec<LaneStats>> {
+        self.backend.stats(self.now()).await
+    }
+
+    /// The recorded output of effect `key` of item `id`.
+    pub async fn effect(&self, id: ItemId, key: &str) -> StoreResult<Option<Value>> {
+        self.backend.effect(id, key.to_owned()).await
+    }
+
+    /// Records effect `key` of item `id` under its current fence.
+    pub async fn record_effect(
+        &self,
+        id: ItemId,
+        fence: Fence,
+        key: &str,
+        output: Value,
+    ) -> StoreResult<()> {
+        self.backend
+            .record_effect(id, fence, key.to_owned(), output, self.now())
+            .await
+    }
+
+    /// Runs `body` in one write transaction; its outbox rows ([`Store::enqueue_in`]) commit
+    /// with it or not at all.
+    pub async fn transaction<T, F>(&self, body: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Tx<'_>) -> StoreResult<T> + Send + 'static,
+    {
+        let slot: Arc<Mutex<Option<T>>> = Arc::new(Mutex::new(None));
+        let out = Arc::clone(&slot);
+        let boxed: TxBody = Box::new(move |tx| {
+            let value = body(tx)?;
+            if let Ok(mut guard) = out.lock() {
+                *guard = Some(value);
+            }
+            Ok(())
+        });
+        self.backend.transaction(boxed, self.now()).await?;
+        let mut guard = slot
+            .lock()
+            .map_err(|_| StoreError::Task("transaction result lock poisoned".to_owned()))?;
+        guard
+            .take()
+            .ok_or_else(|| StoreError::Task("transaction produced no value".to_owned()))
+    }
+
+    /// Inserts an outbox row for `item` inside the producer's transaction `tx`; the relay
+    /// turns it into an item with the same id. Returns that id.
+    pub fn enqueue_in(&self, tx: &mut Tx<'_>, item: NewItem) -> StoreResult<ItemId> {
+        tx.enqueue(item)
+    }
+
+    /// Relays up to `limit` outbox rows; returns how many items it created.
+    pub async fn relay_outbox(&self, limit: usize) -> StoreResult<u64> {
+        self.backend.relay_outbox(limit, self.now()).await
+    }
+
+    /// Inserts or replaces a worker row.
+    pub async fn put_worker(&self, worker: WorkerRecord) -> StoreResult<()> {
+        self.backend.put_worker(worker).await
+    }
+
+    /// Every worker row.
+    pub async fn workers(&self) -> StoreResult<Vec<WorkerRecord>> {
+        self.backend.workers().await
+    }
+}

@@ -1,0 +1,184 @@
+//! The SQLite backend: one connection per process behind a mutex, every write in a
+//! `BEGIN IMMEDIATE` transaction (a deferred transaction that upgrades to a writer can fail
+//! with `SQLITE_BUSY_SNAPSHOT` whatever the busy timeout), calls run on tokio's blocking pool.
+//! Many processes may share one file: SQLite serialises their writers, and every fenced
+//! update re-checks fence, state and lease in its `WHERE` clause.
+
+mod ops;
+mod schema;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use rusqlite::Connection;
+use serde_json::Value;
+
+pub use schema::LATEST_VERSION;
+
+use crate::error::StoreError;
+use crate::item::{
+    Claimed, Fence, Finish, ItemId, ItemRecord, LaneStats, ListFilter, NewItem, WorkerRecord,
+};
+use crate::store::{Backend, BoxFuture, ClaimRequest, StoreResult, TxBody};
+use crate::time::Timestamp;
+
+pub(crate) use ops::insert_outbox;
+
+/// The SQLite backend (`sqlite://PATH`).
+#[derive(Debug, Clone)]
+pub struct SqliteBackend {
+    conn: Arc<Mutex<Connection>>,
+    path: PathBuf,
+}
+
+impl SqliteBackend {
+    /// Opens the file at `path`; see [`crate::Store::open`].
+    pub async fn open(path: &Path) -> StoreResult<Self> {
+        let owned = path.to_owned();
+        let conn = tokio::task::spawn_blocking(move || schema::open(&owned))
+            .await
+            .map_err(|e| StoreError::Task(e.to_string()))??;
+        Ok(SqliteBackend {
+            conn: Arc::new(Mutex::new(conn)),
+            path: path.to_owned(),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn run<T, F>(&self, f: F) -> BoxFuture<'_, StoreResult<T>>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
+    {
+        let conn = Arc::clone(&self.conn);
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || {
+                let mut guard = conn.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                f(&mut guard)
+            })
+            .await
+            .map_err(|e| StoreError::Task(e.to_string()))?
+        })
+    }
+}
+
+impl Backend for SqliteBackend {
+    fn name(&self) -> &'static str {
+        "sqlite"
+    }
+
+    fn migrate(&self) -> BoxFuture<'_, StoreResult<i64>> {
+        self.run(schema::migrate)
+    }
+
+    fn schema_version(&self) -> BoxFuture<'_, StoreResult<i64>> {
+        self.run(|c| Ok(schema::version(c)?))
+    }
+
+    fn enqueue_many(
+        &self,
+        items: Vec<NewItem>,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<Vec<ItemId>>> {
+        self.run(move |c| ops::enqueue_many(c, &items, now))
+    }
+
+    fn claim(&self, req: ClaimRequest, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<Claimed>>> {
+        self.run(move |c| ops::claim(c, &req, now))
+    }
+
+    fn heartbeat(
+        &self,
+        id: ItemId,
+        fence: Fence,
+        lease_until: Timestamp,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<Timestamp>> {
+        self.run(move |c| ops::heartbeat(c, id, fence, lease_until, now))
+    }
+
+    fn checkpoint(
+        &self,
+        id: ItemId,
+        fence: Fence,
+        state: Value,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<()>> {
+        self.run(move |c| ops::checkpoint(c, id, fence, &state, now))
+    }
+
+    fn finish_many(
+        &self,
+        batch: Vec<Finish>,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<Vec<StoreResult<()>>>> {
+        self.run(move |c| ops::finish_many(c, &batch, now))
+    }
+
+    fn sweep(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>> {
+        self.run(move |c| ops::sweep(c, now))
+    }
+
+    fn retry(&self, id: ItemId, now: Timestamp) -> BoxFuture<'_, StoreResult<()>> {
+        self.run(move |c| ops::retry(c, id, now))
+    }
+
+    fn retry_all_dead(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>> {
+        self.run(move |c| ops::retry_all_dead(c, now))
+    }
+
+    fn discard(&self, id: ItemId) -> BoxFuture<'_, StoreResult<()>> {
+        self.run(move |c| ops::discard(c, id))
+    }
+
+    fn signal(&self, signal: String, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>> {
+        self.run(move |c| ops::signal(c, &signal, now))
+    }
+
+    fn get(&self, id: ItemId) -> BoxFuture<'_, StoreResult<Option<ItemRecord>>> {
+        self.run(move |c| ops::get(c, id))
+    }
+
+    fn list(&self, filter: ListFilter) -> BoxFuture<'_, StoreResult<Vec<ItemRecord>>> {
+        self.run(move |c| ops::list(c, &filter))
+    }
+
+    fn stats(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<LaneStats>>> {
+        self.run(move |c| ops::stats(c, now))
+    }
+
+    fn effect(&self, id: ItemId, key: String) -> BoxFuture<'_, StoreResult<Option<Value>>> {
+        self.run(move |c| ops::effect(c, id, &key))
+    }
+
+    fn record_effect(
+        &self,
+        id: ItemId,
+        fence: Fence,
+        key: String,
+        output: Value,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<()>> {
+        self.run(move |c| ops::record_effect(c, id, fence, &key, &output, now))
+    }
+
+    fn transaction(&self, body: TxBody, now: Timestamp) -> BoxFuture<'_, StoreResult<()>> {
+        self.run(move |c| ops::transaction(c, body, now))
+    }
+
+    fn relay_outbox(&self, limit: usize, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>> {
+        self.run(move |c| ops::relay_outbox(c, limit, now))
+    }
+
+    fn put_worker(&self, worker: WorkerRecord) -> BoxFuture<'_, StoreResult<()>> {
+        self.run(move |c| ops::put_worker(c, &worker))
+    }
+
+    fn workers(&self) -> BoxFuture<'_, StoreResult<Vec<WorkerRecord>>> {
+        self.run(ops::workers)
+    }
+}

@@ -1,0 +1,145 @@
+//! Opening a SQLite queue file safely, and its versioned migrations.
+
+use std::fs;
+use std::io::Read;
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+
+use crate::error::StoreError;
+use crate::store::StoreResult;
+use crate::time::{Clock, SystemClock};
+
+/// The migrations, in order: (version, SQL). Never edit one that has shipped; add the next.
+const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("../../../migrations/sqlite/0001_init.sql"))];
+
+/// The schema version this runtime writes.
+pub const LATEST_VERSION: i64 = 1;
+
+const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
+
+/// How long a writer waits for another process's write lock before giving up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Opens (creating when missing) the queue database at `path`. Refuses, without writing a
+/// byte, a path that is a directory, a file that does not start with the SQLite header,
+/// and a database whose schema is newer than [`LATEST_VERSION`].
+pub(crate) fn open(path: &Path) -> StoreResult<Connection> {
+    let not_a_db = || StoreError::NotADatabase {
+        path: path.to_owned(),
+    };
+    match fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => return Err(not_a_db()),
+        Ok(meta) if meta.len() > 0 => {
+            let mut header = [0u8; 16];
+            let mut file = fs::File::open(path).map_err(|source| StoreError::Unwritable {
+                path: path.to_owned(),
+                source,
+            })?;
+            if file.read_exact(&mut header).is_err() || &header != SQLITE_HEADER {
+                return Err(not_a_db());
+            }
+        }
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                fs::create_dir_all(parent).map_err(|source| StoreError::Unwritable {
+                    path: path.to_owned(),
+                    source,
+                })?;
+            }
+        }
+        Err(source) => {
+            return Err(StoreError::Unwritable {
+                path: path.to_owned(),
+                source,
+            });
+        }
+    }
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_CREATE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags).map_err(|e| map_open_error(path, e))?;
+    configure(&conn).map_err(|e| map_open_error(path, e))?;
+    let found = version(&conn).map_err(|e| map_open_error(path, e))?;
+    if found > LATEST_VERSION {
+        return Err(StoreError::SchemaTooNew {
+            found,
+            supported: LATEST_VERSION,
+        });
+    }
+    Ok(conn)
+}
+
+fn map_open_error(path: &Path, e: rusqlite::Error) -> StoreError {
+    match e.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::NotADatabase) => StoreError::NotADatabase {
+            path: path.to_owned(),
+        },
+        Some(rusqlite::ErrorCode::CannotOpen | rusqlite::ErrorCode::ReadOnly) => {
+            StoreError::Unwritable {
+                path: path.to_owned(),
+                source: std::io::Error::other(e.to_string()),
+            }
+        }
+        _ => StoreError::Sqlite(e),
+    }
+}
+
+/// WAL (readers never block the writer), `synchronous=NORMAL` (durable at checkpoints, no
+/// fsync per commit: a power cut may lose the last commits, never corrupt), a busy timeout.
+fn configure(conn: &Connection) -> rusqlite::Result<()> {
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+    tracing::debug!(journal_mode = %mode, "opened sqlite queue");
+    conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY;")?;
+    conn.set_prepared_statement_cache_capacity(64);
+    Ok(())
+}
+
+/// The schema version in force; 0 before the first migration.
+pub(crate) fn version(conn: &Connection) -> rusqlite::Result<i64> {
+    let has_table: bool = conn.query_row(
+        "SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'",
+        [],
+        |r| r.get(0),
+    )?;
+    if !has_table {
+        return Ok(0);
+    }
+    conn.query_row(
+        "SELECT COALESCE(max(version), 0) FROM schema_version",
+        [],
+        |r| r.get(0),
+    )
+}
+
+/// Applies the migrations not applied yet, in one write transaction.
+pub(crate) fn migrate(conn: &mut Connection) -> StoreResult<i64> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    tx.execute_batch(
+        "CREATE TABLE IF NOT EXISTS schema_version (
+             version    INTEGER PRIMARY KEY,
+             applied_at INTEGER NOT NULL
+         )",
+    )?;
+    let current = version(&tx)?;
+    if current > LATEST_VERSION {
+        return Err(StoreError::SchemaTooNew {
+            found: current,
+            supported: LATEST_VERSION,
+        });
+    }
+    let now = SystemClock.now().as_millis();
+    for (v, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > current) {
+        tx.execute_batch(sql)?;
+        tx.execute(
+            "INSERT INTO schema_version (version, applied_at) VALUES (?1, ?2)",
+            (v, now),
+        )?;
+        tracing::info!(version = v, "applied queue migration");
+    }
+    tx.commit()?;
+    Ok(LATEST_VERSION)
+}

@@ -1,0 +1,182 @@
+//! Building a work loop, and what it refuses at build.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::error::BuildError;
+use crate::handler::{DynHandler, Erased, WorkHandler};
+use crate::item::DEFAULT_LANE;
+use crate::retry::RetryPolicy;
+use crate::spec::WorkKindSpec;
+use crate::store::Store;
+use crate::work_loop::{Config, Observer, WorkLoop};
+
+/// Builds a [`WorkLoop`]: `WorkLoop::builder(store, KINDS).handler(H).lane("default")
+/// .concurrency(8).lease(Duration::from_secs(30)).build()?`.
+pub struct WorkLoopBuilder {
+    store: Store,
+    registry: Vec<WorkKindSpec>,
+    handlers: Vec<Arc<dyn DynHandler>>,
+    lanes: Vec<String>,
+    config: Config,
+    observer: Option<Observer>,
+}
+
+impl std::fmt::Debug for WorkLoopBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkLoopBuilder")
+            .field("lanes", &self.lanes)
+            .field("handlers", &self.handlers.iter().map(|h| h.kind()).collect::<Vec<_>>())
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WorkLoopBuilder {
+    pub(crate) fn new(store: Store, registry: &[&[WorkKindSpec]]) -> Self {
+        WorkLoopBuilder {
+            store,
+            registry: registry.iter().flat_map(|ns| ns.iter().copied()).collect(),
+            handlers: Vec::new(),
+            lanes: Vec::new(),
+            config: Config::default(),
+            observer: None,
+        }
+    }
+
+    /// Adds the handler of one kind.
+    #[must_use]
+    pub fn handler<H: WorkHandler>(mut self, handler: H) -> Self {
+        self.handlers.push(Arc::new(Erased(handler)));
+        self
+    }
+
+    /// Serves `lane` (call once per lane; `default` when never called).
+    #[must_use]
+    pub fn lane(mut self, lane: impl Into<String>) -> Self {
+        self.lanes.push(lane.into());
+        self
+    }
+
+    /// How many handlers run at once (default 8).
+    #[must_use]
+    pub fn concurrency(mut self, n: usize) -> Self {
+        self.config.concurrency = n;
+        self
+    }
+
+    /// How many items the loop holds claimed at most, running or waiting to run; claims
+    /// take up to this many at once (default 8 × concurrency, at least 32).
+    #[must_use]
+    pub fn prefetch(mut self, n: usize) -> Self {
+        self.config.prefetch = Some(n);
+        self
+    }
+
+    /// The lease each claim takes and each heartbeat renews (default 30 s).
+    #[must_use]
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.config.lease = lease;
+        self
+    }
+
+    /// The backoff of transient failures.
+    #[must_use]
+    pub fn retry_policy(mut self, policy: RetryPolicy) -> Self {
+        self.config.retry = policy;
+        self
+    }
+
+    /// How long a drain lets in-flight handlers finish before cancelling and releasing them
+    /// (default 30 s).
+    #[must_use]
+    pub fn drain_timeout(mut self, d: Duration) -> Self {
+        self.config.drain_timeout = d;
+        self
+    }
+
+    /// How long an idle lane waits before claiming again (default 200 ms).
+    #[must_use]
+    pub fn poll_interval(mut self, d: Duration) -> Self {
+        self.config.poll_interval = d;
+        self
+    }
+
+    /// How often the loop sweeps expired leases and touches its worker row (default 1 s).
+    #[must_use]
+    pub fn sweep_interval(mut self, d: Duration) -> Self {
+        self.config.sweep_interval = d;
+        self
+    }
+
+    /// The worker's id in `workers` (default: `worker-<pid>-<random>`).
+    #[must_use]
+    pub fn worker_id(mut self, id: impl Into<String>) -> Self {
+        self.config.worker_id = Some(id.into());
+        self
+    }
+
+    /// Called on every item outcome the store answered (completions, stale rejections, …).
+    #[must_use]
+    pub fn observer(mut self, observer: impl Fn(&crate::work_loop::LoopEvent) + Send + Sync + 'static) -> Self {
+        self.observer = Some(Arc::new(observer));
+        self
+    }
+
+    /// Checks the handlers against the registry and builds the loop. Refuses a handler for a
+    /// kind the registry does not hold, a kind registered on a lane this loop serves with no
+    /// handler, and a handler whose `REQUIRES` lacks its spec's permission.
+    pub fn build(self) -> Result<WorkLoop, BuildError> {
+        if self.config.concurrency == 0 {
+            return Err(BuildError::ZeroConcurrency);
+        }
+        let mut specs: BTreeMap<&'static str, WorkKindSpec> = BTreeMap::new();
+        for spec in &self.registry {
+            if specs.insert(spec.name, *spec).is_some() {
+                return Err(BuildError::DuplicateKind {
+                    kind: spec.name.to_owned(),
+                });
+            }
+        }
+        let mut handlers: BTreeMap<&'static str, Arc<dyn DynHandler>> = BTreeMap::new();
+        for h in self.handlers {
+            let kind = h.kind();
+            let spec = specs.get(kind).ok_or_else(|| BuildError::UnknownKind {
+                kind: kind.to_owned(),
+            })?;
+            if !h.requires().contains(&spec.permission) {
+                return Err(BuildError::PermissionNotGranted {
+                    kind: kind.to_owned(),
+                    permission: spec.permission.to_owned(),
+                    requires: h.requires().iter().map(|s| (*s).to_owned()).collect(),
+                });
+            }
+            if handlers.insert(kind, h).is_some() {
+                return Err(BuildError::DuplicateHandler {
+                    kind: kind.to_owned(),
+                });
+            }
+        }
+        let mut lanes: BTreeSet<String> = self.lanes.into_iter().collect();
+        if lanes.is_empty() {
+            lanes.insert(DEFAULT_LANE.to_owned());
+        }
+        if let Some(spec) = specs
+            .values()
+            .find(|s| lanes.contains(s.lane) && !handlers.contains_key(s.name))
+        {
+            return Err(BuildError::MissingHandler {
+                kind: spec.name.to_owned(),
+                lane: spec.lane.to_owned(),
+            });
+        }
+        Ok(WorkLoop::from_parts(
+            self.store,
+            handlers,
+            lanes.into_iter().collect(),
+            self.config,
+            self.observer,
+        ))
+    }
+}

@@ -1,0 +1,80 @@
+//! Writes finished items back in batches: whatever finished while the last batch was being
+//! written goes in the next one, one write transaction, each row checking its own fence.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+
+use crate::item::{Finish, Outcome};
+use crate::work_loop::{LoopEvent, Shared};
+
+/// One item task's end: what to write, or nothing when the lease was lost.
+pub(crate) struct Done {
+    pub finish: Option<Finish>,
+}
+
+const MAX_BATCH: usize = 1024;
+
+pub(crate) async fn run(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<Done>) {
+    let mut buf: Vec<Done> = Vec::with_capacity(MAX_BATCH);
+    while let Some(first) = rx.recv().await {
+        buf.push(first);
+        while buf.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(done) => buf.push(done),
+                Err(_) => break,
+            }
+        }
+        let batch: Vec<Finish> = buf.iter().filter_map(|d| d.finish.clone()).collect();
+        write(&shared, batch).await;
+        shared.inflight.fetch_sub(buf.len(), Ordering::SeqCst);
+        shared.room.notify_waiters();
+        buf.clear();
+    }
+}
+
+async fn write(shared: &Shared, batch: Vec<Finish>) {
+    if batch.is_empty() {
+        return;
+    }
+    let mut delay = Duration::from_millis(20);
+    let results = loop {
+        match shared.store.finish_many(batch.clone()).await {
+            Ok(results) => break results,
+            Err(e) if delay < Duration::from_secs(5) => {
+                tracing::warn!(error = %e, "writing outcomes failed; retrying");
+                tokio::time::sleep(delay).await;
+                delay *= 2;
+            }
+            Err(e) => {
+                // The leases will expire and the sweeper returns the items: nothing is lost.
+                tracing::error!(error = %e, count = batch.len(), "writing outcomes failed; leaving them to the sweeper");
+                return;
+            }
+        }
+    };
+    let c = &shared.counters;
+    for (finish, result) in batch.iter().zip(results) {
+        let (id, fence) = (finish.id, finish.fence);
+        match result {
+            Ok(()) => {
+                let (counter, outcome) = match finish.outcome {
+                    Outcome::Complete => (&c.completed, "completed"),
+                    Outcome::Retry { .. } => (&c.retried, "retry"),
+                    Outcome::Dead { .. } => (&c.dead, "dead"),
+                    Outcome::Park { .. } => (&c.parked, "parked"),
+                    Outcome::Release => (&c.released, "released"),
+                };
+                counter.fetch_add(1, Ordering::Relaxed);
+                shared.emit(LoopEvent::Finished { id, fence, outcome });
+            }
+            Err(e) => {
+                tracing::warn!(id, fence, error = %e, "outcome refused: stale lease");
+                c.stale_rejected.fetch_add(1, Ordering::Relaxed);
+                shared.emit(LoopEvent::StaleRejected { id, fence });
+            }
+        }
+    }
+}

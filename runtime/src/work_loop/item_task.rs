@@ -1,0 +1,181 @@
+//! Claiming, and the life of one claimed item: its handler under a heartbeated lease.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use tokio::sync::{Semaphore, mpsc, watch};
+use tracing::Instrument;
+
+use crate::context::WorkContext;
+use crate::error::{StoreError, WorkError};
+use crate::item::{Claimed, Fence, Finish, ItemId, Outcome};
+use crate::store::Store;
+use crate::time::Timestamp;
+use crate::work_loop::{LoopEvent, Shared, completer::Done};
+
+pub(crate) struct Channels {
+    pub stop: watch::Receiver<bool>,
+    pub cancel: watch::Receiver<bool>,
+    pub done: mpsc::UnboundedSender<Done>,
+    pub slots: Arc<Semaphore>,
+}
+
+impl Clone for Channels {
+    fn clone(&self) -> Self {
+        Channels {
+            stop: self.stop.clone(),
+            cancel: self.cancel.clone(),
+            done: self.done.clone(),
+            slots: Arc::clone(&self.slots),
+        }
+    }
+}
+
+/// Claims items of `lane` while the loop has room, until stopped. Claims in batches: it
+/// waits until half the prefetch is free, then takes as many as fit.
+pub(crate) async fn claimer(shared: Arc<Shared>, lane: String, mut ch: Channels) {
+    let prefetch = shared.config.prefetch();
+    let low_water = prefetch / 2;
+    loop {
+        if *ch.stop.borrow() {
+            return;
+        }
+        let room_changed = shared.room.notified();
+        let inflight = shared.inflight.load(Ordering::SeqCst);
+        if inflight > low_water {
+            tokio::select! {
+                () = room_changed => {}
+                _ = ch.stop.wait_for(|s| *s) => return,
+            }
+            continue;
+        }
+        let want = prefetch - inflight;
+        let claimed = match shared
+            .store
+            .claim_as(&shared.worker_id, &lane, want, shared.config.lease)
+            .await
+        {
+            Ok(claimed) => claimed,
+            Err(e) => {
+                tracing::warn!(error = %e, lane = %lane, "claim failed; retrying");
+                Vec::new()
+            }
+        };
+        if claimed.is_empty() {
+            tokio::select! {
+                () = tokio::time::sleep(shared.config.poll_interval) => {}
+                _ = ch.stop.wait_for(|s| *s) => return,
+            }
+            continue;
+        }
+        shared.inflight.fetch_add(claimed.len(), Ordering::SeqCst);
+        shared
+            .counters
+            .claimed
+            .fetch_add(claimed.len() as u64, Ordering::Relaxed);
+        for c in claimed {
+            let span = tracing::info_span!(
+                "work_item",
+                id = c.item.id,
+                kind = %c.item.kind,
+                lane = %c.item.lane,
+                fence = c.fence,
+                attempt = c.item.attempt
+            );
+            tokio::spawn(run_item(Arc::clone(&shared), c, ch.clone()).instrument(span));
+        }
+    }
+}
+
+/// Runs one claimed item to its outcome and hands that to the completer.
+async fn run_item(shared: Arc<Shared>, claimed: Claimed, mut ch: Channels) {
+    let Claimed {
+        item: record,
+        fence,
+        lease_expires_at,
+    } = claimed;
+    let id = record.id;
+    let ctx = WorkContext::new(shared.store.clone(), id, fence, record.checkpoint.clone());
+    let outcome = match shared.handlers.get(record.kind.as_str()) {
+        None => Some(Outcome::Dead {
+            error: format!("unknown kind `{}`", record.kind),
+        }),
+        Some(handler) => {
+            let work = async {
+                let permit = tokio::select! {
+                    p = ch.slots.acquire() => p,
+                    // Draining: an item that has not started goes back untouched.
+                    _ = ch.stop.wait_for(|s| *s) => return None,
+                };
+                let result = handler.call(&ctx, &record, fence).await;
+                drop(permit);
+                Some(result)
+            };
+            tokio::select! {
+                result = work => match result {
+                    None => Some(Outcome::Release),
+                    Some(result) => outcome_of(&shared, record.attempt, result),
+                },
+                lost = keep_lease(&shared.store, id, fence, shared.config.lease, lease_expires_at) => {
+                    tracing::warn!(error = %lost, "lease lost; handler cancelled");
+                    shared.counters.leases_lost.fetch_add(1, Ordering::Relaxed);
+                    shared.emit(LoopEvent::LeaseLost { id, fence });
+                    None
+                }
+                _ = ch.cancel.wait_for(|c| *c) => Some(Outcome::Release),
+            }
+        }
+    };
+    let finish = outcome.map(|outcome| Finish { id, fence, outcome });
+    // The completer outlives every item task; a send error means the loop is gone.
+    let _ = ch.done.send(Done { finish });
+}
+
+/// What the store is told for a handler's result; `None` when the lease is gone.
+fn outcome_of(shared: &Shared, attempt: i32, result: Result<(), WorkError>) -> Option<Outcome> {
+    match result {
+        Ok(()) => Some(Outcome::Complete),
+        Err(WorkError::Transient(error)) => Some(retry(shared, attempt, error)),
+        Err(WorkError::Permanent(error)) => Some(Outcome::Dead { error }),
+        Err(WorkError::Park { until, signal }) => Some(Outcome::Park { until, signal }),
+        Err(WorkError::Store(StoreError::StaleLease { .. })) => {
+            shared.counters.leases_lost.fetch_add(1, Ordering::Relaxed);
+            None
+        }
+        Err(WorkError::Store(e)) => Some(retry(shared, attempt, format!("store error in handler: {e}"))),
+    }
+}
+
+fn retry(shared: &Shared, attempt: i32, error: String) -> Outcome {
+    let retry_at = shared.store.now().plus(shared.config.retry.delay(attempt));
+    Outcome::Retry { retry_at, error }
+}
+
+/// Renews the lease until it is refused; returns the refusal. Each renewal is scheduled
+/// from the `lease_expires_at` the store returned: when a third of the lease has passed.
+pub(crate) async fn keep_lease(
+    store: &Store,
+    id: ItemId,
+    fence: Fence,
+    lease: Duration,
+    mut expires: Timestamp,
+) -> StoreError {
+    let margin = lease.mul_f64(2.0 / 3.0);
+    loop {
+        let due = Timestamp::from_millis(expires.as_millis() - crate::time::duration_ms(margin));
+        tokio::time::sleep(due.duration_from(store.now())).await;
+        match store.heartbeat(id, fence, lease).await {
+            Ok(renewed) => expires = renewed,
+            Err(e @ StoreError::StaleLease { .. }) => return e,
+            Err(e) => {
+                if store.now() >= expires {
+                    tracing::warn!(error = %e, "heartbeat failed past the lease");
+                    return StoreError::StaleLease { id, fence };
+                }
+                tracing::warn!(error = %e, "heartbeat failed; retrying");
+                tokio::time::sleep((lease / 20).max(Duration::from_millis(10))).await;
+            }
+        }
+    }
+}

@@ -1,0 +1,304 @@
+//! The work loop (DESIGN §7.2): claims items of its lanes in batches, runs their handlers
+//! with bounded concurrency under heartbeated leases, writes outcomes in batched fenced
+//! transactions, sweeps expired leases, and drains on a shutdown signal.
+//!
+//! Tasks: one claimer per lane, one task per claimed item (its heartbeat beside its
+//! handler), one completer writing finished items in batches, one sweeper.
+
+mod builder;
+mod completer;
+mod item_task;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use tokio::sync::{Notify, Semaphore, mpsc, watch};
+
+pub use builder::WorkLoopBuilder;
+
+use crate::error::StoreError;
+use crate::handler::DynHandler;
+use crate::item::{Fence, ItemId, WorkerRecord, WorkerState};
+use crate::retry::RetryPolicy;
+use crate::spec::WorkKindSpec;
+use crate::store::Store;
+
+/// An item outcome the store answered, as an observer sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LoopEvent {
+    /// The store accepted the finish (`outcome`: completed, retry, dead, parked, released).
+    Finished {
+        id: ItemId,
+        fence: Fence,
+        outcome: &'static str,
+    },
+    /// The store refused the finish: the fence was stale or the lease expired.
+    StaleRejected { id: ItemId, fence: Fence },
+    /// A heartbeat was refused; the handler was cancelled.
+    LeaseLost { id: ItemId, fence: Fence },
+}
+
+pub(crate) type Observer = Arc<dyn Fn(&LoopEvent) + Send + Sync>;
+
+#[derive(Debug, Clone)]
+pub(crate) struct Config {
+    pub concurrency: usize,
+    pub prefetch: Option<usize>,
+    pub lease: Duration,
+    pub retry: RetryPolicy,
+    pub drain_timeout: Duration,
+    pub poll_interval: Duration,
+    pub sweep_interval: Duration,
+    pub worker_id: Option<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            concurrency: 8,
+            prefetch: None,
+            lease: Duration::from_secs(30),
+            retry: RetryPolicy::DEFAULT,
+            drain_timeout: Duration::from_secs(30),
+            poll_interval: Duration::from_millis(200),
+            sweep_interval: Duration::from_secs(1),
+            worker_id: None,
+        }
+    }
+}
+
+impl Config {
+    fn prefetch(&self) -> usize {
+        self.prefetch
+            .unwrap_or_else(|| (self.concurrency * 8).max(32))
+            .max(self.concurrency)
+    }
+}
+
+/// Counters of one loop since it was built.
+#[derive(Debug, Default)]
+pub struct LoopCounters {
+    pub claimed: AtomicU64,
+    pub completed: AtomicU64,
+    pub retried: AtomicU64,
+    pub dead: AtomicU64,
+    pub parked: AtomicU64,
+    pub released: AtomicU64,
+    pub stale_rejected: AtomicU64,
+    pub leases_lost: AtomicU64,
+}
+
+impl LoopCounters {
+    /// (name, value) of every counter, for metrics.
+    pub fn snapshot(&self) -> Vec<(&'static str, u64)> {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        vec![
+            ("claimed", get(&self.claimed)),
+            ("completed", get(&self.completed)),
+            ("retried", get(&self.retried)),
+            ("dead", get(&self.dead)),
+            ("parked", get(&self.parked)),
+            ("released", get(&self.released)),
+            ("stale_rejected", get(&self.stale_rejected)),
+            ("leases_lost", get(&self.leases_lost)),
+        ]
+    }
+}
+
+pub(crate) struct Shared {
+    pub store: Store,
+    pub handlers: BTreeMap<&'static str, Arc<dyn DynHandler>>,
+    pub lanes: Vec<String>,
+    pub config: Config,
+    pub worker_id: String,
+    pub counters: LoopCounters,
+    pub observer: Option<Observer>,
+    /// Items claimed and not yet written back.
+    pub inflight: AtomicUsize,
+    /// Woken when in-flight items are written back.
+    pub room: Notify,
+}
+
+impl Shared {
+    pub(crate) fn emit(&self, event: LoopEvent) {
+        if let Some(observer) = &self.observer {
+            observer(&event);
+        }
+    }
+}
+
+/// A running worker's loop. See [`WorkLoopBuilder`].
+#[derive(Clone)]
+pub struct WorkLoop {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for WorkLoop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkLoop")
+            .field("worker_id", &self.shared.worker_id)
+            .field("lanes", &self.shared.lanes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WorkLoop {
+    /// Starts building a loop over `store` for the kinds of `registry` (`om::KINDS`).
+    pub fn builder(store: Store, registry: &[&[WorkKindSpec]]) -> WorkLoopBuilder {
+        WorkLoopBuilder::new(store, registry)
+    }
+
+    fn from_parts(
+        store: Store,
+        handlers: BTreeMap<&'static str, Arc<dyn DynHandler>>,
+        lanes: Vec<String>,
+        config: Config,
+        observer: Option<Observer>,
+    ) -> Self {
+        let worker_id = config.worker_id.clone().unwrap_or_else(|| {
+            let salt = crate::retry::RetryPolicy {
+                base: Duration::from_millis(1 << 20),
+                cap: Duration::from_millis(1 << 20),
+            }
+            .delay(1)
+            .as_millis();
+            format!("worker-{}-{salt:x}", std::process::id())
+        });
+        WorkLoop {
+            shared: Arc::new(Shared {
+                store,
+                handlers,
+                lanes,
+                config,
+                worker_id,
+                counters: LoopCounters::default(),
+                observer,
+                inflight: AtomicUsize::new(0),
+                room: Notify::new(),
+            }),
+        }
+    }
+
+    /// The worker's id.
+    pub fn worker_id(&self) -> &str {
+        &self.shared.worker_id
+    }
+
+    /// The lanes served.
+    pub fn lanes(&self) -> &[String] {
+        &self.shared.lanes
+    }
+
+    /// The loop's counters.
+    pub fn counters(&self) -> &LoopCounters {
+        &self.shared.counters
+    }
+
+    async fn set_state(&self, state: WorkerState, started: crate::time::Timestamp) -> Result<(), StoreError> {
+        let now = self.shared.store.now();
+        self.shared
+            .store
+            .put_worker(WorkerRecord {
+                id: self.shared.worker_id.clone(),
+                lanes: self.shared.lanes.clone(),
+                state,
+                started_at: started,
+                last_seen_at: now,
+            })
+            .await
+    }
+
+    /// Runs until `shutdown` resolves, then drains: stops claiming, lets in-flight handlers
+    /// finish within the drain timeout, cancels and releases the rest, writes every outcome,
+    /// marks the worker OFFLINE and returns.
+    pub async fn run(&self, shutdown: impl Future<Output = ()>) -> Result<(), StoreError> {
+        let shared = &self.shared;
+        let started = shared.store.now();
+        self.set_state(WorkerState::Registered, started).await?;
+        let (done_tx, done_rx) = mpsc::unbounded_channel();
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let (cancel_tx, cancel_rx) = watch::channel(false);
+        let slots = Arc::new(Semaphore::new(shared.config.concurrency));
+        let completer = tokio::spawn(completer::run(Arc::clone(shared), done_rx));
+        let sweeper = tokio::spawn(sweeper(Arc::clone(shared), stop_rx.clone(), started));
+        self.set_state(WorkerState::Online, started).await?;
+        tracing::info!(worker = %shared.worker_id, lanes = ?shared.lanes, "worker online");
+        let claimers: Vec<_> = shared
+            .lanes
+            .iter()
+            .map(|lane| {
+                tokio::spawn(item_task::claimer(
+                    Arc::clone(shared),
+                    lane.clone(),
+                    item_task::Channels {
+                        stop: stop_rx.clone(),
+                        cancel: cancel_rx.clone(),
+                        done: done_tx.clone(),
+                        slots: Arc::clone(&slots),
+                    },
+                ))
+            })
+            .collect();
+        drop(done_tx);
+        shutdown.await;
+
+        tracing::info!(worker = %shared.worker_id, "draining");
+        self.set_state(WorkerState::Draining, started).await?;
+        let _ = stop_tx.send(true);
+        for claimer in claimers {
+            let _ = claimer.await;
+        }
+        let settled = tokio::time::timeout(shared.config.drain_timeout, wait_idle(shared)).await;
+        if settled.is_err() {
+            tracing::warn!(worker = %shared.worker_id, "drain deadline passed; releasing in-flight items");
+            let _ = cancel_tx.send(true);
+            wait_idle(shared).await;
+        }
+        let _ = completer.await;
+        let _ = sweeper.await;
+        self.set_state(WorkerState::Offline, started).await?;
+        tracing::info!(worker = %shared.worker_id, "worker offline");
+        Ok(())
+    }
+}
+
+async fn wait_idle(shared: &Shared) {
+    loop {
+        let notified = shared.room.notified();
+        if shared.inflight.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        notified.await;
+    }
+}
+
+async fn sweeper(shared: Arc<Shared>, mut stop: watch::Receiver<bool>, started: crate::time::Timestamp) {
+    loop {
+        tokio::select! {
+            _ = stop.wait_for(|s| *s) => return,
+            () = tokio::time::sleep(shared.config.sweep_interval) => {}
+        }
+        match shared.store.sweep().await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(count = n, "returned expired leases"),
+            Err(e) => tracing::warn!(error = %e, "sweep failed"),
+        }
+        let now = shared.store.now();
+        let row = WorkerRecord {
+            id: shared.worker_id.clone(),
+            lanes: shared.lanes.clone(),
+            state: WorkerState::Online,
+            started_at: started,
+            last_seen_at: now,
+        };
+        if *stop.borrow() {
+            return;
+        }
+        if let Err(e) = shared.store.put_worker(row).await {
+            tracing::warn!(error = %e, "worker row update failed");
+        }
+    }
+}
