@@ -66,8 +66,9 @@ impl WorkContext {
     {
         let store = &self.inner.store;
         if let Some(done) = store.effect(self.inner.id, key).await? {
-            return serde_json::from_value(done)
-                .map_err(|e| WorkError::Permanent(format!("recorded effect `{key}` does not decode: {e}")));
+            return serde_json::from_value(done).map_err(|e| {
+                WorkError::Permanent(format!("recorded effect `{key}` does not decode: {e}"))
+            });
         }
         let out = f().await?;
         let value = serde_json::to_value(&out).map_err(crate::error::StoreError::from)?;
@@ -105,8 +106,9 @@ impl WorkContext {
             .checkpoint_state()
             .and_then(|c| c.get("steps").and_then(|s| s.get(name)).cloned());
         if let Some(done) = done {
-            return serde_json::from_value(done)
-                .map_err(|e| WorkError::Permanent(format!("checkpointed step `{name}` does not decode: {e}")));
+            return serde_json::from_value(done).map_err(|e| {
+                WorkError::Permanent(format!("checkpointed step `{name}` does not decode: {e}"))
+            });
         }
         let out = f().await?;
         let value = serde_json::to_value(&out).map_err(crate::error::StoreError::from)?;
@@ -125,7 +127,11 @@ impl WorkContext {
     /// The names of the steps finished so far.
     pub fn finished_steps(&self) -> Vec<String> {
         self.checkpoint_state()
-            .and_then(|c| c.get("steps").and_then(Value::as_object).map(|m| m.keys().cloned().collect()))
+            .and_then(|c| {
+                c.get("steps")
+                    .and_then(Value::as_object)
+                    .map(|m| m.keys().cloned().collect())
+            })
             .unwrap_or_default()
     }
 

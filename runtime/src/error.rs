@@ -109,7 +109,9 @@ impl WorkError {
 pub enum BuildError {
     #[error("handler for kind `{kind}`, which the registry does not hold")]
     UnknownKind { kind: String },
-    #[error("kind `{kind}` is registered on lane `{lane}`, which this loop serves, but has no handler")]
+    #[error(
+        "kind `{kind}` is registered on lane `{lane}`, which this loop serves, but has no handler"
+    )]
     MissingHandler { kind: String, lane: String },
     #[error(
         "the handler for `{kind}` requires {requires:?}, which does not include the permission `{permission}` its spec names"

@@ -80,7 +80,10 @@ impl<H: WorkHandler> DynHandler for Erased<H> {
 }
 
 /// Decodes `record`'s payload; failure is a permanent error.
-pub(crate) fn decode<P: DeserializeOwned>(record: &ItemRecord, fence: Fence) -> Result<Item<P>, WorkError> {
+pub(crate) fn decode<P: DeserializeOwned>(
+    record: &ItemRecord,
+    fence: Fence,
+) -> Result<Item<P>, WorkError> {
     let payload = P::deserialize(&record.payload)
         .map_err(|e| WorkError::Permanent(format!("undecodable payload: {e}")))?;
     Ok(Item::from_record(record, fence, payload))

@@ -78,7 +78,9 @@ impl fmt::Display for ItemState {
 
 /// A state name that is not one of [`ItemState::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown item state `{0}` (expected available, running, completed, failed, dead or parked)")]
+#[error(
+    "unknown item state `{0}` (expected available, running, completed, failed, dead or parked)"
+)]
 pub struct UnknownState(pub String);
 
 impl FromStr for ItemState {

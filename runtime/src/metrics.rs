@@ -58,7 +58,9 @@ pub fn render(stats: &[LaneStats], loop_: Option<&WorkLoop>) -> String {
 }
 
 fn escape(s: &str) -> String {
-    s.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+    s.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 /// Serves `GET /metrics` on `listener` until `shutdown` resolves. Any other path is 404.

@@ -32,7 +32,11 @@ impl RetryPolicy {
         let step = self.step(attempt);
         let half = step / 2;
         let spread = u64::try_from((step - half).as_millis()).unwrap_or(u64::MAX);
-        let jitter = if spread == 0 { 0 } else { random_u64() % (spread + 1) };
+        let jitter = if spread == 0 {
+            0
+        } else {
+            random_u64() % (spread + 1)
+        };
         half + Duration::from_millis(jitter)
     }
 }

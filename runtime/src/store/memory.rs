@@ -8,8 +8,8 @@ use serde_json::Value;
 
 use crate::error::StoreError;
 use crate::item::{
-    Claimed, Fence, Finish, ItemId, ItemRecord, ItemState, LaneStats, ListFilter, NewItem,
-    Outcome, WorkerRecord,
+    Claimed, Fence, Finish, ItemId, ItemRecord, ItemState, LaneStats, ListFilter, NewItem, Outcome,
+    WorkerRecord,
 };
 use crate::outbox::{Tx, TxInner};
 use crate::store::{Backend, BoxFuture, ClaimRequest, StoreResult, TxBody};
@@ -51,7 +51,11 @@ impl State {
 
     /// Inserts `item` as `id`; the id of the live duplicate when its dedupe key is taken.
     fn insert(&mut self, id: ItemId, item: &NewItem, now: Timestamp) -> Result<ItemId, ItemId> {
-        if let Some(existing) = item.dedupe_key.as_deref().and_then(|k| self.live_id_for_key(k)) {
+        if let Some(existing) = item
+            .dedupe_key
+            .as_deref()
+            .and_then(|k| self.live_id_for_key(k))
+        {
             return Err(existing);
         }
         if self.items.contains_key(&id) {
@@ -183,7 +187,11 @@ impl Backend for MemoryBackend {
         self.ready(Ok(crate::store::sqlite::LATEST_VERSION))
     }
 
-    fn enqueue_many(&self, items: Vec<NewItem>, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<ItemId>>> {
+    fn enqueue_many(
+        &self,
+        items: Vec<NewItem>,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<Vec<ItemId>>> {
         let mut st = self.lock();
         let ids = items
             .iter()

@@ -55,8 +55,11 @@ pub trait Backend: Send + Sync + fmt::Debug {
     /// The schema version in force (0 for a new database).
     fn schema_version(&self) -> BoxFuture<'_, StoreResult<i64>>;
     /// Inserts `items` in one transaction; a live duplicate dedupe key yields the live item's id.
-    fn enqueue_many(&self, items: Vec<NewItem>, now: Timestamp)
-    -> BoxFuture<'_, StoreResult<Vec<ItemId>>>;
+    fn enqueue_many(
+        &self,
+        items: Vec<NewItem>,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<Vec<ItemId>>>;
     /// Atomically takes up to `n` due items, sets the lease and increments each fence.
     fn claim(&self, req: ClaimRequest, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<Claimed>>>;
     /// Renews the lease to `lease_until`; returns the stored `lease_expires_at`.
@@ -146,7 +149,9 @@ impl Store {
     pub async fn open_with_clock(url: &str, clock: Arc<dyn Clock>) -> StoreResult<Store> {
         if let Some(path) = url.strip_prefix("sqlite://") {
             if path.is_empty() {
-                return Err(StoreError::InvalidUrl { url: url.to_owned() });
+                return Err(StoreError::InvalidUrl {
+                    url: url.to_owned(),
+                });
             }
             let backend = sqlite::SqliteBackend::open(std::path::Path::new(path)).await?;
             Ok(Self::from_backend(Arc::new(backend), clock))
@@ -156,7 +161,9 @@ impl Store {
                 clock,
             ))
         } else {
-            Err(StoreError::InvalidUrl { url: url.to_owned() })
+            Err(StoreError::InvalidUrl {
+                url: url.to_owned(),
+            })
         }
     }
 

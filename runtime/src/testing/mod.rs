@@ -67,11 +67,18 @@ pub async fn run_twice<H: WorkHandler>(
             .into_iter()
             .find(|c| c.item.id == id)
             .ok_or(StoreError::NotFound(id))?;
-        let ctx = WorkContext::new(store.clone(), id, claimed.fence, claimed.item.checkpoint.clone());
+        let ctx = WorkContext::new(
+            store.clone(),
+            id,
+            claimed.fence,
+            claimed.item.checkpoint.clone(),
+        );
         let typed = decode::<H::Payload>(&claimed.item, claimed.fence)?;
         handler.handle(&ctx, &typed).await?;
         if run == 0 {
-            container.clock.advance(TEST_LEASE + Duration::from_millis(1));
+            container
+                .clock
+                .advance(TEST_LEASE + Duration::from_millis(1));
             store.sweep().await?;
         } else {
             store.complete(id, claimed.fence).await?;

@@ -27,7 +27,10 @@ impl std::fmt::Debug for WorkLoopBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WorkLoopBuilder")
             .field("lanes", &self.lanes)
-            .field("handlers", &self.handlers.iter().map(|h| h.kind()).collect::<Vec<_>>())
+            .field(
+                "handlers",
+                &self.handlers.iter().map(|h| h.kind()).collect::<Vec<_>>(),
+            )
             .field("config", &self.config)
             .finish_non_exhaustive()
     }
@@ -119,7 +122,10 @@ impl WorkLoopBuilder {
 
     /// Called on every item outcome the store answered (completions, stale rejections, …).
     #[must_use]
-    pub fn observer(mut self, observer: impl Fn(&crate::work_loop::LoopEvent) + Send + Sync + 'static) -> Self {
+    pub fn observer(
+        mut self,
+        observer: impl Fn(&crate::work_loop::LoopEvent) + Send + Sync + 'static,
+    ) -> Self {
         self.observer = Some(Arc::new(observer));
         self
     }

@@ -143,7 +143,11 @@ fn outcome_of(shared: &Shared, attempt: i32, result: Result<(), WorkError>) -> O
             shared.counters.leases_lost.fetch_add(1, Ordering::Relaxed);
             None
         }
-        Err(WorkError::Store(e)) => Some(retry(shared, attempt, format!("store error in handler: {e}"))),
+        Err(WorkError::Store(e)) => Some(retry(
+            shared,
+            attempt,
+            format!("store error in handler: {e}"),
+        )),
     }
 }
 

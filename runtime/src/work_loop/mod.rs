@@ -197,7 +197,11 @@ impl WorkLoop {
         &self.shared.counters
     }
 
-    async fn set_state(&self, state: WorkerState, started: crate::time::Timestamp) -> Result<(), StoreError> {
+    async fn set_state(
+        &self,
+        state: WorkerState,
+        started: crate::time::Timestamp,
+    ) -> Result<(), StoreError> {
         let now = self.shared.store.now();
         self.shared
             .store
@@ -275,7 +279,11 @@ async fn wait_idle(shared: &Shared) {
     }
 }
 
-async fn sweeper(shared: Arc<Shared>, mut stop: watch::Receiver<bool>, started: crate::time::Timestamp) {
+async fn sweeper(
+    shared: Arc<Shared>,
+    mut stop: watch::Receiver<bool>,
+    started: crate::time::Timestamp,
+) {
     loop {
         tokio::select! {
             _ = stop.wait_for(|s| *s) => return,

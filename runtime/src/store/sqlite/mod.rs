@@ -57,7 +57,9 @@ impl SqliteBackend {
         let conn = Arc::clone(&self.conn);
         Box::pin(async move {
             tokio::task::spawn_blocking(move || {
-                let mut guard = conn.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let mut guard = conn
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
                 f(&mut guard)
             })
             .await

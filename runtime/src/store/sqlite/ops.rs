@@ -9,8 +9,8 @@ use serde_json::Value;
 
 use crate::error::StoreError;
 use crate::item::{
-    Claimed, Fence, Finish, ItemId, ItemRecord, ItemState, LaneStats, ListFilter, NewItem,
-    Outcome, WorkerRecord, WorkerState,
+    Claimed, Fence, Finish, ItemId, ItemRecord, ItemState, LaneStats, ListFilter, NewItem, Outcome,
+    WorkerRecord, WorkerState,
 };
 use crate::outbox::{Tx, TxInner};
 use crate::store::{ClaimRequest, StoreResult, TxBody};
@@ -41,7 +41,9 @@ fn json_text(raw: String) -> Value {
 
 fn record(row: &Row<'_>) -> rusqlite::Result<ItemRecord> {
     let state: String = row.get(4)?;
-    let state = state.parse::<ItemState>().map_err(|e| conversion(4, e.to_string()))?;
+    let state = state
+        .parse::<ItemState>()
+        .map_err(|e| conversion(4, e.to_string()))?;
     Ok(ItemRecord {
         id: row.get(0)?,
         kind: row.get(1)?,
@@ -125,7 +127,9 @@ pub(crate) fn enqueue_many(
         } else {
             let key = item.dedupe_key.as_deref().unwrap_or_default();
             let existing = live_id_for_key(&tx, key)?.ok_or_else(|| {
-                StoreError::Task(format!("insert of item {next} was ignored with no live duplicate"))
+                StoreError::Task(format!(
+                    "insert of item {next} was ignored with no live duplicate"
+                ))
             })?;
             ids.push(existing);
         }
@@ -170,7 +174,11 @@ pub(crate) fn claim(
     };
     tx.commit()?;
     claimed.sort_by(|a, b| {
-        (b.item.priority, a.item.run_at, a.item.id).cmp(&(a.item.priority, b.item.run_at, b.item.id))
+        (b.item.priority, a.item.run_at, a.item.id).cmp(&(
+            a.item.priority,
+            b.item.run_at,
+            b.item.id,
+        ))
     });
     Ok(claimed)
 }
@@ -188,7 +196,10 @@ pub(crate) fn heartbeat(
             "UPDATE work_items SET lease_expires_at = ?4, updated_at = ?3 WHERE {HELD} \
              RETURNING lease_expires_at"
         ))?
-        .query_row(params![id, fence, now.as_millis(), lease_until.as_millis()], |r| r.get(0))
+        .query_row(
+            params![id, fence, now.as_millis(), lease_until.as_millis()],
+            |r| r.get(0),
+        )
         .optional()?;
     tx.commit()?;
     renewed
@@ -211,7 +222,11 @@ pub(crate) fn checkpoint(
         ))?
         .execute(params![id, fence, now.as_millis(), text])?;
     tx.commit()?;
-    if changed == 1 { Ok(()) } else { Err(StoreError::StaleLease { id, fence }) }
+    if changed == 1 {
+        Ok(())
+    } else {
+        Err(StoreError::StaleLease { id, fence })
+    }
 }
 
 fn finish_one(tx: &Transaction<'_>, f: &Finish, now: Timestamp) -> StoreResult<()> {
@@ -263,7 +278,9 @@ fn finish_one(tx: &Transaction<'_>, f: &Finish, now: Timestamp) -> StoreResult<(
     if matches!(f.outcome, Outcome::Complete) {
         // Completion repeated with the same fence is success.
         let done: Option<bool> = tx
-            .prepare_cached("SELECT state = 'completed' AND fence = ?2 FROM work_items WHERE id = ?1")?
+            .prepare_cached(
+                "SELECT state = 'completed' AND fence = ?2 FROM work_items WHERE id = ?1",
+            )?
             .query_row(params![f.id, f.fence], |r| r.get(0))
             .optional()?;
         if done == Some(true) {
@@ -309,7 +326,9 @@ pub(crate) fn sweep(conn: &mut Connection, now: Timestamp) -> StoreResult<u64> {
 
 fn state_of(conn: &Connection, id: ItemId) -> StoreResult<ItemState> {
     let state: Option<String> = conn
-        .query_row("SELECT state FROM work_items WHERE id = ?1", [id], |r| r.get(0))
+        .query_row("SELECT state FROM work_items WHERE id = ?1", [id], |r| {
+            r.get(0)
+        })
         .optional()?;
     let state = state.ok_or(StoreError::NotFound(id))?;
     state
@@ -483,7 +502,11 @@ pub(crate) fn transaction(conn: &mut Connection, body: TxBody, now: Timestamp) -
 }
 
 /// Inserts an outbox row for `item` on `conn` (inside the caller's transaction).
-pub(crate) fn insert_outbox(conn: &Connection, item: &NewItem, now: Timestamp) -> StoreResult<ItemId> {
+pub(crate) fn insert_outbox(
+    conn: &Connection,
+    item: &NewItem,
+    now: Timestamp,
+) -> StoreResult<ItemId> {
     let payload = serde_json::to_string(&item.payload)?;
     let id = next_id(conn)?;
     conn.prepare_cached(
@@ -504,7 +527,11 @@ pub(crate) fn insert_outbox(conn: &Connection, item: &NewItem, now: Timestamp) -
     Ok(id)
 }
 
-pub(crate) fn relay_outbox(conn: &mut Connection, limit: usize, now: Timestamp) -> StoreResult<u64> {
+pub(crate) fn relay_outbox(
+    conn: &mut Connection,
+    limit: usize,
+    now: Timestamp,
+) -> StoreResult<u64> {
     let tx = write(conn)?;
     let rows = {
         let mut stmt = tx.prepare_cached(
@@ -561,7 +588,11 @@ pub(crate) fn workers(conn: &mut Connection) -> StoreResult<Vec<WorkerRecord>> {
         let state: String = r.get(2)?;
         Ok(WorkerRecord {
             id: r.get(0)?,
-            lanes: lanes.split(',').filter(|l| !l.is_empty()).map(str::to_owned).collect(),
+            lanes: lanes
+                .split(',')
+                .filter(|l| !l.is_empty())
+                .map(str::to_owned)
+                .collect(),
             state: WorkerState::parse(&state)
                 .ok_or_else(|| conversion(2, format!("unknown worker state `{state}`")))?,
             started_at: Timestamp::from_millis(r.get(3)?),
