@@ -1,0 +1,147 @@
+//! The rule catalogue (`rules/catalogue.yml`) and worker roles (`rules/worker-roles.yml`),
+//! embedded in the binary.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use serde::Deserialize;
+
+use super::finding::Severity;
+
+const CATALOGUE_YML: &str = include_str!("../../rules/catalogue.yml");
+const ROLES_YML: &str = include_str!("../../rules/worker-roles.yml");
+
+#[derive(Debug, Clone)]
+pub struct RuleInfo {
+    pub id: &'static str,
+    pub severity: Severity,
+    pub summary: &'static str,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCatalogue {
+    #[allow(dead_code)]
+    version: u32,
+    rules: Vec<RawRule>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRule {
+    id: String,
+    severity: String,
+    summary: String,
+}
+
+/// Every rule of the catalogue, in catalogue order.
+pub fn rules() -> &'static [RuleInfo] {
+    static RULES: OnceLock<Vec<RuleInfo>> = OnceLock::new();
+    RULES.get_or_init(|| {
+        // The catalogue is part of this binary; `catalogue_parses` tests it, so a failure
+        // here is a build defect rather than user input.
+        let raw: RawCatalogue = serde_saphyr::from_str(CATALOGUE_YML)
+            .unwrap_or_else(|e| panic!("embedded rules/catalogue.yml is invalid: {e}"));
+        raw.rules
+            .into_iter()
+            .map(|r| RuleInfo {
+                id: Box::leak(r.id.into_boxed_str()),
+                severity: match r.severity.as_str() {
+                    "warning" => Severity::Warning,
+                    _ => Severity::Error,
+                },
+                summary: Box::leak(r.summary.into_boxed_str()),
+            })
+            .collect()
+    })
+}
+
+pub fn rule(id: &str) -> Option<&'static RuleInfo> {
+    rules().iter().find(|r| r.id == id)
+}
+
+/// One required strategy: any of these headings satisfies it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Requirement(pub Vec<String>);
+
+impl Requirement {
+    pub fn display(&self) -> String {
+        self.0.join(" or ")
+    }
+}
+
+#[derive(Debug)]
+pub struct Roles {
+    pub base: Vec<Requirement>,
+    pub roles: BTreeMap<String, Vec<Requirement>>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawRequirement {
+    One(String),
+    Any(Vec<String>),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRoles {
+    #[allow(dead_code)]
+    version: u32,
+    base: Vec<RawRequirement>,
+    roles: BTreeMap<String, Vec<RawRequirement>>,
+}
+
+fn requirement(r: RawRequirement) -> Requirement {
+    match r {
+        RawRequirement::One(s) => Requirement(vec![s]),
+        RawRequirement::Any(v) => Requirement(v),
+    }
+}
+
+/// The worker roles table of DESIGN.md §5.2.
+pub fn roles() -> &'static Roles {
+    static ROLES: OnceLock<Roles> = OnceLock::new();
+    ROLES.get_or_init(|| {
+        let raw: RawRoles = serde_saphyr::from_str(ROLES_YML)
+            .unwrap_or_else(|e| panic!("embedded rules/worker-roles.yml is invalid: {e}"));
+        Roles {
+            base: raw.base.into_iter().map(requirement).collect(),
+            roles: raw
+                .roles
+                .into_iter()
+                .map(|(k, v)| (k, v.into_iter().map(requirement).collect()))
+                .collect(),
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn catalogue_parses_and_ids_are_unique() {
+        let mut ids: Vec<_> = rules().iter().map(|r| r.id).collect();
+        assert!(ids.len() >= 13);
+        ids.sort_unstable();
+        let before = ids.len();
+        ids.dedup();
+        assert_eq!(
+            before,
+            ids.len(),
+            "duplicate rule id in rules/catalogue.yml"
+        );
+    }
+
+    #[test]
+    fn roles_parse() {
+        let r = roles();
+        assert_eq!(r.base.len(), 4);
+        assert_eq!(
+            r.roles["projector"][0],
+            Requirement(vec!["Replay strategy".into()])
+        );
+        assert!(r.roles.contains_key("maintenance"));
+    }
+}

@@ -1,0 +1,132 @@
+//! Import edges between layers: Cargo.toml path dependencies and Rust references.
+
+use super::context::Context;
+use super::finding::Location;
+use crate::repo::codemap::Layer;
+use crate::repo::workspace::DepKind;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EdgeVia {
+    /// A path dependency in Cargo.toml.
+    Dependency,
+    /// A `use`, `extern crate` or qualified path in a `.rs` file.
+    Reference,
+}
+
+/// One crate reaching into another layer.
+#[derive(Debug, Clone)]
+pub struct Edge<'c> {
+    pub via: EdgeVia,
+    pub from_crate: usize,
+    pub from_layer: &'c Layer,
+    pub to_layer: &'c Layer,
+    /// What the edge names: a crate name in code, or the dependency key.
+    pub name: String,
+    pub scope: DepKind,
+    pub path: String,
+    pub loc: Location,
+}
+
+/// How an edge stands against the codemap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Allowed,
+    Forbidden,
+    Undeclared,
+}
+
+impl Edge<'_> {
+    pub fn verdict(&self) -> Verdict {
+        let to = &self.to_layer.name;
+        if self.from_layer.must_not_import.contains(to) {
+            Verdict::Forbidden
+        } else if self.from_layer.name == *to || self.from_layer.may_import.contains(to) {
+            Verdict::Allowed
+        } else {
+            Verdict::Undeclared
+        }
+    }
+
+    /// " (dev-dependency)" and the like, for messages.
+    pub fn scope_note(&self) -> &'static str {
+        match (self.via, self.scope) {
+            (_, DepKind::Normal) => "",
+            (EdgeVia::Dependency, DepKind::Dev) => " (dev-dependency)",
+            (EdgeVia::Dependency, DepKind::Build) => " (build-dependency)",
+            (EdgeVia::Reference, DepKind::Dev) => " (in test code: dev-dependency scope)",
+            (EdgeVia::Reference, DepKind::Build) => " (in build.rs: build-dependency scope)",
+        }
+    }
+}
+
+/// Every edge of the repository whose two ends both sit in a layer.
+pub fn all<'c>(ctx: &'c Context<'_>) -> Vec<Edge<'c>> {
+    let codemap = &ctx.repo.codemap;
+    let crates = &ctx.repo.workspace.crates;
+    let mut edges = Vec::new();
+    for (i, c) in crates.iter().enumerate() {
+        let Some(from_layer) = ctx.layer(i) else {
+            continue;
+        };
+        for d in &c.deps {
+            let Some(dir) = &d.path else { continue };
+            let target = ctx.repo.workspace.by_dir(dir);
+            if target == Some(i) {
+                continue;
+            }
+            let to_layer = match target {
+                Some(t) => ctx.layer(t),
+                None => codemap
+                    .layer_of(&format!("{dir}/Cargo.toml"))
+                    .or_else(|| codemap.layer_of(dir)),
+            };
+            let Some(to_layer) = to_layer else { continue };
+            edges.push(Edge {
+                via: EdgeVia::Dependency,
+                from_crate: i,
+                from_layer,
+                to_layer,
+                name: d.key.clone(),
+                scope: d.kind,
+                path: c.manifest.path.clone(),
+                loc: d.loc,
+            });
+        }
+    }
+    for s in &ctx.sources {
+        let Ok(facts) = &s.facts else { continue };
+        let Some(from_layer) = ctx.layer(s.krate) else {
+            continue;
+        };
+        let names = &ctx.crate_names[s.krate];
+        for r in &facts.refs {
+            let Some(&target) = names.get(&r.name) else {
+                continue;
+            };
+            let Some(to_layer) = ctx.layer(target) else {
+                continue;
+            };
+            let scope = if s.scope == DepKind::Normal {
+                r.scope
+            } else {
+                s.scope
+            };
+            edges.push(Edge {
+                via: EdgeVia::Reference,
+                from_crate: s.krate,
+                from_layer,
+                to_layer,
+                name: r.name.clone(),
+                scope,
+                path: s.file.path.clone(),
+                loc: Location {
+                    line: r.line,
+                    column: r.column,
+                    offset: r.offset,
+                    len: r.len,
+                },
+            });
+        }
+    }
+    edges
+}

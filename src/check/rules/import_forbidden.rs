@@ -1,0 +1,63 @@
+//! # import-forbidden
+//!
+//! ## What it finds
+//! Rust code in a crate of layer A that names a crate of layer B, where B is in A's
+//! `must_not_import` in `agent/codemap.yml`. An edge is a `use` (grouped and nested
+//! `use a::{b, c::d}` and `pub use` re-exports included), an `extern crate … as …`, or a
+//! qualified path in an expression, type, pattern, attribute or macro path
+//! (`::acme_infra::Client::new()`). Renamed dependencies (`infra = { package =
+//! "acme-infra", … }`) and a `[lib] name` different from the package name are resolved.
+//! `#[path]` modules are checked as part of the crate that declares them, and cfg-gated
+//! items are checked on every cfg. Code in `tests/`, `benches/`, `examples/` or under
+//! `#[cfg(test)]` is reported as dev-dependency scope, `build.rs` as build scope.
+//!
+//! Blind spots: macro bodies (`my_macro!(acme_infra::x)`) and files pulled in with
+//! `include!` are not expanded, and a glob re-export seen through a third crate is
+//! attributed to that crate.
+//!
+//! ## Why
+//! Layers keep a worker from reaching into code it must not depend on (apps, infra).
+//! The Cargo.toml edge is caught by `dependency-forbidden`; this rule shows every line
+//! that uses it, so the fix is visible in review.
+//!
+//! ## Example
+//! ```rust
+//! // workers/maintenance/src/lib.rs, layer `workers`, must_not_import: [apps, infra]
+//! use acme_infra::dns::Resolver;      // import-forbidden
+//! ```
+//!
+//! ## Fix
+//! Depend on the capability through a layer you may import (a service, a package or the
+//! runtime), or, if the boundary is wrong, change `must_not_import` in
+//! `agent/codemap.yml` in a reviewed change.
+
+use super::super::context::Context;
+use super::super::edges::{self, EdgeVia, Verdict};
+use super::super::finding::Finding;
+use super::super::sink::Sink;
+
+pub const ID: &str = "import-forbidden";
+
+pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
+    for e in edges::all(ctx) {
+        if e.via != EdgeVia::Reference || e.verdict() != Verdict::Forbidden {
+            continue;
+        }
+        let from = &e.from_layer.name;
+        let to = &e.to_layer.name;
+        sink.push(
+            Finding::new(ID, e.path.clone(), e.loc)
+                .message(format!(
+                    "`{}` (layer `{from}`) imports `{}` (layer `{to}`), which layer `{from}` must not import{}",
+                    ctx.repo.workspace.crates[e.from_crate].package,
+                    e.name,
+                    e.scope_note()
+                ))
+                .label(format!("import of layer `{to}`"))
+                .help(format!(
+                    "reach it through a layer `{from}` may import ({}), or change `must_not_import` of `{from}` in agent/codemap.yml",
+                    e.from_layer.may_import.join(", ")
+                )),
+        );
+    }
+}

@@ -1,0 +1,79 @@
+//! The rules. One rule = one file, whose `//!` doc comment is what `scaffold explain`
+//! prints. This table is the only list of implemented rules; ids, default severities and
+//! summaries come from `rules/catalogue.yml`.
+
+use super::context::Context;
+use super::sink::Sink;
+
+pub mod crate_unlayered;
+pub mod dependency_forbidden;
+pub mod gate_pattern_dead;
+pub mod gate_unknown;
+pub mod import_forbidden;
+pub mod import_undeclared;
+pub mod manifest_invalid;
+pub mod source_unparsed;
+pub mod suppression_invalid;
+pub mod worker_readme_missing;
+pub mod worker_role_unknown;
+pub mod worker_strategy_missing;
+pub mod worker_strategy_placeholder;
+
+/// A rule's code and documentation.
+#[derive(Debug)]
+pub struct Rule {
+    pub id: &'static str,
+    /// The rule file's source; its leading `//!` lines are the documentation.
+    source: &'static str,
+    /// Runs over the repository; `None` for rules the engine itself raises
+    /// (manifest problems, suppressions).
+    pub run: Option<fn(&Context<'_>, &mut Sink)>,
+}
+
+impl Rule {
+    /// The rule's documentation as Markdown.
+    pub fn doc(&self) -> String {
+        let mut out = String::new();
+        for line in self.source.lines() {
+            let Some(rest) = line.strip_prefix("//!") else {
+                break;
+            };
+            out.push_str(rest.strip_prefix(' ').unwrap_or(rest));
+            out.push('\n');
+        }
+        out
+    }
+}
+
+macro_rules! rule {
+    ($module:ident, $run:expr) => {
+        Rule {
+            id: $module::ID,
+            source: include_str!(concat!(stringify!($module), ".rs")),
+            run: $run,
+        }
+    };
+}
+
+pub static RULES: &[Rule] = &[
+    rule!(manifest_invalid, None),
+    rule!(worker_readme_missing, Some(worker_readme_missing::run)),
+    rule!(worker_role_unknown, Some(worker_role_unknown::run)),
+    rule!(worker_strategy_missing, Some(worker_strategy_missing::run)),
+    rule!(
+        worker_strategy_placeholder,
+        Some(worker_strategy_placeholder::run)
+    ),
+    rule!(import_forbidden, Some(import_forbidden::run)),
+    rule!(dependency_forbidden, Some(dependency_forbidden::run)),
+    rule!(import_undeclared, Some(import_undeclared::run)),
+    rule!(crate_unlayered, Some(crate_unlayered::run)),
+    rule!(gate_unknown, Some(gate_unknown::run)),
+    rule!(gate_pattern_dead, Some(gate_pattern_dead::run)),
+    rule!(suppression_invalid, None),
+    rule!(source_unparsed, Some(source_unparsed::run)),
+];
+
+pub fn get(id: &str) -> Option<&'static Rule> {
+    RULES.iter().find(|r| r.id == id)
+}

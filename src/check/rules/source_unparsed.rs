@@ -1,0 +1,51 @@
+//! # source-unparsed
+//!
+//! ## What it finds
+//! A `.rs` file of a workspace crate that `syn` cannot parse, and a crate `Cargo.toml`
+//! that is not valid TOML (or a workspace member without one). The finding points at the
+//! place the parser stopped.
+//!
+//! ## Why
+//! The checker fails closed: a file it cannot read could hold any import, so skipping it
+//! would turn "no findings" into a guess. rustc would refuse the file too, so this is
+//! almost always a real syntax error or a file that is not Rust at all.
+//!
+//! ## Example
+//! ```rust
+//! pub fn broken( {        // <- source-unparsed: expected one of ...
+//! ```
+//!
+//! ## Fix
+//! Fix the syntax (`cargo check` shows the same place), or move a file that is not Rust
+//! source out of the crate. Code generated into the tree must parse as well.
+
+use super::super::context::Context;
+use super::super::finding::{Finding, Location};
+use super::super::sink::Sink;
+
+pub const ID: &str = "source-unparsed";
+
+pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
+    sink.extend(
+        ctx.repo
+            .workspace_findings
+            .iter()
+            .filter(|f| f.rule == ID)
+            .cloned(),
+    );
+    for s in &ctx.sources {
+        let Err(e) = &s.facts else { continue };
+        let at = Location {
+            line: e.line,
+            column: e.column,
+            offset: e.offset,
+            len: 0,
+        };
+        sink.push(
+            Finding::new(ID, s.file.path.clone(), at)
+                .message(format!("cannot parse {}: {}", s.file.path, e.message))
+                .label("the parser stopped here")
+                .help("fix the syntax (cargo check shows the same error); scaffold checks no import of a file it cannot parse"),
+        );
+    }
+}

@@ -1,0 +1,118 @@
+//! # worker-strategy-missing
+//!
+//! ## What it finds
+//! A worker `README.md` without a level-2 heading for a strategy it must declare. Every
+//! worker declares **Idempotency**, **Retry**, **Checkpoint** or **Replay**, and
+//! **Recovery**; its role adds more (`rules/worker-roles.yml`):
+//!
+//! | role | must also declare |
+//! | --- | --- |
+//! | outbox-relay | Retry policy, Checkpoint |
+//! | projector | Replay strategy, Rebuildability, Lag semantics |
+//! | scheduler | Dedupe |
+//! | sync-reconciler | Conflict strategy, Checkpoint |
+//! | workflow-runner | Compensation strategy, Resume strategy |
+//!
+//! A heading matches when it is the strategy's name or starts with it followed by more
+//! words (`## Retry policy` also declares `Retry`), case-insensitively.
+//!
+//! ## Why
+//! Work is delivered at least once: a worker that never said what happens on a duplicate,
+//! a crash mid-item or a replay has usually not decided. The README is the contract the
+//! reviewer and the on-call operator read.
+//!
+//! ## Example
+//! ```markdown
+//! # projector
+//! ## Idempotency
+//! Upserts keyed by event id.
+//! ## Retry
+//! ...
+//! ```
+//! (no `## Replay strategy`, `## Rebuildability`, `## Lag semantics`)
+//!
+//! ## Fix
+//! Add the missing `## <Strategy>` section with at least one real sentence describing
+//! what the code does. When a strategy truly does not apply, say why under the heading
+//! (`N/A: this worker keeps no state between items`).
+
+use super::super::catalogue::{self, Requirement};
+use super::super::context::Context;
+use super::super::finding::{Finding, Location};
+use super::super::markdown;
+use super::super::sink::Sink;
+
+pub const ID: &str = "worker-strategy-missing";
+
+/// Whether a heading title declares a strategy name.
+pub fn heading_declares(title: &str, strategy: &str) -> bool {
+    let t = normalize(title);
+    let s = normalize(strategy);
+    t == s || t.strip_prefix(&s).is_some_and(|rest| rest.starts_with(' '))
+}
+
+fn normalize(s: &str) -> String {
+    s.trim()
+        .trim_end_matches([':', '.'])
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
+}
+
+/// The strategies a role requires: the base four, then the role's own.
+pub fn required(role: Option<&str>) -> Vec<&'static Requirement> {
+    let roles = catalogue::roles();
+    let mut out: Vec<&Requirement> = roles.base.iter().collect();
+    if let Some(extra) = role.and_then(|r| roles.roles.get(r)) {
+        out.extend(extra.iter());
+    }
+    out
+}
+
+pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
+    for (i, c) in ctx.workers() {
+        let Some(readme) = &ctx.readmes[i] else {
+            continue;
+        };
+        let sections = markdown::sections(&readme.text);
+        let role = c.role.as_ref().map(|r| r.0.as_str());
+        for req in required(role) {
+            let present = sections
+                .iter()
+                .any(|s| s.level == 2 && req.0.iter().any(|name| heading_declares(&s.title, name)));
+            if present {
+                continue;
+            }
+            let role_note = role.map(|r| format!(" (role `{r}`)")).unwrap_or_default();
+            let first = &req.0[0];
+            sink.push(
+                Finding::new(ID, readme.path.clone(), Location::START)
+                    .message(format!(
+                        "worker `{}`{role_note} does not declare its {} strategy",
+                        c.package,
+                        req.display()
+                    ))
+                    .label(format!("no `## {first}` section"))
+                    .help(format!(
+                        "add a `## {first}` section to {} that says, in at least one sentence, what the worker does",
+                        readme.path
+                    )),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::heading_declares;
+
+    #[test]
+    fn headings_match_by_words() {
+        assert!(heading_declares("Retry policy", "Retry"));
+        assert!(heading_declares("  retry:", "Retry"));
+        assert!(heading_declares("Lag  semantics", "Lag semantics"));
+        assert!(!heading_declares("Retrying", "Retry"));
+        assert!(!heading_declares("Checkpoint", "Checkpoint strategy"));
+    }
+}

@@ -1,0 +1,56 @@
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use scaffold::app;
+use scaffold::cli::Cli;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // clap prints help/version to stdout (exit 0) and usage errors to stderr (exit 2).
+            let code = if e.use_stderr() {
+                app::EXIT_ERROR
+            } else {
+                app::EXIT_OK
+            };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
+        || matches!(cli.global.color, scaffold::cli::ColorChoice::Never);
+    let style = app::style(&cli.global);
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    let result = app::run(cli, &mut out);
+    let flushed = out.flush();
+    match result {
+        Ok(code) => {
+            if let Err(e) = flushed {
+                if e.kind() != io::ErrorKind::BrokenPipe {
+                    let _ = writeln!(io::stderr(), "error: cannot write output: {e}");
+                    return ExitCode::from(app::EXIT_ERROR);
+                }
+            }
+            code
+        }
+        Err(e) => {
+            let report = miette::Report::new(e);
+            let theme = if no_color || !style.color {
+                miette::GraphicalTheme::unicode_nocolor()
+            } else {
+                miette::GraphicalTheme::unicode()
+            };
+            let handler = miette::GraphicalReportHandler::new_themed(theme).with_width(style.width);
+            let mut s = String::new();
+            if handler.render_report(&mut s, report.as_ref()).is_err() {
+                s = format!("error: {report}\n");
+            }
+            let _ = write!(io::stderr(), "{s}");
+            ExitCode::from(app::EXIT_ERROR)
+        }
+    }
+}

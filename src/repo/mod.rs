@@ -1,0 +1,148 @@
+//! The repository being checked: discovery, manifests and the Cargo workspace.
+
+pub mod codemap;
+pub mod files;
+pub mod gate_matrix;
+pub mod manifest;
+pub mod workspace;
+pub mod yaml;
+
+use std::path::{Path, PathBuf};
+
+use miette::Diagnostic;
+use thiserror::Error;
+
+use crate::source::SourceFile;
+use codemap::{CODEMAP_PATH, Codemap};
+use gate_matrix::{GATE_MATRIX_PATH, GateMatrix};
+use manifest::Problem;
+use workspace::Workspace;
+
+#[derive(Debug, Error, Diagnostic)]
+pub enum RepoError {
+    #[error("no agent/codemap.yml in {} or any of its parents", start.display())]
+    #[diagnostic(
+        code(scaffold::repo_not_found),
+        help("looked in:\n{}\nrun inside a repository made by `scaffold init`, or pass `-C <dir>`", looked.iter().map(|p| format!("  {}", p.join(CODEMAP_PATH).display())).collect::<Vec<_>>().join("\n"))
+    )]
+    NotFound {
+        start: PathBuf,
+        looked: Vec<PathBuf>,
+    },
+
+    #[error("cannot read {}", path.display())]
+    #[diagnostic(code(scaffold::io), help("check that the file exists and is readable"))]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    #[error("{} problem(s) in the manifests", problems.len())]
+    #[diagnostic(code(manifest_invalid), help("fix each problem listed above"))]
+    Manifest {
+        problems: Vec<Problem>,
+        /// The manifests' texts, so problems can be shown in context.
+        sources: Vec<SourceFile>,
+    },
+}
+
+/// The nearest ancestor of `start` (itself included) that holds `agent/codemap.yml`.
+pub fn discover(start: &Path) -> Result<PathBuf, RepoError> {
+    let mut looked = Vec::new();
+    for dir in start.ancestors() {
+        looked.push(dir.to_path_buf());
+        if dir.join(CODEMAP_PATH).is_file() {
+            return Ok(dir.to_path_buf());
+        }
+    }
+    Err(RepoError::NotFound {
+        start: start.to_path_buf(),
+        looked,
+    })
+}
+
+/// Everything the checker knows about a repository before it looks at sources.
+#[derive(Debug)]
+pub struct Repo {
+    pub root: PathBuf,
+    /// Every file, repo-relative, sorted.
+    pub files: Vec<String>,
+    pub codemap: Codemap,
+    pub codemap_file: SourceFile,
+    pub gate_matrix: Option<(GateMatrix, SourceFile)>,
+    pub workspace: Workspace,
+    /// Problems found while reading Cargo manifests (unparseable ones).
+    pub workspace_findings: Vec<crate::check::finding::Finding>,
+}
+
+impl Repo {
+    /// Reads a repo-relative file as text, if it exists and is UTF-8. Never follows a path
+    /// out of the repository.
+    pub fn read(&self, rel: &str) -> Option<String> {
+        read_in(&self.root, rel)
+    }
+
+    pub fn load(root: &Path) -> Result<Repo, RepoError> {
+        let read_required = |rel: &str| -> Result<SourceFile, RepoError> {
+            let path = root.join(rel);
+            let bytes = std::fs::read(&path).map_err(|source| RepoError::Read {
+                path: path.clone(),
+                source,
+            })?;
+            Ok(SourceFile::new(
+                rel,
+                String::from_utf8_lossy(&bytes).into_owned(),
+            ))
+        };
+        let codemap_file = read_required(CODEMAP_PATH)?;
+        let gm_file = if root.join(GATE_MATRIX_PATH).is_file() {
+            Some(read_required(GATE_MATRIX_PATH)?)
+        } else {
+            None
+        };
+        let mut problems = Vec::new();
+        let codemap = Codemap::parse(&codemap_file.text).unwrap_or_else(|p| {
+            problems.extend(p);
+            Codemap::default()
+        });
+        let gate_matrix = gm_file
+            .as_ref()
+            .and_then(|f| match GateMatrix::parse(&f.text) {
+                Ok(m) => Some((m, f.clone())),
+                Err(p) => {
+                    problems.extend(p);
+                    None
+                }
+            });
+        if !problems.is_empty() {
+            let mut sources = vec![codemap_file];
+            sources.extend(gm_file);
+            return Err(RepoError::Manifest { problems, sources });
+        }
+        let files = files::walk(root);
+        let (workspace, workspace_findings) = Workspace::load(&|rel| read_in(root, rel), &files);
+        Ok(Repo {
+            root: root.to_path_buf(),
+            files,
+            codemap,
+            codemap_file,
+            gate_matrix,
+            workspace,
+            workspace_findings,
+        })
+    }
+}
+
+fn read_in(root: &Path, rel: &str) -> Option<String> {
+    if rel.split('/').any(|s| s == "..") {
+        return None;
+    }
+    let path = root.join(rel);
+    let meta = std::fs::symlink_metadata(&path).ok()?;
+    if meta.file_type().is_symlink() {
+        return None;
+    }
+    let bytes = std::fs::read(path).ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}

@@ -1,0 +1,457 @@
+//! The Cargo workspace of the checked repository: members, packages, library names,
+//! dependencies of every kind, and each package's `[package.metadata.scaffold] role`.
+
+use std::collections::BTreeMap;
+
+use toml_edit::{Item, TableLike};
+
+use super::manifest::PathGlob;
+use crate::check::finding::{Finding, Location};
+use crate::source::SourceFile;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum DepKind {
+    Normal,
+    Dev,
+    Build,
+}
+
+impl DepKind {
+    pub fn table(self) -> &'static str {
+        match self {
+            DepKind::Normal => "dependencies",
+            DepKind::Dev => "dev-dependencies",
+            DepKind::Build => "build-dependencies",
+        }
+    }
+}
+
+/// One dependency entry of a crate's Cargo.toml.
+#[derive(Debug, Clone)]
+pub struct Dep {
+    /// The key in Cargo.toml; also the name code uses when `package =` renames it.
+    pub key: String,
+    /// The package it names (`package =` or the key).
+    pub package: String,
+    pub kind: DepKind,
+    /// `cfg(...)` or a target triple, for `[target.'…'.dependencies]`.
+    pub target: Option<String>,
+    /// Repo-relative directory of a path dependency (directly or via `workspace = true`).
+    pub path: Option<String>,
+    /// Where the key is written in the crate's Cargo.toml.
+    pub loc: Location,
+}
+
+#[derive(Debug, Clone)]
+pub struct Crate {
+    pub package: String,
+    /// The name code uses for this crate (`[lib] name`, else the package with `_`).
+    pub lib_name: String,
+    /// Repo-relative directory ("" for the root package).
+    pub dir: String,
+    pub manifest: SourceFile,
+    pub deps: Vec<Dep>,
+    /// `[package.metadata.scaffold] role` and where it is written.
+    pub role: Option<(String, Location)>,
+    /// Where `[package]` (or `name`) is written.
+    pub package_loc: Location,
+}
+
+impl Crate {
+    /// Whether a repo-relative path lies inside this crate's directory.
+    pub fn is_file_of(&self, path: &str) -> bool {
+        self.dir.is_empty() || path.starts_with(&format!("{}/", self.dir))
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Workspace {
+    pub crates: Vec<Crate>,
+}
+
+impl Workspace {
+    /// The crate whose directory is the longest prefix of `path`.
+    pub fn crate_of(&self, path: &str) -> Option<usize> {
+        self.crates
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.is_file_of(path))
+            .max_by_key(|(_, c)| c.dir.len())
+            .map(|(i, _)| i)
+    }
+
+    pub fn by_dir(&self, dir: &str) -> Option<usize> {
+        self.crates.iter().position(|c| c.dir == dir)
+    }
+
+    /// Loads the workspace rooted at `root_manifest` (the repo's Cargo.toml).
+    /// `files` is every repo-relative file path, used to expand member globs.
+    /// Unreadable manifests become `source-unparsed` findings.
+    pub fn load(
+        read: &dyn Fn(&str) -> Option<String>,
+        files: &[String],
+    ) -> (Workspace, Vec<Finding>) {
+        let mut findings = Vec::new();
+        let mut ws = Workspace::default();
+        let Some(root_text) = read("Cargo.toml") else {
+            return (ws, findings);
+        };
+        let root_file = SourceFile::new("Cargo.toml", root_text);
+        let root_doc = match toml_edit::Document::parse(root_file.text.to_string()) {
+            Ok(d) => d,
+            Err(e) => {
+                findings.push(toml_error(&root_file, &e));
+                return (ws, findings);
+            }
+        };
+        let root = root_doc.as_table();
+        let mut member_dirs: Vec<String> = Vec::new();
+        let mut workspace_deps: BTreeMap<String, String> = BTreeMap::new();
+        if let Some(w) = root.get("workspace").and_then(Item::as_table_like) {
+            let members = string_list(w.get("members"));
+            let exclude = string_list(w.get("exclude"));
+            let manifest_dirs = files
+                .iter()
+                .filter_map(|f| f.strip_suffix("/Cargo.toml").map(str::to_owned));
+            let member_globs: Vec<PathGlob> = members
+                .iter()
+                .filter_map(|m| PathGlob::new(normalize_rel(m).as_str()).ok())
+                .collect();
+            let exclude_globs: Vec<PathGlob> = exclude
+                .iter()
+                .filter_map(|m| PathGlob::new(normalize_rel(m).as_str()).ok())
+                .collect();
+            for dir in manifest_dirs {
+                if member_globs.iter().any(|g| g.is_match(&dir))
+                    && !exclude_globs
+                        .iter()
+                        .any(|g| g.is_match(&dir) || dir.starts_with(&format!("{}/", g.pattern)))
+                {
+                    member_dirs.push(dir);
+                }
+            }
+            // A literal member that has no Cargo.toml: cargo itself would refuse the workspace.
+            for m in &members {
+                let m = normalize_rel(m);
+                if m == "." || m.is_empty() {
+                    continue;
+                }
+                let literal = !m.contains(['*', '?', '[']);
+                if literal && !files.iter().any(|f| *f == format!("{m}/Cargo.toml")) {
+                    let at = find_text(&root_file, &format!("\"{m}\""));
+                    findings.push(
+                        Finding::new("source-unparsed", "Cargo.toml", at)
+                            .message(format!("workspace member `{m}` has no Cargo.toml"))
+                            .label("member without a manifest")
+                            .help(format!(
+                                "create {m}/Cargo.toml or remove `{m}` from `[workspace] members`"
+                            )),
+                    );
+                }
+            }
+            if let Some(deps) = w.get("dependencies").and_then(Item::as_table_like) {
+                for (key, item) in deps.iter() {
+                    if let Some(path) = item
+                        .as_table_like()
+                        .and_then(|t| t.get("path"))
+                        .and_then(Item::as_str)
+                    {
+                        if let Some(p) = join_rel("", path) {
+                            workspace_deps.insert(key.to_owned(), p);
+                        }
+                    }
+                }
+            }
+        }
+        let root_is_package = root.contains_key("package");
+        if root_is_package {
+            member_dirs.push(String::new());
+        }
+        member_dirs.sort();
+        member_dirs.dedup();
+        for dir in member_dirs {
+            let manifest_path = if dir.is_empty() {
+                "Cargo.toml".to_owned()
+            } else {
+                format!("{dir}/Cargo.toml")
+            };
+            let file = if dir.is_empty() {
+                root_file.clone()
+            } else {
+                match read(&manifest_path) {
+                    Some(t) => SourceFile::new(manifest_path.clone(), t),
+                    None => continue,
+                }
+            };
+            match load_crate(&dir, file, &workspace_deps) {
+                Ok(Some(c)) => ws.crates.push(c),
+                Ok(None) => {}
+                Err(f) => findings.push(*f),
+            }
+        }
+        (ws, findings)
+    }
+}
+
+fn load_crate(
+    dir: &str,
+    file: SourceFile,
+    workspace_deps: &BTreeMap<String, String>,
+) -> Result<Option<Crate>, Box<Finding>> {
+    let doc = toml_edit::Document::parse(file.text.to_string())
+        .map_err(|e| Box::new(toml_error(&file, &e)))?;
+    let top = doc.as_table();
+    let Some((pkg_key, pkg)) = top.get_key_value("package") else {
+        return Ok(None);
+    };
+    let pkg_loc = key_loc(&file, pkg_key, pkg);
+    let Some(pkg) = pkg.as_table_like() else {
+        return Err(Box::new(
+            Finding::new("source-unparsed", file.path.clone(), pkg_loc)
+                .message("`package` is not a table")
+                .label("expected [package]")
+                .help("write the package as a `[package]` table with a `name`"),
+        ));
+    };
+    let Some(name) = pkg.get("name").and_then(Item::as_str) else {
+        return Err(Box::new(
+            Finding::new("source-unparsed", file.path.clone(), pkg_loc)
+                .message("the package has no `name`")
+                .label("no name")
+                .help("add `name = \"…\"` under `[package]`"),
+        ));
+    };
+    let lib_name = top
+        .get("lib")
+        .and_then(Item::as_table_like)
+        .and_then(|l| l.get("name"))
+        .and_then(Item::as_str)
+        .map_or_else(|| name.replace('-', "_"), str::to_owned);
+    let role = pkg
+        .get("metadata")
+        .and_then(Item::as_table_like)
+        .and_then(|m| m.get("scaffold"))
+        .and_then(Item::as_table_like)
+        .and_then(|s| s.get_key_value("role"))
+        .and_then(|(k, v)| v.as_str().map(|r| (r.to_owned(), value_loc(&file, k, v))));
+    let mut deps = Vec::new();
+    for kind in [DepKind::Normal, DepKind::Dev, DepKind::Build] {
+        collect_deps(
+            &file,
+            top.get(kind.table()),
+            kind,
+            None,
+            dir,
+            workspace_deps,
+            &mut deps,
+        );
+        if kind == DepKind::Dev {
+            // Cargo still accepts the old underscore spelling.
+            collect_deps(
+                &file,
+                top.get("dev_dependencies"),
+                kind,
+                None,
+                dir,
+                workspace_deps,
+                &mut deps,
+            );
+        }
+    }
+    if let Some(targets) = top.get("target").and_then(Item::as_table_like) {
+        for (target, t) in targets.iter() {
+            let Some(t) = t.as_table_like() else { continue };
+            for kind in [DepKind::Normal, DepKind::Dev, DepKind::Build] {
+                collect_deps(
+                    &file,
+                    t.get(kind.table()),
+                    kind,
+                    Some(target),
+                    dir,
+                    workspace_deps,
+                    &mut deps,
+                );
+            }
+        }
+    }
+    Ok(Some(Crate {
+        package: name.to_owned(),
+        lib_name,
+        dir: dir.to_owned(),
+        manifest: file,
+        deps,
+        role,
+        package_loc: pkg_loc,
+    }))
+}
+
+fn collect_deps(
+    file: &SourceFile,
+    table: Option<&Item>,
+    kind: DepKind,
+    target: Option<&str>,
+    dir: &str,
+    workspace_deps: &BTreeMap<String, String>,
+    out: &mut Vec<Dep>,
+) {
+    let Some(table) = table.and_then(Item::as_table_like) else {
+        return;
+    };
+    for (key, item) in table.iter() {
+        let loc = table
+            .get_key_value(key)
+            .map_or(Location::START, |(k, i)| key_loc(file, k, i));
+        let spec: Option<&dyn TableLike> = item.as_table_like();
+        let package = spec
+            .and_then(|s| s.get("package"))
+            .and_then(Item::as_str)
+            .unwrap_or(key)
+            .to_owned();
+        let path = spec.and_then(|s| {
+            if let Some(p) = s.get("path").and_then(Item::as_str) {
+                join_rel(dir, p)
+            } else if s.get("workspace").and_then(Item::as_bool) == Some(true) {
+                workspace_deps
+                    .get(&package)
+                    .or_else(|| workspace_deps.get(key))
+                    .cloned()
+            } else {
+                None
+            }
+        });
+        out.push(Dep {
+            key: key.to_owned(),
+            package,
+            kind,
+            target: target.map(str::to_owned),
+            path,
+            loc,
+        });
+    }
+}
+
+fn key_loc(file: &SourceFile, key: &toml_edit::Key, item: &Item) -> Location {
+    match key.span().or_else(|| item.span()) {
+        Some(r) => Location::in_file(file, r.start, r.end - r.start),
+        None => Location::START,
+    }
+}
+
+fn value_loc(file: &SourceFile, key: &toml_edit::Key, item: &Item) -> Location {
+    match item.span().or_else(|| key.span()) {
+        Some(r) => Location::in_file(file, r.start, r.end - r.start),
+        None => Location::START,
+    }
+}
+
+fn toml_error(file: &SourceFile, e: &toml_edit::TomlError) -> Finding {
+    let at = e.span().map_or(Location::START, |r| {
+        Location::in_file(file, r.start, r.end - r.start)
+    });
+    let msg = e
+        .message()
+        .lines()
+        .next()
+        .unwrap_or("invalid TOML")
+        .to_owned();
+    Finding::new("source-unparsed", file.path.clone(), at)
+        .message(format!("cannot parse {}: {msg}", file.path))
+        .label("invalid TOML")
+        .help("fix the TOML syntax; until then scaffold cannot see this crate's dependencies")
+}
+
+fn find_text(file: &SourceFile, needle: &str) -> Location {
+    file.text.find(needle).map_or(Location::START, |o| {
+        Location::in_file(file, o, needle.len())
+    })
+}
+
+fn string_list(item: Option<&Item>) -> Vec<String> {
+    item.and_then(Item::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn normalize_rel(p: &str) -> String {
+    p.trim_start_matches("./").trim_end_matches('/').to_owned()
+}
+
+/// Joins a relative path onto a repo-relative directory, resolving `.` and `..`.
+/// `None` when the result leaves the repository.
+pub fn join_rel(dir: &str, rel: &str) -> Option<String> {
+    if rel.starts_with('/') {
+        return None;
+    }
+    let mut parts: Vec<&str> = dir.split('/').filter(|s| !s.is_empty()).collect();
+    for seg in rel.split(['/', '\\']) {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            s => parts.push(s),
+        }
+    }
+    Some(parts.join("/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn join_rel_resolves_and_refuses_escapes() {
+        assert_eq!(join_rel("workers/a", "../../om").as_deref(), Some("om"));
+        assert_eq!(join_rel("", "./om/").as_deref(), Some("om"));
+        assert_eq!(join_rel("a", "../../x"), None);
+    }
+
+    #[test]
+    fn reads_members_deps_and_role() {
+        let root = "[workspace]\nmembers = [\"crates/*\"]\nexclude = [\"crates/skip\"]\n[workspace.dependencies]\nacme-om = { path = \"om\" }\n";
+        let a = "[package]\nname = \"acme-a\"\n[package.metadata.scaffold]\nrole = \"projector\"\n[lib]\nname = \"alpha\"\n[dependencies]\nom = { package = \"acme-om\", workspace = true }\nb = { path = \"../b\" }\n[dev-dependencies]\nserde = \"1\"\n[target.'cfg(unix)'.build-dependencies]\nc = { path = \"../c\" }\n";
+        let files: Vec<String> = [
+            "Cargo.toml",
+            "crates/a/Cargo.toml",
+            "crates/skip/Cargo.toml",
+            "om/Cargo.toml",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect();
+        let read = |p: &str| match p {
+            "Cargo.toml" => Some(root.to_owned()),
+            "crates/a/Cargo.toml" => Some(a.to_owned()),
+            _ => None,
+        };
+        let (ws, findings) = Workspace::load(&read, &files);
+        assert!(findings.is_empty(), "{findings:?}");
+        assert_eq!(ws.crates.len(), 1);
+        let c = &ws.crates[0];
+        assert_eq!(
+            (c.package.as_str(), c.lib_name.as_str()),
+            ("acme-a", "alpha")
+        );
+        assert_eq!(c.role.as_ref().map(|r| r.0.as_str()), Some("projector"));
+        assert_eq!(c.role.as_ref().map(|r| r.1.line), Some(4));
+        let om = c.deps.iter().find(|d| d.key == "om").expect("om dep");
+        assert_eq!(
+            (om.package.as_str(), om.path.as_deref(), om.loc.line),
+            ("acme-om", Some("om"), 8)
+        );
+        let cdep = c.deps.iter().find(|d| d.key == "c").expect("c dep");
+        assert_eq!(
+            (cdep.kind, cdep.target.as_deref(), cdep.path.as_deref()),
+            (DepKind::Build, Some("cfg(unix)"), Some("crates/c"))
+        );
+        assert!(
+            c.deps
+                .iter()
+                .any(|d| d.key == "serde" && d.path.is_none() && d.kind == DepKind::Dev)
+        );
+    }
+}

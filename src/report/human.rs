@@ -1,0 +1,105 @@
+use std::io::{self, Write};
+use std::path::Path;
+
+use miette::{
+    Diagnostic, GraphicalReportHandler, GraphicalTheme, LabeledSpan, NamedSource, SourceCode,
+};
+
+use super::Style;
+use crate::check::finding::{Finding, Severity};
+use crate::check::sink::Outcome;
+
+/// A finding as a miette diagnostic: rule id as the code, the labelled span, the help.
+#[derive(Debug)]
+struct FindingDiagnostic<'a> {
+    finding: &'a Finding,
+    source: Option<NamedSource<String>>,
+}
+
+impl std::fmt::Display for FindingDiagnostic<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.finding.message)
+    }
+}
+
+impl std::error::Error for FindingDiagnostic<'_> {}
+
+impl Diagnostic for FindingDiagnostic<'_> {
+    fn code<'b>(&'b self) -> Option<Box<dyn std::fmt::Display + 'b>> {
+        Some(Box::new(self.finding.rule))
+    }
+
+    fn severity(&self) -> Option<miette::Severity> {
+        Some(match self.finding.severity {
+            Severity::Error => miette::Severity::Error,
+            Severity::Warning => miette::Severity::Warning,
+        })
+    }
+
+    fn help<'b>(&'b self) -> Option<Box<dyn std::fmt::Display + 'b>> {
+        (!self.finding.help.is_empty())
+            .then(|| Box::new(&self.finding.help) as Box<dyn std::fmt::Display>)
+    }
+
+    fn source_code(&self) -> Option<&dyn SourceCode> {
+        self.source.as_ref().map(|s| s as &dyn SourceCode)
+    }
+
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
+        self.source.as_ref()?;
+        let f = self.finding;
+        let label = (!f.label.is_empty()).then(|| f.label.clone());
+        Some(Box::new(std::iter::once(LabeledSpan::new(
+            label, f.span.0, f.span.1,
+        ))))
+    }
+}
+
+pub fn outcome(out: &mut dyn Write, style: Style, root: &Path, o: &Outcome) -> io::Result<()> {
+    let theme = if style.color {
+        GraphicalTheme::unicode()
+    } else {
+        GraphicalTheme::unicode_nocolor()
+    };
+    let handler = GraphicalReportHandler::new_themed(theme)
+        .with_width(style.width)
+        .with_links(false)
+        .with_context_lines(1);
+    let mut cache: Option<(String, Option<String>)> = None;
+    for f in super::sorted(o) {
+        if cache.as_ref().is_none_or(|(p, _)| *p != f.path) {
+            let text = std::fs::read(root.join(&f.path))
+                .ok()
+                .map(|b| String::from_utf8_lossy(&b).into_owned());
+            cache = Some((f.path.clone(), text));
+        }
+        let text = cache.as_ref().and_then(|(_, t)| t.clone());
+        let source = text
+            .filter(|t| {
+                f.span.0 + f.span.1 <= t.len()
+                    && t.is_char_boundary(f.span.0)
+                    && t.is_char_boundary(f.span.0 + f.span.1)
+            })
+            .map(|t| NamedSource::new(format!("{}:{}:{}", f.path, f.line, f.column), t));
+        let has_source = source.is_some();
+        let diag = FindingDiagnostic { finding: f, source };
+        let mut rendered = String::new();
+        if handler.render_report(&mut rendered, &diag).is_err() {
+            rendered = format!("{}: {} [{}]\n", f.severity, f.message, f.rule);
+        }
+        if !has_source {
+            writeln!(out, "  --> {}:{}:{}", f.path, f.line, f.column)?;
+        }
+        write!(out, "{rendered}")?;
+        writeln!(out)?;
+    }
+    let line = super::summary_line(o);
+    let status = if o.errors() > 0 {
+        "error"
+    } else if o.warnings() > 0 {
+        "warning"
+    } else {
+        "ok"
+    };
+    writeln!(out, "{status}: {line}")
+}

@@ -1,0 +1,107 @@
+use std::io::{self, Write};
+
+use serde::Serialize;
+
+use crate::check::catalogue::RuleInfo;
+use crate::check::sink::Outcome;
+
+#[derive(Serialize)]
+struct Report<'a> {
+    version: u32,
+    root: &'a str,
+    findings: Vec<JsonFinding<'a>>,
+    summary: Summary,
+}
+
+#[derive(Serialize)]
+struct JsonFinding<'a> {
+    rule: &'a str,
+    severity: &'a str,
+    path: &'a str,
+    line: usize,
+    column: usize,
+    message: &'a str,
+    help: &'a str,
+}
+
+#[derive(Serialize)]
+struct Summary {
+    errors: usize,
+    warnings: usize,
+    files_checked: usize,
+    suppressed: usize,
+    baselined: usize,
+}
+
+pub fn outcome(out: &mut dyn Write, root: &str, o: &Outcome) -> io::Result<()> {
+    let report = Report {
+        version: 1,
+        root,
+        findings: super::sorted(o)
+            .map(|f| JsonFinding {
+                rule: f.rule,
+                severity: f.severity.as_str(),
+                path: &f.path,
+                line: f.line,
+                column: f.column,
+                message: &f.message,
+                help: &f.help,
+            })
+            .collect(),
+        summary: Summary {
+            errors: o.errors(),
+            warnings: o.warnings(),
+            files_checked: o.files_checked,
+            suppressed: o.suppressed,
+            baselined: o.baselined,
+        },
+    };
+    serde_json::to_writer(&mut *out, &report)?;
+    writeln!(out)
+}
+
+#[derive(Serialize)]
+struct JsonRule<'a> {
+    id: &'a str,
+    severity: &'a str,
+    summary: &'a str,
+}
+
+pub fn rule_list(out: &mut dyn Write, rules: &[RuleInfo]) -> io::Result<()> {
+    #[derive(Serialize)]
+    struct List<'a> {
+        rules: Vec<JsonRule<'a>>,
+    }
+    let list = List {
+        rules: rules
+            .iter()
+            .map(|r| JsonRule {
+                id: r.id,
+                severity: r.severity.as_str(),
+                summary: r.summary,
+            })
+            .collect(),
+    };
+    serde_json::to_writer(&mut *out, &list)?;
+    writeln!(out)
+}
+
+pub fn explain(out: &mut dyn Write, r: &RuleInfo, doc: &str) -> io::Result<()> {
+    #[derive(Serialize)]
+    struct Explain<'a> {
+        id: &'a str,
+        severity: &'a str,
+        summary: &'a str,
+        doc: &'a str,
+    }
+    serde_json::to_writer(
+        &mut *out,
+        &Explain {
+            id: r.id,
+            severity: r.severity.as_str(),
+            summary: r.summary,
+            doc,
+        },
+    )?;
+    writeln!(out)
+}

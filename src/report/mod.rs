@@ -1,0 +1,117 @@
+//! Every byte scaffold prints goes through here: findings in four formats, the rule list,
+//! rule documentation. Rules and the runtime never print.
+
+mod github;
+mod human;
+mod json;
+mod sarif;
+
+use std::io::{self, Write};
+use std::path::Path;
+
+use crate::check::catalogue;
+use crate::check::finding::Finding;
+use crate::check::rules;
+use crate::check::sink::Outcome;
+use crate::cli::Format;
+
+/// How human output is drawn.
+#[derive(Debug, Clone, Copy)]
+pub struct Style {
+    pub color: bool,
+    pub width: usize,
+}
+
+/// Prints a check outcome. `root` is the repository root (to show source snippets);
+/// `root_display` how the root is named in JSON (relative to where scaffold was started).
+pub fn outcome(
+    out: &mut dyn Write,
+    format: Format,
+    style: Style,
+    root: &Path,
+    root_display: &str,
+    outcome: &Outcome,
+) -> io::Result<()> {
+    match format {
+        Format::Human => human::outcome(out, style, root, outcome),
+        Format::Json => json::outcome(out, root_display, outcome),
+        Format::Sarif => sarif::outcome(out, outcome),
+        Format::Github => github::outcome(out, outcome),
+    }
+}
+
+/// `scaffold rules`.
+pub fn rule_list(out: &mut dyn Write, format: Format) -> io::Result<()> {
+    let list = catalogue::rules();
+    match format {
+        Format::Json => json::rule_list(out, list),
+        _ => {
+            let w = list.iter().map(|r| r.id.len()).max().unwrap_or(0);
+            for r in list {
+                writeln!(
+                    out,
+                    "{:<w$}  {:<7}  {}",
+                    r.id,
+                    r.severity.as_str(),
+                    r.summary
+                )?;
+            }
+            writeln!(
+                out,
+                "\n{} rules. `scaffold explain <id>` prints a rule's documentation.",
+                list.len()
+            )
+        }
+    }
+}
+
+/// `scaffold explain <id>`; the id is known to exist.
+pub fn explain(out: &mut dyn Write, format: Format, id: &str) -> io::Result<()> {
+    let (Some(info), Some(rule)) = (catalogue::rule(id), rules::get(id)) else {
+        return Ok(());
+    };
+    let doc = rule.doc();
+    match format {
+        Format::Json => json::explain(out, info, &doc),
+        _ => {
+            write!(out, "{doc}")?;
+            writeln!(
+                out,
+                "\nDefault severity: {}. Change it with `policy: {{{}: off|warning|error}}` in agent/codemap.yml.",
+                info.severity, info.id
+            )
+        }
+    }
+}
+
+/// The summary line shared by the human and GitHub formats.
+fn summary_line(o: &Outcome) -> String {
+    let (e, w) = (o.errors(), o.warnings());
+    let plural = |n: usize, s: &str| format!("{n} {s}{}", if n == 1 { "" } else { "s" });
+    let mut extra = Vec::new();
+    if o.suppressed > 0 {
+        extra.push(format!("{} suppressed", o.suppressed));
+    }
+    if o.baselined > 0 {
+        extra.push(format!("{} baselined", o.baselined));
+    }
+    let extra = if extra.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", extra.join(", "))
+    };
+    if e == 0 && w == 0 {
+        format!("no findings in {}{extra}", plural(o.files_checked, "file"))
+    } else {
+        format!(
+            "{}, {} in {}{extra}",
+            plural(e, "error"),
+            plural(w, "warning"),
+            plural(o.files_checked, "file")
+        )
+    }
+}
+
+fn sorted(o: &Outcome) -> impl Iterator<Item = &Finding> {
+    o.findings.iter()
+}
