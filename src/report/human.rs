@@ -80,7 +80,7 @@ pub fn outcome(out: &mut dyn Write, style: Style, root: &Path, o: &Outcome) -> i
                     && t.is_char_boundary(f.span.0)
                     && t.is_char_boundary(f.span.0 + f.span.1)
             })
-            .map(|t| NamedSource::new(format!("{}:{}:{}", f.path, f.line, f.column), t));
+            .map(|t| NamedSource::new(f.path.clone(), t));
         let has_source = source.is_some();
         let diag = FindingDiagnostic { finding: f, source };
         let mut rendered = String::new();

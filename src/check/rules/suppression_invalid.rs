@@ -25,8 +25,14 @@
 //! In Markdown write `<!-- scaffold:allow(<rule-id>) <reason> -->`; in YAML, TOML and
 //! shell `# scaffold:allow(<rule-id>) <reason>`.
 
+use super::super::catalogue;
 use super::super::finding::Finding;
 use super::super::suppress::Suppression;
+use crate::repo::manifest::closest;
+
+fn ids() -> Vec<&'static str> {
+    catalogue::rules().iter().map(|r| r.id).collect()
+}
 
 pub const ID: &str = "suppression-invalid";
 
@@ -44,7 +50,10 @@ pub fn unknown_rule(s: &Suppression) -> Finding {
     Finding::new(ID, s.path.clone(), s.loc)
         .message(format!("suppression names unknown rule `{}`", s.rule))
         .label("unknown rule id")
-        .help("run `scaffold rules` for the list of rule ids")
+        .help(match closest(&s.rule, &ids()) {
+            Some(near) => format!("did you mean `{near}`? `scaffold rules` lists every rule id"),
+            None => "run `scaffold rules` for the list of rule ids".to_owned(),
+        })
 }
 
 pub fn unused(s: &Suppression) -> Finding {

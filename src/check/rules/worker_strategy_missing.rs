@@ -77,22 +77,34 @@ pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
         };
         let sections = markdown::sections(&readme.text);
         let role = c.role.as_ref().map(|r| r.0.as_str());
-        for req in required(role) {
-            let present = sections
-                .iter()
-                .any(|s| s.level == 2 && req.0.iter().any(|name| heading_declares(&s.title, name)));
-            if present {
+        let missing: Vec<&Requirement> = required(role)
+            .into_iter()
+            .filter(|req| {
+                !sections.iter().any(|s| {
+                    s.level == 2 && req.0.iter().any(|name| heading_declares(&s.title, name))
+                })
+            })
+            .collect();
+        for req in &missing {
+            // `Checkpoint or Replay` is implied by a missing role requirement `Checkpoint`:
+            // report the more specific one only.
+            let subsumed = missing.iter().any(|other| {
+                other.0.len() < req.0.len() && other.0.iter().all(|n| req.0.contains(n))
+            });
+            if subsumed {
                 continue;
             }
             let role_note = role.map(|r| format!(" (role `{r}`)")).unwrap_or_default();
+            let names = req
+                .0
+                .iter()
+                .map(|n| format!("`## {n}`"))
+                .collect::<Vec<_>>()
+                .join(" or ");
             let first = &req.0[0];
             sink.push(
                 Finding::new(ID, readme.path.clone(), Location::START)
-                    .message(format!(
-                        "worker `{}`{role_note} does not declare its {} strategy",
-                        c.package,
-                        req.display()
-                    ))
+                    .message(format!("worker `{}`{role_note} does not declare {names}", c.package))
                     .label(format!("no `## {first}` section"))
                     .help(format!(
                         "add a `## {first}` section to {} that says, in at least one sentence, what the worker does",

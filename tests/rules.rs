@@ -1,0 +1,119 @@
+//! Every rule has documentation, a fixture repo and snapshots of both renderings, fires on
+//! its fixture, and fires nowhere else there.
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use common::{fixture, repo_root, run_in};
+use scaffold::check::{catalogue, rules};
+
+const SECTIONS: [&str; 4] = ["## What it finds", "## Why", "## Example", "## Fix"];
+
+#[test]
+fn catalogue_and_rule_table_agree_and_ids_are_unique() {
+    let catalogue_ids: Vec<&str> = catalogue::rules().iter().map(|r| r.id).collect();
+    let table_ids: Vec<&str> = rules::RULES.iter().map(|r| r.id).collect();
+    let unique: BTreeSet<&str> = table_ids.iter().copied().collect();
+    assert_eq!(
+        unique.len(),
+        table_ids.len(),
+        "two rules share an id: {table_ids:?}"
+    );
+    let unique_cat: BTreeSet<&str> = catalogue_ids.iter().copied().collect();
+    assert_eq!(
+        unique_cat.len(),
+        catalogue_ids.len(),
+        "rules/catalogue.yml repeats an id"
+    );
+    assert_eq!(
+        unique, unique_cat,
+        "rules/catalogue.yml and src/check/rules/mod.rs list different rules"
+    );
+}
+
+#[test]
+fn every_rule_has_docs_fixture_and_snapshots() {
+    let mut missing = Vec::new();
+    for info in catalogue::rules() {
+        let id = info.id;
+        let Some(rule) = rules::get(id) else {
+            missing.push(format!("{id}: no entry in src/check/rules/mod.rs"));
+            continue;
+        };
+        let doc = rule.doc();
+        if !doc.starts_with(&format!("# {id}\n")) {
+            missing.push(format!("{id}: doc comment does not start with `# {id}`"));
+        }
+        for s in SECTIONS {
+            if !doc.contains(&format!("{s}\n")) {
+                missing.push(format!("{id}: doc comment has no `{s}` section"));
+            }
+        }
+        if !fixture(&format!("rules/{id}/agent/codemap.yml")).is_file() {
+            missing.push(format!("{id}: no fixture repo at fixtures/rules/{id}/"));
+        }
+        for kind in ["human", "json"] {
+            let snap = repo_root().join(format!("tests/snapshots/rules__{id}_{kind}.snap"));
+            if !snap.is_file() {
+                missing.push(format!("{id}: no snapshot {}", snap.display()));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "rules without docs, fixture or snapshot:\n{}",
+        missing.join("\n")
+    );
+}
+
+#[test]
+fn each_rule_fires_on_its_fixture_and_nowhere_else() {
+    for info in catalogue::rules() {
+        let id = info.id;
+        let dir = fixture(&format!("rules/{id}"));
+        let json = run_in(&dir, &["check", "--format", "json"]);
+        let value: serde_json::Value = serde_json::from_str(&json.stdout)
+            .unwrap_or_else(|e| panic!("{id}: JSON output does not parse: {e}\n{}", json.stdout));
+        let findings = value["findings"].as_array().expect("findings is an array");
+        assert!(!findings.is_empty(), "{id}: no finding on its own fixture");
+        for f in findings {
+            assert_eq!(f["rule"], id, "{id}: fixture also raises {f}");
+        }
+        let expected_code = match (id, info.severity) {
+            ("manifest-invalid", _) => 2,
+            (_, scaffold::check::finding::Severity::Warning) => 0,
+            _ => 1,
+        };
+        assert_eq!(json.code, expected_code, "{id}: exit code");
+        insta::assert_snapshot!(format!("{id}_json"), json.stdout);
+        let human = run_in(&dir, &["check"]);
+        assert_eq!(
+            human.code, expected_code,
+            "{id}: exit code of the human run"
+        );
+        insta::assert_snapshot!(format!("{id}_human"), human.stdout);
+    }
+}
+
+#[test]
+fn explain_prints_every_rule_and_rules_lists_them_all() {
+    let listed = run_in(&repo_root(), &["rules"]);
+    assert_eq!(listed.code, 0);
+    for info in catalogue::rules() {
+        assert!(
+            listed
+                .stdout
+                .lines()
+                .any(|l| l.starts_with(&format!("{} ", info.id))),
+            "{} not listed",
+            info.id
+        );
+        let ex = run_in(&repo_root(), &["explain", info.id]);
+        assert_eq!(ex.code, 0, "{}: {}", info.id, ex.stderr);
+        for s in SECTIONS {
+            assert!(ex.stdout.contains(s), "{}: explain lacks {s}", info.id);
+        }
+    }
+    insta::assert_snapshot!("rules_list", listed.stdout);
+}
