@@ -286,10 +286,11 @@ fn validate(root: &Node, p: &mut Problems) -> Codemap {
                 );
                 continue;
             }
-            let level = match v.as_str() {
-                Some("off") => Level::Off,
-                Some("warning") => Level::On(Severity::Warning),
-                Some("error") => Level::On(Severity::Error),
+            // YAML 1.1 readers take a bare `off` for `false`; both mean off.
+            let level = match (&v.value, v.as_str()) {
+                (Value::Bool(false), _) | (_, Some("off")) => Level::Off,
+                (_, Some("warning")) => Level::On(Severity::Warning),
+                (_, Some("error")) => Level::On(Severity::Error),
                 _ => {
                     p.push(
                         v.pos,

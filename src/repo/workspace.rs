@@ -72,16 +72,20 @@ pub struct Workspace {
 impl Workspace {
     /// The crate whose directory is the longest prefix of `path`.
     pub fn crate_of(&self, path: &str) -> Option<usize> {
-        self.crates
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| c.is_file_of(path))
-            .max_by_key(|(_, c)| c.dir.len())
-            .map(|(i, _)| i)
+        let mut dir = path;
+        while let Some((parent, _)) = dir.rsplit_once('/') {
+            if let Some(i) = self.by_dir(parent) {
+                return Some(i);
+            }
+            dir = parent;
+        }
+        self.by_dir("")
     }
 
     pub fn by_dir(&self, dir: &str) -> Option<usize> {
-        self.crates.iter().position(|c| c.dir == dir)
+        self.crates
+            .binary_search_by(|c| c.dir.as_str().cmp(dir))
+            .ok()
     }
 
     /// Loads the workspace rooted at `root_manifest` (the repo's Cargo.toml).
@@ -189,6 +193,10 @@ impl Workspace {
                 Err(f) => findings.push(*f),
             }
         }
+        debug_assert!(
+            ws.crates.windows(2).all(|w| w[0].dir < w[1].dir),
+            "crates sorted by dir"
+        );
         (ws, findings)
     }
 }
