@@ -11,7 +11,11 @@ use common::{copy_fixture, fixture, run_in, scaffold};
 fn clean_fixture_exits_0_and_a_violating_one_exits_1() {
     let clean = run_in(&fixture("clean"), &["check"]);
     assert_eq!(clean.code, 0, "{}{}", clean.stdout, clean.stderr);
-    assert!(clean.stdout.starts_with("ok: no findings in"), "{}", clean.stdout);
+    assert!(
+        clean.stdout.starts_with("ok: no findings in"),
+        "{}",
+        clean.stdout
+    );
     let bad = run_in(&fixture("rules/import-forbidden"), &["check"]);
     assert_eq!(bad.code, 1);
 }
@@ -27,8 +31,13 @@ fn json_is_byte_identical_across_runs_with_repo_relative_slash_paths() {
     assert_eq!(v["root"], ".");
     for f in v["findings"].as_array().expect("findings") {
         let path = f["path"].as_str().expect("path");
-        assert!(!path.starts_with('/') && !path.contains('\\') && !path.contains(".."), "{path}");
-        assert!(f["line"].as_u64().expect("line") >= 1 && f["column"].as_u64().expect("column") >= 1);
+        assert!(
+            !path.starts_with('/') && !path.contains('\\') && !path.contains(".."),
+            "{path}"
+        );
+        assert!(
+            f["line"].as_u64().expect("line") >= 1 && f["column"].as_u64().expect("column") >= 1
+        );
     }
     assert_eq!(v["summary"]["suppressed"], 1);
 }
@@ -51,11 +60,21 @@ fn unknown_codemap_key_exits_2_naming_file_line_col() {
     let r = run_in(tmp.path(), &["check"]);
     assert_eq!(r.code, 2, "{}", r.stdout);
     assert!(r.stdout.contains("unknown key `agentz`"), "{}", r.stdout);
-    assert!(r.stdout.contains("[agent/codemap.yml:10:1]"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("[agent/codemap.yml:10:1]"),
+        "{}",
+        r.stdout
+    );
     let j = run_in(tmp.path(), &["check", "--format", "json"]);
     let v: serde_json::Value = serde_json::from_str(&j.stdout).expect("valid JSON");
     assert_eq!(v["findings"][0]["rule"], "manifest-invalid");
-    assert_eq!((v["findings"][0]["line"].as_u64(), v["findings"][0]["column"].as_u64()), (Some(10), Some(1)));
+    assert_eq!(
+        (
+            v["findings"][0]["line"].as_u64(),
+            v["findings"][0]["column"].as_u64()
+        ),
+        (Some(10), Some(1))
+    );
 }
 
 #[test]
@@ -64,7 +83,12 @@ fn missing_codemap_exits_2_saying_where_it_looked() {
     let r = run_in(tmp.path(), &["check"]);
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("no agent/codemap.yml in"), "{}", r.stderr);
-    assert!(r.stderr.contains(&tmp.path().join("agent/codemap.yml").display().to_string()), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains(&tmp.path().join("agent/codemap.yml").display().to_string()),
+        "{}",
+        r.stderr
+    );
     assert!(!r.stderr.contains("panicked"));
 }
 
@@ -74,7 +98,11 @@ fn bad_working_directory_and_unknown_rule_exit_2() {
     assert_eq!(r.code, 2);
     let r = run_in(&fixture("clean"), &["check", "--rule", "import-forbiden"]);
     assert_eq!(r.code, 2);
-    assert!(r.stderr.contains("did you mean `import-forbidden`"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("did you mean `import-forbidden`"),
+        "{}",
+        r.stderr
+    );
     let r = run_in(&fixture("clean"), &["explain", "nope"]);
     assert_eq!(r.code, 2);
     let r = run_in(&fixture("clean"), &["rules", "--format", "sarif"]);
@@ -85,7 +113,10 @@ fn bad_working_directory_and_unknown_rule_exit_2() {
 
 #[test]
 fn rule_filter_runs_only_the_named_rules() {
-    let r = run_in(&fixture("rules/import-forbidden"), &["check", "--rule", "gate-unknown", "--format", "json"]);
+    let r = run_in(
+        &fixture("rules/import-forbidden"),
+        &["check", "--rule", "gate-unknown", "--format", "json"],
+    );
     assert_eq!(r.code, 0, "{}", r.stdout);
     // The suppression of dependency-forbidden is not reported as unused: that rule did not run.
     assert!(!r.stdout.contains("suppression-invalid"), "{}", r.stdout);
@@ -107,13 +138,20 @@ fn policy_changes_severity_and_turns_rules_off() {
 
 #[test]
 fn sarif_has_a_location_on_every_result_and_rules_with_help() {
-    let r = run_in(&fixture("rules/worker-role-unknown"), &["check", "--format", "sarif"]);
+    let r = run_in(
+        &fixture("rules/worker-role-unknown"),
+        &["check", "--format", "sarif"],
+    );
     assert_eq!(r.code, 1);
     let v: serde_json::Value = serde_json::from_str(&r.stdout).expect("valid SARIF JSON");
     assert_eq!(v["version"], "2.1.0");
     let run = &v["runs"][0];
     let rules = run["tool"]["driver"]["rules"].as_array().expect("rules");
-    assert!(rules.iter().all(|r| r["help"]["text"].as_str().is_some_and(|t| t.contains("## Fix"))));
+    assert!(rules.iter().all(|r| {
+        r["help"]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("## Fix"))
+    }));
     let results = run["results"].as_array().expect("results");
     assert_eq!(results.len(), 2);
     for res in results {
@@ -126,19 +164,38 @@ fn sarif_has_a_location_on_every_result_and_rules_with_help() {
 
 #[test]
 fn github_format_prints_annotations_and_a_summary() {
-    let r = run_in(&fixture("rules/import-undeclared"), &["check", "--format", "github"]);
+    let r = run_in(
+        &fixture("rules/import-undeclared"),
+        &["check", "--format", "github"],
+    );
     assert_eq!(r.code, 0);
     let lines: Vec<&str> = r.stdout.lines().collect();
     assert_eq!(lines.len(), 3);
-    assert!(lines[0].starts_with("::warning file=om/Cargo.toml,line=7,col=1,title=import-undeclared::"), "{}", lines[0]);
+    assert!(
+        lines[0].starts_with("::warning file=om/Cargo.toml,line=7,col=1,title=import-undeclared::"),
+        "{}",
+        lines[0]
+    );
     assert_eq!(lines[2], "scaffold check: 0 errors, 2 warnings in 9 files");
 }
 
 #[test]
 fn colour_is_off_when_not_a_terminal_and_on_when_forced() {
-    let plain = scaffold().arg("-C").arg(fixture("rules/worker-readme-missing")).arg("check").env_remove("NO_COLOR").output().expect("runs");
+    let plain = scaffold()
+        .arg("-C")
+        .arg(fixture("rules/worker-readme-missing"))
+        .arg("check")
+        .env_remove("NO_COLOR")
+        .output()
+        .expect("runs");
     assert!(!String::from_utf8_lossy(&plain.stdout).contains('\u{1b}'));
-    let forced = scaffold().arg("-C").arg(fixture("rules/worker-readme-missing")).args(["check", "--color", "always"]).env_remove("NO_COLOR").output().expect("runs");
+    let forced = scaffold()
+        .arg("-C")
+        .arg(fixture("rules/worker-readme-missing"))
+        .args(["check", "--color", "always"])
+        .env_remove("NO_COLOR")
+        .output()
+        .expect("runs");
     assert!(String::from_utf8_lossy(&forced.stdout).contains('\u{1b}'));
 }
 
@@ -154,7 +211,12 @@ fn a_closed_pipe_exits_quietly() {
         .expect("spawn");
     drop(child.stdout.take());
     let mut stderr = String::new();
-    child.stderr.take().expect("stderr").read_to_string(&mut stderr).expect("read stderr");
+    child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut stderr)
+        .expect("read stderr");
     let status = child.wait().expect("wait");
     assert_eq!(status.code(), Some(1), "{stderr}");
     assert!(stderr.is_empty(), "{stderr}");

@@ -25,7 +25,10 @@ fn check_everything(root: &Path) {
         Err(RepoError::Manifest { problems, .. }) => {
             assert!(!problems.is_empty());
             check::sink::Outcome {
-                findings: problems.iter().map(rules::manifest_invalid::finding).collect(),
+                findings: problems
+                    .iter()
+                    .map(rules::manifest_invalid::finding)
+                    .collect(),
                 ..Default::default()
             }
         }
@@ -33,8 +36,18 @@ fn check_everything(root: &Path) {
     };
     for format in [Format::Human, Format::Json, Format::Sarif, Format::Github] {
         let mut out = Vec::new();
-        report::outcome(&mut out, format, Style { color: false, width: 80 }, root, ".", &outcome)
-            .expect("writing to memory succeeds");
+        report::outcome(
+            &mut out,
+            format,
+            Style {
+                color: false,
+                width: 80,
+            },
+            root,
+            ".",
+            &outcome,
+        )
+        .expect("writing to memory succeeds");
         assert!(!out.is_empty());
     }
 }
@@ -63,9 +76,19 @@ fn fuzz_target(target: &'static str) {
     let repo = common::copy_fixture("clean");
     let path = repo.path().join(target);
     let original = std::fs::read(&path).expect("fixture file");
-    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(200);
-    let strategy = prop_oneof![prop::collection::vec(any::<u8>(), 0..512), mutated(original.clone())];
-    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig { cases, failure_persistence: None, ..ProptestConfig::default() });
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(200);
+    let strategy = prop_oneof![
+        prop::collection::vec(any::<u8>(), 0..512),
+        mutated(original.clone())
+    ];
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+        cases,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    });
     runner
         .run(&strategy, |bytes| {
             std::fs::write(&path, &bytes).expect("write");

@@ -68,6 +68,22 @@ fn every_rule_has_docs_fixture_and_snapshots() {
 }
 
 #[test]
+fn no_snapshot_is_orphaned() {
+    let mut expected: BTreeSet<String> = catalogue::rules()
+        .iter()
+        .flat_map(|r| [format!("rules__{}_human.snap", r.id), format!("rules__{}_json.snap", r.id)])
+        .collect();
+    expected.insert("rules__rules_list.snap".to_owned());
+    let dir = repo_root().join("tests/snapshots");
+    let orphans: Vec<String> = std::fs::read_dir(&dir)
+        .expect("tests/snapshots exists")
+        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+        .filter(|name| name.starts_with("rules__") && !expected.contains(name))
+        .collect();
+    assert!(orphans.is_empty(), "snapshots no test writes any more: {orphans:?}");
+}
+
+#[test]
 fn each_rule_fires_on_its_fixture_and_nowhere_else() {
     for info in catalogue::rules() {
         let id = info.id;

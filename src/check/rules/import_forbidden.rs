@@ -21,7 +21,7 @@
 //! that uses it, so the fix is visible in review.
 //!
 //! ## Example
-//! ```rust
+//! ```rust,ignore
 //! // workers/maintenance/src/lib.rs, layer `workers`, must_not_import: [apps, infra]
 //! use acme_infra::dns::Resolver;      // import-forbidden
 //! ```

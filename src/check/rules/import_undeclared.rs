@@ -16,7 +16,7 @@
 //!   om:       {paths: ["om/**"], may_import: [runtime]}
 //!   packages: {paths: ["packages/**"], may_import: []}
 //! ```
-//! ```rust
+//! ```rust,ignore
 //! // om/src/lib.rs
 //! use acme_money::Cents;     // import-undeclared: om -> packages
 //! ```

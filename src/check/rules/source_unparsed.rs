@@ -11,7 +11,7 @@
 //! almost always a real syntax error or a file that is not Rust at all.
 //!
 //! ## Example
-//! ```rust
+//! ```rust,ignore
 //! pub fn broken( {        // <- source-unparsed: expected one of ...
 //! ```
 //!

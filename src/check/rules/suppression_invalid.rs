@@ -13,7 +13,7 @@
 //! hide the next real finding written on that line.
 //!
 //! ## Example
-//! ```rust
+//! ```rust,ignore
 //! // scaffold:allow(import-forbidden)
 //! use acme_infra::Client;
 //! ```
