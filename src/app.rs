@@ -42,6 +42,9 @@ pub enum AppError {
     #[error("cannot write output")]
     #[diagnostic(code(scaffold::io))]
     Output(#[source] io::Error),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Queue(#[from] crate::queue::QueueError),
 }
 
 fn format_name(f: Format) -> &'static str {
@@ -101,6 +104,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, AppError> {
             Ok(ExitCode::from(EXIT_OK))
         }
         Command::Check(args) => run_check(&global, &args, out),
+        Command::Queue(args) => Ok(crate::queue::run(args, &global, out)?),
     }
 }
 

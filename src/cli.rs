@@ -60,6 +60,8 @@ pub enum Command {
         rule: String,
     },
     // scaffold:queue-wiring
+    /// Operate the work queue: migrate, enqueue, status, list, retry, discard, bench.
+    Queue(crate::queue::QueueArgs),
 }
 
 #[derive(Debug, Clone, Args)]

@@ -4,6 +4,7 @@
 pub mod app;
 pub mod check;
 pub mod cli;
+pub mod queue;
 pub mod repo;
 pub mod report;
 pub mod source;
