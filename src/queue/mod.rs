@@ -280,7 +280,7 @@ async fn enqueue(
     }
     let id = store.enqueue(item).await?;
     let record = store.get(id).await?.ok_or(QueueError::NotFound { id })?;
-    Ok(report::Printed::Enqueued(record))
+    Ok(report::Printed::Enqueued(Box::new(record)))
 }
 
 async fn bench(
