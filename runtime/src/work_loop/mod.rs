@@ -310,3 +310,26 @@ async fn sweeper(
         }
     }
 }
+
+/// Resolves on SIGTERM or ctrl-c (SIGINT): the shutdown future a worker's `main` hands to
+/// [`WorkLoop::run`], so a deployment's stop drains the loop and the process exits 0.
+pub async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+                return;
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot listen for SIGTERM; only ctrl-c drains"),
+        }
+    }
+    if let Err(e) = tokio::signal::ctrl_c().await {
+        tracing::warn!(error = %e, "cannot listen for ctrl-c");
+        std::future::pending::<()>().await;
+    }
+}
