@@ -79,6 +79,7 @@ macro_rules! conformance_suite {
             loop_lost_lease_cancels_handler,
             loop_drain_releases_items_past_deadline,
             loop_worker_lifecycle,
+            loop_relays_the_outbox,
         );
     };
     (@tests $make:path; $($name:ident),* $(,)?) => {
@@ -969,6 +970,15 @@ pub async fn loop_build_refusals<F: Fn() -> Fut, Fut: Future<Output = TestBacken
         built.is_ok(),
         "HANG rides lane `slow`, which this loop does not serve"
     );
+    let by_spec = ok(
+        WorkLoop::builder(s(), REGISTRY).handler(hang()).build(),
+        "build",
+    );
+    assert_eq!(
+        by_spec.lanes(),
+        ["slow".to_owned()],
+        "with no lane given, the specs' lanes"
+    );
     let slow = WorkLoop::builder(s(), REGISTRY).lane("slow").build();
     assert!(matches!(slow, Err(BuildError::MissingHandler { kind, .. }) if kind == "HANG"));
 }
@@ -1232,4 +1242,37 @@ pub async fn loop_worker_lifecycle<F: Fn() -> Fut, Fut: Future<Output = TestBack
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0].state, WorkerState::Offline);
     assert_eq!(rows[0].lanes, vec!["default".to_owned()]);
+}
+
+pub async fn loop_relays_the_outbox<F: Fn() -> Fut, Fut: Future<Output = TestBackend>>(make: F) {
+    let b = fresh(make).await;
+    let store = b.store.clone();
+    let row = ok(
+        b.store
+            .transaction(move |tx| store.enqueue_in(tx, NewItem::new("JOB", json!({"n": 7}))))
+            .await,
+        "producer transaction",
+    );
+    let done = Arc::new(AtomicUsize::new(0));
+    let lp = ok(
+        WorkLoop::builder(b.store.clone(), REGISTRY)
+            .handler(JobHandler {
+                done: Arc::clone(&done),
+            })
+            .handler(FlakyHandler)
+            .poll_interval(Duration::from_millis(5))
+            .sweep_interval(Duration::from_millis(5))
+            .build(),
+        "build",
+    );
+    ok(
+        lp.run(until_count(&b.store, ItemState::Completed, 1)).await,
+        "run",
+    );
+    assert_eq!(
+        get(&b.store, row).await.state,
+        ItemState::Completed,
+        "the relayed item keeps the row id"
+    );
+    assert_eq!(done.load(Ordering::SeqCst), 1);
 }
