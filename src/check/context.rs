@@ -32,6 +32,8 @@ pub struct Context<'r> {
     pub crate_names: Vec<HashMap<String, usize>>,
     /// README.md of each crate, when it has one.
     pub readmes: Vec<Option<SourceFile>>,
+    /// The work-queue model, built on first use by the rules that read it.
+    pub workqueue: super::workqueue::Slot,
 }
 
 impl<'r> Context<'r> {
@@ -112,6 +114,7 @@ impl<'r> Context<'r> {
             sources,
             crate_names,
             readmes,
+            workqueue: Default::default(),
         }
     }
 
