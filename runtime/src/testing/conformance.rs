@@ -80,6 +80,7 @@ macro_rules! conformance_suite {
             loop_drain_releases_items_past_deadline,
             loop_worker_lifecycle,
             loop_relays_the_outbox,
+            loop_heartbeats_keep_a_long_handler,
         );
     };
     (@tests $make:path; $($name:ident),* $(,)?) => {
@@ -850,6 +851,13 @@ static REGISTRY: &[&[WorkKindSpec]] = &[&[
         lane: "slow",
         ..WorkKindSpec::DEFAULT
     },
+    WorkKindSpec {
+        name: "LONG",
+        permission: "jobs.long",
+        lane: "long",
+        max_attempts: 1,
+        ..WorkKindSpec::DEFAULT
+    },
 ]];
 
 #[derive(Default)]
@@ -1275,4 +1283,63 @@ pub async fn loop_relays_the_outbox<F: Fn() -> Fut, Fut: Future<Output = TestBac
         "the relayed item keeps the row id"
     );
     assert_eq!(done.load(Ordering::SeqCst), 1);
+}
+
+/// Runs for twice its lease by the store's clock; only renewed leases let it complete.
+struct LongHandler {
+    clock: Arc<ManualClock>,
+    step: Duration,
+}
+
+impl WorkHandler for LongHandler {
+    type Payload = Value;
+    const KIND: &'static str = "LONG";
+    const REQUIRES: &'static [&'static str] = &["jobs.long"];
+    async fn handle(&self, _: &WorkContext, _: &Item<Value>) -> Result<(), WorkError> {
+        for _ in 0..6 {
+            self.clock.advance(self.step);
+            tokio::time::sleep(Duration::from_millis(60)).await;
+        }
+        Ok(())
+    }
+}
+
+pub async fn loop_heartbeats_keep_a_long_handler<
+    F: Fn() -> Fut,
+    Fut: Future<Output = TestBackend>,
+>(
+    make: F,
+) {
+    let b = fresh(make).await;
+    let lease = Duration::from_millis(300);
+    let spec = REGISTRY[0][3];
+    let id = ok(b.store.enqueue(spec.item(json!({}))).await, "enqueue");
+    let lp = ok(
+        WorkLoop::builder(b.store.clone(), REGISTRY)
+            .handler(LongHandler {
+                clock: Arc::clone(&b.clock),
+                step: lease / 3,
+            })
+            .lease(lease)
+            .sweep_interval(Duration::from_millis(20))
+            .build(),
+        "build",
+    );
+    assert_eq!(lp.lanes(), ["long".to_owned()]);
+    let store = b.store.clone();
+    let settled = async move {
+        while !matches!(
+            get(&store, id).await.state,
+            ItemState::Completed | ItemState::Dead
+        ) {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    ok(lp.run(settled).await, "run");
+    let rec = get(&b.store, id).await;
+    assert_eq!(
+        (rec.state, rec.fence, rec.lane.as_str()),
+        (ItemState::Completed, 1, "long")
+    );
+    assert_eq!(lp.counters().leases_lost.load(Ordering::SeqCst), 0);
 }
