@@ -305,7 +305,7 @@ fn an_unknown_kind_is_refused() {
     std::fs::write(
         dir.path().join("om/src/shipping/kinds.rs"),
         r#"pub const SHIPPING_KINDS: &[WorkKindSpec] = &[
-    WorkKindSpec { name: "NOTIFY_SHIPMENT", permission: "shipping.notify", lane: "default",
+    WorkKindSpec { name: "NOTIFY_SHIPMENT", permission: "shipping.notify", lane: "notify",
                    ..WorkKindSpec::DEFAULT },
 ];
 "#,
@@ -324,7 +324,13 @@ fn an_unknown_kind_is_refused() {
     scaffold(dir.path())
         .args(["queue", "enqueue", "NOTIFY_SHIPMENT"])
         .assert()
-        .success();
+        .success()
+        .stdout(predicate::str::contains("on lane notify"));
+    scaffold(dir.path())
+        .args(["queue", "enqueue", "NOTIFY_SHIPMENT", "--lane", "other"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("on lane other"));
 }
 
 #[test]
