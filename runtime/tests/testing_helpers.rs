@@ -65,6 +65,6 @@ impl WorkHandler for NotIdempotent {
 #[tokio::test]
 async fn run_twice_surfaces_a_handler_that_fails_on_redelivery() {
     let c = MemoryContainer::new();
-    let r = run_twice(&c, &NotIdempotent, item("BAD", &serde_json::json!({}))).await;
+    let r = run_twice(&c, &NotIdempotent, item("BAD", serde_json::json!({}))).await;
     assert!(matches!(r, Err(WorkError::Permanent(m)) if m == "ran twice"));
 }
