@@ -1296,7 +1296,7 @@ impl WorkHandler for LongHandler {
     const KIND: &'static str = "LONG";
     const REQUIRES: &'static [&'static str] = &["jobs.long"];
     async fn handle(&self, _: &WorkContext, _: &Item<Value>) -> Result<(), WorkError> {
-        for _ in 0..6 {
+        for _ in 0..12 {
             self.clock.advance(self.step);
             tokio::time::sleep(Duration::from_millis(60)).await;
         }
@@ -1318,7 +1318,7 @@ pub async fn loop_heartbeats_keep_a_long_handler<
         WorkLoop::builder(b.store.clone(), REGISTRY)
             .handler(LongHandler {
                 clock: Arc::clone(&b.clock),
-                step: lease / 3,
+                step: lease / 6,
             })
             .lease(lease)
             .sweep_interval(Duration::from_millis(20))
