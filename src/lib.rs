@@ -2,8 +2,12 @@
 //! background workers. The binary is a thin `main` over [`app::run`].
 
 pub mod app;
+pub mod changes;
 pub mod check;
 pub mod cli;
+pub mod gates;
+pub mod hook;
 pub mod repo;
 pub mod report;
+pub mod schema;
 pub mod source;

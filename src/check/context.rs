@@ -6,8 +6,9 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use rayon::prelude::*;
 
 use super::rust_refs::{self, ParseFailure, RustFacts};
+use crate::changes::ChangeSet;
 use crate::repo::Repo;
-use crate::repo::codemap::Layer;
+use crate::repo::codemap::{Agent, Layer};
 use crate::repo::workspace::{Crate, DepKind, join_rel};
 use crate::source::SourceFile;
 
@@ -32,10 +33,18 @@ pub struct Context<'r> {
     pub crate_names: Vec<HashMap<String, usize>>,
     /// README.md of each crate, when it has one.
     pub readmes: Vec<Option<SourceFile>>,
+    /// The change set of `--since` / `--staged`, if any.
+    pub changes: Option<&'r ChangeSet>,
+    /// `--as <agent>`: a name the codemap declares (validated before the run).
+    pub agent_name: Option<&'r str>,
 }
 
 impl<'r> Context<'r> {
-    pub fn build(repo: &'r Repo) -> Context<'r> {
+    pub fn build(
+        repo: &'r Repo,
+        changes: Option<&'r ChangeSet>,
+        agent_name: Option<&'r str>,
+    ) -> Context<'r> {
         let ws = &repo.workspace;
         let crate_layer: Vec<Option<usize>> = ws
             .crates
@@ -112,7 +121,15 @@ impl<'r> Context<'r> {
             sources,
             crate_names,
             readmes,
+            changes,
+            agent_name,
         }
+    }
+
+    /// The `--as` agent and its ownership globs.
+    pub fn agent(&self) -> Option<(&str, &Agent)> {
+        let name = self.agent_name?;
+        self.repo.codemap.agents.get(name).map(|a| (name, a))
     }
 
     pub fn layer(&self, krate: usize) -> Option<&Layer> {

@@ -5,13 +5,17 @@
 use super::context::Context;
 use super::sink::Sink;
 
+pub mod baseline_stale;
 pub mod crate_unlayered;
 pub mod dependency_forbidden;
 pub mod gate_pattern_dead;
 pub mod gate_unknown;
+pub mod generated_edited;
 pub mod import_forbidden;
 pub mod import_undeclared;
 pub mod manifest_invalid;
+pub mod ownership_forbidden;
+pub mod ownership_outside_writable;
 pub mod source_unparsed;
 pub mod suppression_invalid;
 pub mod worker_readme_missing;
@@ -72,6 +76,13 @@ pub static RULES: &[Rule] = &[
     rule!(gate_pattern_dead, Some(gate_pattern_dead::run)),
     rule!(suppression_invalid, None),
     rule!(source_unparsed, Some(source_unparsed::run)),
+    rule!(ownership_forbidden, Some(ownership_forbidden::run)),
+    rule!(
+        ownership_outside_writable,
+        Some(ownership_outside_writable::run)
+    ),
+    rule!(generated_edited, Some(generated_edited::run)),
+    rule!(baseline_stale, None),
 ];
 
 pub fn get(id: &str) -> Option<&'static Rule> {
