@@ -87,6 +87,9 @@ pub enum AppError {
     #[error("cannot write output")]
     #[diagnostic(code(scaffold::io))]
     Output(#[source] io::Error),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Queue(#[from] crate::queue::QueueError),
 }
 
 fn format_name(f: Format) -> &'static str {
@@ -171,6 +174,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, AppError> {
             write_or_quiet(out.write_all(&buf))?;
             Ok(ExitCode::from(EXIT_OK))
         }
+        Command::Queue(args) => Ok(crate::queue::run(args, &global, out)?),
     }
 }
 

@@ -77,6 +77,8 @@ pub enum Command {
         shell: clap_complete::Shell,
     },
     // scaffold:queue-wiring
+    /// Operate the work queue: migrate, enqueue, status, list, retry, discard, bench.
+    Queue(crate::queue::QueueArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -7,6 +7,7 @@ pub mod check;
 pub mod cli;
 pub mod gates;
 pub mod hook;
+pub mod queue;
 pub mod repo;
 pub mod report;
 pub mod schema;

@@ -19,6 +19,7 @@
 //! # let _ = id; Ok(()) }
 //! ```
 
+pub mod bench;
 pub mod context;
 pub mod error;
 pub mod handler;

@@ -32,7 +32,7 @@ CREATE INDEX work_items_lease ON work_items (lease_expires_at) WHERE state = 'ru
 CREATE UNIQUE INDEX work_items_dedupe ON work_items (dedupe_key)
     WHERE dedupe_key IS NOT NULL AND state IN ('available', 'running', 'failed', 'parked');
 
-CREATE INDEX work_items_state ON work_items (state, lane);
+
 
 CREATE TABLE work_effects (
     item_id     INTEGER NOT NULL,

@@ -299,8 +299,13 @@ pub(crate) fn finish_many(
     now: Timestamp,
 ) -> StoreResult<Vec<StoreResult<()>>> {
     let tx = write(conn)?;
+    let completed = complete_bulk(&tx, batch, now)?;
     let mut results = Vec::with_capacity(batch.len());
     for f in batch {
+        if matches!(f.outcome, Outcome::Complete) && completed.contains(&(f.id, f.fence)) {
+            results.push(Ok(()));
+            continue;
+        }
         match finish_one(&tx, f, now) {
             Err(StoreError::Sqlite(e)) => return Err(StoreError::Sqlite(e)),
             other => results.push(other),
@@ -308,6 +313,41 @@ pub(crate) fn finish_many(
     }
     tx.commit()?;
     Ok(results)
+}
+
+/// Completes every `Complete` of `batch` in one statement; each row still checks its own
+/// fence, state and lease. Returns the (id, fence) pairs it completed; the rest go through
+/// [`finish_one`], which tells a repeated completion from a stale one.
+fn complete_bulk(
+    tx: &Transaction<'_>,
+    batch: &[Finish],
+    now: Timestamp,
+) -> StoreResult<std::collections::HashSet<(ItemId, Fence)>> {
+    let pairs: Vec<[i64; 2]> = batch
+        .iter()
+        .filter(|f| matches!(f.outcome, Outcome::Complete))
+        .map(|f| [f.id, f.fence])
+        .collect();
+    let mut done = std::collections::HashSet::with_capacity(pairs.len());
+    if pairs.is_empty() {
+        return Ok(done);
+    }
+    let json = serde_json::to_string(&pairs)?;
+    let mut stmt = tx.prepare_cached(
+        "UPDATE work_items AS w SET state = 'completed', lease_owner = NULL, \
+             lease_expires_at = NULL, updated_at = ?2 \
+         FROM (SELECT value ->> 0 AS id, value ->> 1 AS fence FROM json_each(?1)) AS b \
+         WHERE w.id = b.id AND w.fence = b.fence AND w.state = 'running' \
+             AND w.lease_expires_at > ?2 \
+         RETURNING id, fence",
+    )?;
+    let rows = stmt.query_map(params![json, now.as_millis()], |r| {
+        Ok((r.get(0)?, r.get(1)?))
+    })?;
+    for row in rows {
+        done.insert(row?);
+    }
+    Ok(done)
 }
 
 pub(crate) fn sweep(conn: &mut Connection, now: Timestamp) -> StoreResult<u64> {

@@ -93,7 +93,7 @@ fn configure(conn: &Connection) -> rusqlite::Result<()> {
     conn.busy_timeout(BUSY_TIMEOUT)?;
     let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
     tracing::debug!(journal_mode = %mode, "opened sqlite queue");
-    conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY;")?;
+    conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY; PRAGMA wal_autocheckpoint = 4000; PRAGMA cache_size = -32000;")?;
     conn.set_prepared_statement_cache_capacity(64);
     Ok(())
 }

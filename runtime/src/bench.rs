@@ -1,0 +1,111 @@
+//! The throughput benchmark behind `scaffold queue bench`: enqueue N no-op items in one
+//! batch, then one in-process work loop with concurrency C drains them, fencing on.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::json;
+
+use crate::context::WorkContext;
+use crate::error::{StoreError, WorkError};
+use crate::handler::WorkHandler;
+use crate::item::{Item, NewItem};
+use crate::spec::WorkKindSpec;
+use crate::store::Store;
+use crate::work_loop::{LoopEvent, WorkLoop};
+
+/// The kind the benchmark enqueues.
+pub const BENCH_KIND: &str = "BENCH_NOOP";
+
+static BENCH_KINDS: &[&[WorkKindSpec]] = &[&[WorkKindSpec {
+    name: BENCH_KIND,
+    permission: "bench.run",
+    lane: "bench",
+    ..WorkKindSpec::DEFAULT
+}]];
+
+struct Noop;
+
+impl WorkHandler for Noop {
+    type Payload = serde_json::Value;
+    const KIND: &'static str = BENCH_KIND;
+    const REQUIRES: &'static [&'static str] = &["bench.run"];
+    async fn handle(&self, _: &WorkContext, _: &Item<Self::Payload>) -> Result<(), WorkError> {
+        Ok(())
+    }
+}
+
+/// What `scaffold queue bench --format json` prints.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BenchReport {
+    pub backend: String,
+    pub jobs: u64,
+    pub concurrency: usize,
+    pub enqueue_ms: u64,
+    pub drain_ms: u64,
+    pub jobs_per_sec: u64,
+    pub completed: u64,
+}
+
+/// Enqueues `jobs` no-op items on lane `bench` of `store` (migrated, empty lane) in one
+/// batch, then drains them with one loop of `concurrency`. `jobs_per_sec` is `jobs` over the
+/// drain time.
+pub async fn run(store: &Store, jobs: u64, concurrency: usize) -> Result<BenchReport, StoreError> {
+    let items: Vec<NewItem> = (0..jobs)
+        .map(|i| NewItem::new(BENCH_KIND, json!({ "i": i })).lane("bench"))
+        .collect();
+    let t0 = Instant::now();
+    store.enqueue_many(items).await?;
+    let enqueue = t0.elapsed();
+
+    let completed = Arc::new(AtomicU64::new(0));
+    let all_done = Arc::new(tokio::sync::Notify::new());
+    let (seen, wake) = (Arc::clone(&completed), Arc::clone(&all_done));
+    let loop_ = WorkLoop::builder(store.clone(), BENCH_KINDS)
+        .handler(Noop)
+        .lane("bench")
+        .concurrency(concurrency.max(1))
+        .prefetch((concurrency * 50).clamp(64, 1000))
+        .lease(Duration::from_secs(60))
+        .observer(move |e| {
+            if matches!(
+                e,
+                LoopEvent::Finished {
+                    outcome: "completed",
+                    ..
+                }
+            ) && seen.fetch_add(1, Ordering::Relaxed) + 1 == jobs
+            {
+                wake.notify_one();
+            }
+        })
+        .build()
+        .map_err(|e| StoreError::Task(e.to_string()))?;
+    let t1 = Instant::now();
+    let mut drain = Duration::ZERO;
+    loop_
+        .run(async {
+            if jobs > 0 {
+                all_done.notified().await;
+            }
+            drain = t1.elapsed();
+        })
+        .await?;
+    let drain_ms = u64::try_from(drain.as_millis()).unwrap_or(u64::MAX);
+    let secs = drain.as_secs_f64();
+    Ok(BenchReport {
+        backend: store.backend_name().to_owned(),
+        jobs,
+        concurrency,
+        enqueue_ms: u64::try_from(enqueue.as_millis()).unwrap_or(u64::MAX),
+        drain_ms,
+        jobs_per_sec: if secs > 0.0 {
+            (jobs as f64 / secs) as u64
+        } else {
+            0
+        },
+        completed: completed.load(Ordering::Relaxed),
+    })
+}

@@ -1,0 +1,256 @@
+//! Process-kill chaos: worker processes on one SQLite file, SIGKILLed and restarted while
+//! items run, some of them stalling past their lease (a blocked executor, as in a long GC
+//! pause) so their late completions are stale. At the end every item is completed, every
+//! effect is recorded exactly once, no stale completion was accepted, and the file passes
+//! `PRAGMA integrity_check`.
+//!
+//! The workers are this test binary re-executed on the ignored test `chaos_worker_process`.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use scaffold_runtime::{
+    Item, ItemState, LoopEvent, NewItem, Store, WorkContext, WorkError, WorkHandler, WorkKindSpec,
+    WorkLoop,
+};
+use serde::{Deserialize, Serialize};
+
+const WORKER_ENV: &str = "SCAFFOLD_CHAOS_WORKER_DB";
+const ITEMS: u32 = 2_000;
+const WORKERS: usize = 3;
+const MIN_KILLS: usize = 12;
+const LEASE: Duration = Duration::from_millis(500);
+
+static KINDS: &[&[WorkKindSpec]] = &[&[WorkKindSpec {
+    name: "CHAOS",
+    permission: "chaos.run",
+    ..WorkKindSpec::DEFAULT
+}]];
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Payload {
+    n: u32,
+}
+
+struct ChaosHandler;
+
+impl WorkHandler for ChaosHandler {
+    type Payload = Payload;
+    const KIND: &'static str = "CHAOS";
+    const REQUIRES: &'static [&'static str] = &["chaos.run"];
+    async fn handle(&self, ctx: &WorkContext, item: &Item<Payload>) -> Result<(), WorkError> {
+        let n = item.payload.n;
+        let r = mix(u64::from(n) ^ (item.fence as u64).wrapping_mul(0x9e37_79b9));
+        tokio::time::sleep(Duration::from_millis(5 + r % 25)).await;
+        ctx.once("effect", || async move { Ok(n) }).await?;
+        if r % 97 == 0 {
+            // A stall that blocks the whole worker (heartbeats too) past the lease: when it
+            // wakes, its completion is stale and must be refused.
+            std::thread::sleep(LEASE * 2);
+        }
+        Ok(())
+    }
+}
+
+fn mix(mut x: u64) -> u64 {
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    x
+}
+
+/// A worker process. Does nothing unless re-executed by `chaos_kill_workers`.
+#[test]
+#[ignore = "a worker process of chaos_kill_workers, which runs it"]
+fn chaos_worker_process() {
+    let Ok(db) = std::env::var(WORKER_ENV) else {
+        return;
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    rt.block_on(async move {
+        let store = Store::open(&format!("sqlite://{db}"))
+            .await
+            .expect("the worker opens the queue");
+        let loop_ = WorkLoop::builder(store, KINDS)
+            .handler(ChaosHandler)
+            .lane("default")
+            .concurrency(4)
+            .prefetch(8)
+            .lease(LEASE)
+            .sweep_interval(Duration::from_millis(100))
+            .poll_interval(Duration::from_millis(20))
+            .observer(|e| match e {
+                LoopEvent::Finished {
+                    id,
+                    fence,
+                    outcome: "completed",
+                } => println!("CHAOS completed {id} {fence}"),
+                LoopEvent::StaleRejected { id, fence } => println!("CHAOS stale {id} {fence}"),
+                LoopEvent::LeaseLost { id, fence } => println!("CHAOS lost {id} {fence}"),
+                _ => {}
+            })
+            .build()
+            .expect("the worker loop builds");
+        loop_
+            .run(std::future::pending())
+            .await
+            .expect("the loop runs until killed");
+    });
+}
+
+#[derive(Debug, Default)]
+struct Log {
+    completed: Vec<(i64, i64)>,
+    stale_rejected: usize,
+    leases_lost: usize,
+}
+
+fn spawn_worker(db: &str, log: &Arc<Mutex<Log>>) -> Child {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let mut child = Command::new(exe)
+        .args([
+            "--exact",
+            "chaos_worker_process",
+            "--nocapture",
+            "--ignored",
+        ])
+        .env(WORKER_ENV, db)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("a worker process starts");
+    let stdout = child.stdout.take().expect("the worker's stdout");
+    let log = Arc::clone(log);
+    thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let parts: Vec<&str> = line.split_whitespace().collect();
+            let (Some(&"CHAOS"), Some(event), Some(id), Some(fence)) =
+                (parts.first(), parts.get(1), parts.get(2), parts.get(3))
+            else {
+                continue;
+            };
+            let (Ok(id), Ok(fence)) = (id.parse(), fence.parse()) else {
+                continue;
+            };
+            let Ok(mut log) = log.lock() else { return };
+            match *event {
+                "completed" => log.completed.push((id, fence)),
+                "stale" => log.stale_rejected += 1,
+                "lost" => log.leases_lost += 1,
+                _ => {}
+            }
+        }
+    });
+    child
+}
+
+async fn remaining(store: &Store) -> u64 {
+    let stats = store.stats().await.expect("stats");
+    stats
+        .iter()
+        .map(|l| {
+            l.get(ItemState::Available).count
+                + l.get(ItemState::Running).count
+                + l.get(ItemState::Failed).count
+        })
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chaos_kill_workers() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let db = dir.path().join("chaos.db").display().to_string();
+    let store = Store::open(&format!("sqlite://{db}")).await.expect("open");
+    store.migrate().await.expect("migrate");
+    let items = (0..ITEMS)
+        .map(|n| NewItem::new("CHAOS", serde_json::json!({ "n": n })))
+        .collect();
+    store.enqueue_many(items).await.expect("enqueue");
+
+    let log = Arc::new(Mutex::new(Log::default()));
+    let mut workers: Vec<Child> = (0..WORKERS).map(|_| spawn_worker(&db, &log)).collect();
+    let mut kills = 0;
+    let mut rng = mix(u64::from(std::process::id()) | 1);
+    // A guard against a hang, not a timing assertion: the run takes a few seconds.
+    let give_up = Instant::now() + Duration::from_secs(120);
+    loop {
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        let left = remaining(&store).await;
+        if left == 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < give_up,
+            "the workers stopped making progress ({left} items left)"
+        );
+        if kills < MIN_KILLS {
+            rng = mix(rng);
+            let victim = usize::try_from(rng % WORKERS as u64).unwrap_or(0);
+            workers[victim].kill().expect("SIGKILL a worker");
+            workers[victim].wait().expect("reap the killed worker");
+            kills += 1;
+            workers[victim] = spawn_worker(&db, &log);
+        }
+    }
+    for w in &mut workers {
+        w.kill().expect("stop a worker");
+        w.wait().expect("reap a worker");
+    }
+
+    assert!(kills >= 10, "only {kills} kills happened while items ran");
+    let all = store.list(Default::default()).await.expect("list");
+    assert_eq!(all.len(), ITEMS as usize);
+    let not_done: Vec<_> = all
+        .iter()
+        .filter(|i| i.state != ItemState::Completed)
+        .collect();
+    assert!(not_done.is_empty(), "items not completed: {not_done:?}");
+
+    let conn = rusqlite::Connection::open(&db).expect("open for checks");
+    let (effects, distinct): (i64, i64) = conn
+        .query_row(
+            "SELECT count(*), count(DISTINCT item_id) FROM work_effects WHERE effect_key = 'effect'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("count effects");
+    assert_eq!(
+        (effects, distinct),
+        (i64::from(ITEMS), i64::from(ITEMS)),
+        "every effect recorded exactly once"
+    );
+    let integrity: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .expect("integrity_check");
+    assert_eq!(integrity, "ok");
+
+    let fences: std::collections::HashMap<i64, i64> = all.iter().map(|i| (i.id, i.fence)).collect();
+    let log = log.lock().expect("the log");
+    let stale_accepted = log
+        .completed
+        .iter()
+        .filter(|(id, fence)| fences.get(id) != Some(fence))
+        .count();
+    let reclaimed = all.iter().filter(|i| i.fence > 1).count();
+    println!(
+        "chaos: {ITEMS} items, {WORKERS} workers, {kills} SIGKILLs, {reclaimed} items claimed more than once, \
+         {} completions logged, stale completions rejected {}, leases lost {}, stale completions accepted {stale_accepted}",
+        log.completed.len(),
+        log.stale_rejected,
+        log.leases_lost
+    );
+    assert_eq!(
+        stale_accepted, 0,
+        "a completion with a stale fence was accepted"
+    );
+    assert!(
+        reclaimed > 0,
+        "the kills took items away from their workers"
+    );
+}

@@ -1,0 +1,145 @@
+//! What `scaffold queue` refuses: every error names what was wrong and how to fix it, and
+//! exits 2.
+
+use std::path::PathBuf;
+
+use miette::Diagnostic;
+use scaffold_runtime::{ItemState, StoreError};
+use thiserror::Error;
+
+#[derive(Debug, Error, Diagnostic)]
+pub enum QueueError {
+    #[error("cannot use {} as the working directory", path.display())]
+    #[diagnostic(code(scaffold::queue::chdir), help("pass an existing directory to -C"))]
+    Chdir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("`{url}` is not a queue database URL")]
+    #[diagnostic(
+        code(scaffold::queue::url),
+        help("use sqlite://PATH (relative to the working directory) or memory://")
+    )]
+    InvalidUrl { url: String },
+    #[error("there is no queue database at {}", path.display())]
+    #[diagnostic(
+        code(scaffold::queue::no_database),
+        help("create it with `scaffold queue migrate`, or point --database at an existing one")
+    )]
+    NoDatabase { path: PathBuf },
+    #[error("{} is not a SQLite database; it was left untouched", path.display())]
+    #[diagnostic(
+        code(scaffold::queue::not_a_database),
+        help("point --database at a queue database, or at a path where a new one may be created")
+    )]
+    NotADatabase { path: PathBuf },
+    #[error("the queue database has schema version {found}; this scaffold knows up to {supported}")]
+    #[diagnostic(
+        code(scaffold::queue::schema_too_new),
+        help("a newer scaffold migrated this database; upgrade scaffold to use it")
+    )]
+    SchemaTooNew { found: i64, supported: i64 },
+    #[error("the queue database is not migrated (schema version {found}, need {required})")]
+    #[diagnostic(
+        code(scaffold::queue::not_migrated),
+        help("run `scaffold queue migrate`")
+    )]
+    NotMigrated { found: i64, required: i64 },
+    #[error("cannot create or write the queue database at {}", path.display())]
+    #[diagnostic(
+        code(scaffold::queue::unwritable),
+        help("check that the folder exists or can be created, and that it is writable")
+    )]
+    Unwritable {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("no work item with id {id}")]
+    #[diagnostic(
+        code(scaffold::queue::not_found),
+        help("`scaffold queue list` shows the items")
+    )]
+    NotFound { id: i64 },
+    #[error("item {id} is {state}; only dead items can be {action}")]
+    #[diagnostic(
+        code(scaffold::queue::not_dead),
+        help("`scaffold queue list --state dead` shows the dead items")
+    )]
+    NotDead {
+        id: i64,
+        state: ItemState,
+        action: &'static str,
+    },
+    #[error("the payload is not valid JSON")]
+    #[diagnostic(
+        code(scaffold::queue::payload),
+        help("pass a JSON value, e.g. --payload '{{\"shipment_id\": \"s-1\"}}'")
+    )]
+    MalformedPayload {
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("`{kind}` is not a work kind name")]
+    #[diagnostic(
+        code(scaffold::queue::kind_syntax),
+        help(
+            "kinds are UPPER_SNAKE_CASE: a capital letter, then capitals, digits and _ (at most 64)"
+        )
+    )]
+    InvalidKind { kind: String },
+    #[error("unknown kind `{kind}`: the repository registers no such kind")]
+    #[diagnostic(
+        code(scaffold::queue::unknown_kind),
+        help("registered kinds: {registered}")
+    )]
+    UnknownKind { kind: String, registered: String },
+    #[error("`{value}` is not a time")]
+    #[diagnostic(
+        code(scaffold::queue::run_at),
+        help(
+            "use RFC 3339 (2026-11-30T12:00:00Z), milliseconds since the epoch, or a delay (+30s, +5m, +2h, +1d)"
+        )
+    )]
+    InvalidRunAt { value: String },
+    #[error("`{state}` is not an item state")]
+    #[diagnostic(
+        code(scaffold::queue::state),
+        help("states: available, running, completed, failed, dead, parked")
+    )]
+    InvalidState { state: String },
+    #[error("--format {format} is not available for `scaffold queue`")]
+    #[diagnostic(
+        code(scaffold::queue::format),
+        help("use --format human or --format json")
+    )]
+    FormatUnsupported { format: &'static str },
+    #[error("the queue store failed")]
+    #[diagnostic(code(scaffold::queue::store))]
+    Store(#[source] StoreError),
+    #[error("cannot start the async runtime")]
+    #[diagnostic(code(scaffold::queue::runtime))]
+    Runtime(#[source] std::io::Error),
+    #[error("cannot write output")]
+    #[diagnostic(code(scaffold::queue::io))]
+    Output(#[source] std::io::Error),
+}
+
+impl From<StoreError> for QueueError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::InvalidUrl { url } => QueueError::InvalidUrl { url },
+            StoreError::NotADatabase { path } => QueueError::NotADatabase { path },
+            StoreError::SchemaTooNew { found, supported } => {
+                QueueError::SchemaTooNew { found, supported }
+            }
+            StoreError::NotMigrated { found, required } => {
+                QueueError::NotMigrated { found, required }
+            }
+            StoreError::Unwritable { path, source } => QueueError::Unwritable { path, source },
+            StoreError::NotFound(id) => QueueError::NotFound { id },
+            other => QueueError::Store(other),
+        }
+    }
+}

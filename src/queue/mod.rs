@@ -1,0 +1,312 @@
+//! `scaffold queue`: the operator CLI of the work-queue runtime (migrate, enqueue, status,
+//! list, retry, discard, bench). Parsing here, the queue in `scaffold_runtime`, printing in
+//! [`report`].
+
+mod error;
+mod kinds;
+pub mod report;
+mod time;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+use scaffold_runtime::{ItemState, ListFilter, NewItem, Store};
+
+pub use error::QueueError;
+
+use crate::cli::{Format, GlobalArgs};
+
+/// The database `--database` names unless told otherwise.
+pub const DEFAULT_DATABASE: &str = "sqlite://.scaffold/queue.db";
+
+#[derive(Debug, Args)]
+pub struct QueueArgs {
+    /// The queue database: sqlite://PATH (relative to the working directory) or memory://
+    /// [default: sqlite://.scaffold/queue.db]
+    #[arg(
+        long,
+        global = true,
+        value_name = "URL",
+        env = "SCAFFOLD_QUEUE_DATABASE"
+    )]
+    pub database: Option<String>,
+    #[command(subcommand)]
+    pub command: QueueCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum QueueCommand {
+    /// Create the queue database or bring its schema up to date (idempotent).
+    Migrate,
+    /// Enqueue one item.
+    Enqueue(EnqueueArgs),
+    /// Items per lane and state, and the age of the oldest available item.
+    Status,
+    /// List items, by id.
+    List {
+        /// Only items in this state (available, running, completed, failed, dead, parked).
+        #[arg(long, value_name = "STATE")]
+        state: Option<String>,
+        /// Only items of this lane.
+        #[arg(long, value_name = "LANE")]
+        lane: Option<String>,
+        /// At most this many items.
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
+    },
+    /// Make a dead item (or every dead item) available again with fresh attempts.
+    Retry {
+        /// The dead item's id.
+        #[arg(required_unless_present = "all_dead", conflicts_with = "all_dead")]
+        id: Option<i64>,
+        /// Retry every dead item.
+        #[arg(long)]
+        all_dead: bool,
+    },
+    /// Delete a dead item.
+    Discard {
+        /// The dead item's id.
+        id: i64,
+    },
+    /// Enqueue N no-op items in one batch, then drain them with one loop of concurrency C.
+    Bench {
+        /// How many items.
+        #[arg(long, default_value_t = 20_000)]
+        jobs: u64,
+        /// How many handlers run at once.
+        #[arg(long, default_value_t = 10)]
+        concurrency: usize,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct EnqueueArgs {
+    /// The work kind (UPPER_SNAKE_CASE; inside a repository, one its om/ registers).
+    pub kind: String,
+    /// The payload, as JSON.
+    #[arg(long, default_value = "{}", value_name = "JSON")]
+    pub payload: String,
+    /// The lane.
+    #[arg(long, default_value = "default", value_name = "LANE")]
+    pub lane: String,
+    /// Unique among live items: a second enqueue with the same key returns the first item.
+    #[arg(long, value_name = "KEY")]
+    pub dedupe_key: Option<String>,
+    /// Not before this time: RFC 3339, milliseconds since the epoch, or +30s/+5m/+2h/+1d.
+    #[arg(long, value_name = "TIME")]
+    pub run_at: Option<String>,
+    /// Higher is claimed first.
+    #[arg(long, default_value_t = 0)]
+    pub priority: i32,
+    /// Attempts before the item is dead.
+    #[arg(long, value_name = "N")]
+    pub max_attempts: Option<i32>,
+}
+
+/// Runs `scaffold queue …`; `Ok` carries the exit code.
+pub fn run(
+    args: QueueArgs,
+    global: &GlobalArgs,
+    out: &mut dyn Write,
+) -> Result<ExitCode, QueueError> {
+    let json = match global.format {
+        Format::Human => false,
+        Format::Json => true,
+        Format::Sarif => return Err(QueueError::FormatUnsupported { format: "sarif" }),
+        Format::Github => return Err(QueueError::FormatUnsupported { format: "github" }),
+    };
+    let cwd = working_dir(global)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(QueueError::Runtime)?;
+    let printed = runtime.block_on(execute(args, &cwd))?;
+    report::print(out, &printed, json).map_err(QueueError::Output)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn working_dir(global: &GlobalArgs) -> Result<PathBuf, QueueError> {
+    let cwd = std::env::current_dir().map_err(|source| QueueError::Chdir {
+        path: PathBuf::from("."),
+        source,
+    })?;
+    match &global.chdir {
+        None => Ok(cwd),
+        Some(dir) => {
+            let path = cwd.join(dir);
+            std::fs::canonicalize(&path).map_err(|source| QueueError::Chdir { path, source })
+        }
+    }
+}
+
+/// The database URL with a relative SQLite path made absolute against `cwd`, and that path.
+fn resolve(url: &str, cwd: &Path) -> Result<(String, Option<PathBuf>), QueueError> {
+    if let Some(path) = url.strip_prefix("sqlite://") {
+        if path.is_empty() {
+            return Err(QueueError::InvalidUrl {
+                url: url.to_owned(),
+            });
+        }
+        let path = cwd.join(path);
+        Ok((format!("sqlite://{}", path.display()), Some(path)))
+    } else if url == "memory://" {
+        Ok((url.to_owned(), None))
+    } else {
+        Err(QueueError::InvalidUrl {
+            url: url.to_owned(),
+        })
+    }
+}
+
+/// Opens an existing, migrated queue (never creates one).
+async fn open_existing(url: &str, cwd: &Path) -> Result<Store, QueueError> {
+    let (url, path) = resolve(url, cwd)?;
+    if let Some(path) = path {
+        if !path.exists() {
+            return Err(QueueError::NoDatabase { path });
+        }
+    }
+    let store = Store::open(&url).await?;
+    store.require_migrated().await?;
+    Ok(store)
+}
+
+async fn execute(args: QueueArgs, cwd: &Path) -> Result<report::Printed, QueueError> {
+    let database = args.database.as_deref().unwrap_or(DEFAULT_DATABASE);
+    Ok(match args.command {
+        QueueCommand::Migrate => {
+            let (url, _) = resolve(database, cwd)?;
+            let store = Store::open(&url).await?;
+            let version = store.migrate().await?;
+            report::Printed::Migrated {
+                database: url,
+                schema_version: version,
+            }
+        }
+        QueueCommand::Enqueue(e) => enqueue(e, database, cwd).await?,
+        QueueCommand::Status => {
+            let store = open_existing(database, cwd).await?;
+            report::Printed::Status(store.stats().await?)
+        }
+        QueueCommand::List { state, lane, limit } => {
+            let state = state
+                .map(|s| {
+                    s.parse::<ItemState>()
+                        .map_err(|_| QueueError::InvalidState { state: s })
+                })
+                .transpose()?;
+            let store = open_existing(database, cwd).await?;
+            report::Printed::List(store.list(ListFilter { state, lane, limit }).await?)
+        }
+        QueueCommand::Retry { id, all_dead } => {
+            let store = open_existing(database, cwd).await?;
+            match id {
+                Some(id) if !all_dead => {
+                    store.retry(id).await.map_err(|e| not_dead(e, "retried"))?;
+                    report::Printed::Retried {
+                        ids: vec![id],
+                        count: 1,
+                    }
+                }
+                _ => {
+                    let count = store.retry_all_dead().await?;
+                    report::Printed::Retried {
+                        ids: Vec::new(),
+                        count,
+                    }
+                }
+            }
+        }
+        QueueCommand::Discard { id } => {
+            let store = open_existing(database, cwd).await?;
+            store
+                .discard(id)
+                .await
+                .map_err(|e| not_dead(e, "discarded"))?;
+            report::Printed::Discarded { id }
+        }
+        QueueCommand::Bench { jobs, concurrency } => {
+            bench(args.database.as_deref(), cwd, jobs, concurrency).await?
+        }
+    })
+}
+
+fn not_dead(e: scaffold_runtime::StoreError, action: &'static str) -> QueueError {
+    match e {
+        scaffold_runtime::StoreError::WrongState { id, state, .. } => {
+            QueueError::NotDead { id, state, action }
+        }
+        other => other.into(),
+    }
+}
+
+async fn enqueue(
+    e: EnqueueArgs,
+    database: &str,
+    cwd: &Path,
+) -> Result<report::Printed, QueueError> {
+    if !kinds::is_kind_name(&e.kind) {
+        return Err(QueueError::InvalidKind { kind: e.kind });
+    }
+    if let Some(registered) = kinds::registered(cwd) {
+        if !registered.contains(&e.kind) {
+            return Err(QueueError::UnknownKind {
+                kind: e.kind,
+                registered: registered.into_iter().collect::<Vec<_>>().join(", "),
+            });
+        }
+    }
+    let payload: serde_json::Value = serde_json::from_str(&e.payload)
+        .map_err(|source| QueueError::MalformedPayload { source })?;
+    let store = open_existing(database, cwd).await?;
+    let mut item = NewItem::new(e.kind.clone(), payload)
+        .lane(e.lane.clone())
+        .priority(e.priority);
+    if let Some(run_at) = &e.run_at {
+        let when =
+            time::parse_run_at(run_at, store.now()).ok_or_else(|| QueueError::InvalidRunAt {
+                value: run_at.clone(),
+            })?;
+        item = item.run_at(when);
+    }
+    if let Some(key) = e.dedupe_key {
+        item = item.dedupe_key(key);
+    }
+    if let Some(n) = e.max_attempts {
+        item = item.max_attempts(n);
+    }
+    let id = store.enqueue(item).await?;
+    let record = store.get(id).await?.ok_or(QueueError::NotFound { id })?;
+    Ok(report::Printed::Enqueued(record))
+}
+
+async fn bench(
+    database: Option<&str>,
+    cwd: &Path,
+    jobs: u64,
+    concurrency: usize,
+) -> Result<report::Printed, QueueError> {
+    // A fresh file in a temporary folder unless --database names one.
+    let scratch = std::env::temp_dir().join(format!(
+        "scaffold-bench-{}-{}",
+        std::process::id(),
+        scaffold_runtime::Clock::now(&scaffold_runtime::SystemClock).as_millis()
+    ));
+    let url = match database {
+        Some(url) => resolve(url, cwd)?.0,
+        None => format!("sqlite://{}", scratch.join("bench.db").display()),
+    };
+    let result = async {
+        let store = Store::open(&url).await?;
+        store.migrate().await?;
+        Ok::<_, QueueError>(scaffold_runtime::bench::run(&store, jobs, concurrency).await?)
+    }
+    .await;
+    if database.is_none() {
+        let _ = std::fs::remove_dir_all(&scratch);
+    }
+    Ok(report::Printed::Bench(result?))
+}
