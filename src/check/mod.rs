@@ -1,6 +1,7 @@
 //! `scaffold check`: runs the rules over a repository and returns what they found.
 
 pub mod baseline;
+pub mod cache;
 pub mod catalogue;
 pub mod context;
 pub mod edges;
@@ -90,11 +91,17 @@ pub fn run(repo: &Repo, opts: &CheckOptions) -> Outcome {
     files.extend(repo.gate_matrix.as_ref().map(|(_, f)| f));
     files.extend(repo.workspace.crates.iter().map(|c| &c.manifest));
     files.extend(ctx.readmes.iter().flatten());
-    files.extend(ctx.sources.iter().map(|s| &s.file));
     files.sort_by(|a, b| a.path.cmp(&b.path));
     files.dedup_by(|a, b| a.path == b.path);
-    let suppressions: Vec<suppress::Suppression> =
+    let mut suppressions: Vec<suppress::Suppression> =
         files.iter().flat_map(|f| suppress::scan(f)).collect();
+    let mut seen = std::collections::HashSet::new();
+    for s in &ctx.sources {
+        if seen.insert(&s.file.path) {
+            suppressions.extend(s.suppressions.iter().cloned());
+        }
+    }
+    let files_checked = files.len() + seen.len();
     let scope = opts.changes.as_ref().and_then(|c| scope(repo, c));
     let read = |path: &str| repo.read(path);
     let policy = Policy {
@@ -106,7 +113,7 @@ pub fn run(repo: &Repo, opts: &CheckOptions) -> Outcome {
         ci: opts.ci,
     };
     let mut outcome = sink.finish(&policy);
-    outcome.files_checked = files.len();
+    outcome.files_checked = files_checked;
     outcome
 }
 
