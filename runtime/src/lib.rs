@@ -45,4 +45,4 @@ pub use retry::RetryPolicy;
 pub use spec::{Registry, WorkKindSpec};
 pub use store::{Backend, Store};
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
-pub use work_loop::{LoopEvent, WorkLoop, WorkLoopBuilder};
+pub use work_loop::{LoopEvent, WorkLoop, WorkLoopBuilder, shutdown_signal};

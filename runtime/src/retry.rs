@@ -49,7 +49,7 @@ impl Default for RetryPolicy {
 
 /// A random number from the standard library's per-process random hasher keys: enough for
 /// jitter, no extra dependency.
-fn random_u64() -> u64 {
+pub(crate) fn random_u64() -> u64 {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     RandomState::new().hash_one(COUNTER.fetch_add(1, Ordering::Relaxed))
 }

@@ -1,6 +1,6 @@
 //! Work kinds as the registry declares them (`om`'s `KINDS`, DESIGN §7.1).
 
-use crate::item::{DEFAULT_LANE, DEFAULT_MAX_ATTEMPTS};
+use crate::item::{DEFAULT_LANE, DEFAULT_MAX_ATTEMPTS, NewItem};
 
 /// One registered kind. Generated code writes
 /// `WorkKindSpec { name: "X", permission: "p", lane: "default", ..WorkKindSpec::DEFAULT }`.
@@ -27,6 +27,16 @@ impl WorkKindSpec {
         payload: "",
         max_attempts: DEFAULT_MAX_ATTEMPTS,
     };
+}
+
+impl WorkKindSpec {
+    /// An item of this kind with `payload`, on the spec's lane and with its `max_attempts`:
+    /// how a producer or the relay lands an item where the spec says.
+    pub fn item(&self, payload: serde_json::Value) -> NewItem {
+        NewItem::new(self.name, payload)
+            .lane(self.lane)
+            .max_attempts(self.max_attempts)
+    }
 }
 
 /// The registry: every namespace's slice of specs (`om::KINDS`).

@@ -43,6 +43,8 @@ pub struct Context<'r> {
     pub changes: Option<&'r ChangeSet>,
     /// `--as <agent>`: a name the codemap declares (validated before the run).
     pub agent_name: Option<&'r str>,
+    /// The work-queue model, built on first use by the rules that read it.
+    pub workqueue: super::workqueue::Slot,
 }
 
 impl<'r> Context<'r> {
@@ -127,6 +129,7 @@ impl<'r> Context<'r> {
             readmes,
             changes,
             agent_name,
+            workqueue: Default::default(),
         }
     }
 

@@ -11,6 +11,7 @@ pub mod rules;
 pub mod rust_refs;
 pub mod sink;
 pub mod suppress;
+pub mod workqueue;
 
 use miette::Diagnostic;
 use thiserror::Error;

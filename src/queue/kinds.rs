@@ -2,7 +2,7 @@
 //! repository whose `om/` registers kinds, one of those (read from the `WorkKindSpec`
 //! literals, DESIGN §7.1), so a typo never lands an item no worker will take.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Whether `kind` matches `^[A-Z][A-Z0-9_]{0,63}$`.
@@ -13,16 +13,17 @@ pub fn is_kind_name(kind: &str) -> bool {
         && bytes.all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
 }
 
-/// The kinds registered under `<repo>/om` for the repository holding `cwd`; `None` outside
-/// a repository or when it registers none (nothing to check against).
-pub fn registered(cwd: &Path) -> Option<BTreeSet<String>> {
+/// The kinds registered under `<repo>/om` for the repository holding `cwd`, each with the
+/// lane its spec names (`None`: the default lane); `None` outside a repository or when it
+/// registers none (nothing to check against).
+pub fn registered(cwd: &Path) -> Option<BTreeMap<String, Option<String>>> {
     let root = crate::repo::discover(cwd).ok()?;
-    let mut kinds = BTreeSet::new();
+    let mut kinds = BTreeMap::new();
     collect(&root.join("om"), &mut kinds, 0);
     (!kinds.is_empty()).then_some(kinds)
 }
 
-fn collect(dir: &Path, kinds: &mut BTreeSet<String>, depth: usize) {
+fn collect(dir: &Path, kinds: &mut Kinds, depth: usize) {
     if depth > 12 {
         return;
     }
@@ -44,20 +45,23 @@ fn collect(dir: &Path, kinds: &mut BTreeSet<String>, depth: usize) {
     }
 }
 
-/// The `name: "…"` of every `WorkKindSpec { … }` literal in `text`.
-fn spec_names(text: &str, kinds: &mut BTreeSet<String>) {
+type Kinds = BTreeMap<String, Option<String>>;
+
+/// The `name` (and `lane`) of every `WorkKindSpec { … }` literal in `text`.
+fn spec_names(text: &str, kinds: &mut Kinds) {
     for (at, _) in text.match_indices("WorkKindSpec {") {
         let body = &text[at..];
         let body = &body[..body.find('}').unwrap_or(body.len())];
-        if let Some(rest) = body.split("name:").nth(1) {
-            let rest = rest.trim_start();
-            if let Some(quoted) = rest.strip_prefix('"') {
-                if let Some(end) = quoted.find('"') {
-                    kinds.insert(quoted[..end].to_owned());
-                }
-            }
+        if let Some(name) = field(body, "name:") {
+            kinds.insert(name.to_owned(), field(body, "lane:").map(str::to_owned));
         }
     }
+}
+
+/// The string literal after `key` in `body`.
+fn field<'a>(body: &'a str, key: &str) -> Option<&'a str> {
+    let rest = body.split(key).nth(1)?.trim_start().strip_prefix('"')?;
+    rest.find('"').map(|end| &rest[..end])
 }
 
 #[cfg(test)]
@@ -76,7 +80,7 @@ mod tests {
 
     #[test]
     fn reads_spec_literals() {
-        let mut kinds = BTreeSet::new();
+        let mut kinds = Kinds::new();
         spec_names(
             r#"pub const S: &[WorkKindSpec] = &[
                 WorkKindSpec { name: "NOTIFY_SHIPMENT", permission: "shipping.notify", lane: "default",
@@ -88,7 +92,10 @@ mod tests {
         );
         assert_eq!(
             kinds.into_iter().collect::<Vec<_>>(),
-            vec!["NOTIFY_SHIPMENT".to_owned(), "SEND_INVOICE".to_owned()]
+            vec![
+                ("NOTIFY_SHIPMENT".to_owned(), Some("default".to_owned())),
+                ("SEND_INVOICE".to_owned(), None)
+            ]
         );
     }
 }

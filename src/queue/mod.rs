@@ -88,9 +88,9 @@ pub struct EnqueueArgs {
     /// The payload, as JSON.
     #[arg(long, default_value = "{}", value_name = "JSON")]
     pub payload: String,
-    /// The lane.
-    #[arg(long, default_value = "default", value_name = "LANE")]
-    pub lane: String,
+    /// The lane [default: the lane the kind's spec names, else `default`].
+    #[arg(long, value_name = "LANE")]
+    pub lane: Option<String>,
     /// Unique among live items: a second enqueue with the same key returns the first item.
     #[arg(long, value_name = "KEY")]
     pub dedupe_key: Option<String>,
@@ -251,19 +251,27 @@ async fn enqueue(
     if !kinds::is_kind_name(&e.kind) {
         return Err(QueueError::InvalidKind { kind: e.kind });
     }
+    let mut spec_lane = None;
     if let Some(registered) = kinds::registered(cwd) {
-        if !registered.contains(&e.kind) {
-            return Err(QueueError::UnknownKind {
-                kind: e.kind,
-                registered: registered.into_iter().collect::<Vec<_>>().join(", "),
-            });
+        match registered.get(&e.kind) {
+            Some(lane) => spec_lane = lane.clone(),
+            None => {
+                return Err(QueueError::UnknownKind {
+                    kind: e.kind,
+                    registered: registered.into_keys().collect::<Vec<_>>().join(", "),
+                });
+            }
         }
     }
     let payload: serde_json::Value = serde_json::from_str(&e.payload)
         .map_err(|source| QueueError::MalformedPayload { source })?;
     let store = open_existing(database, cwd).await?;
     let mut item = NewItem::new(e.kind.clone(), payload)
-        .lane(e.lane.clone())
+        .lane(
+            e.lane
+                .or(spec_lane)
+                .unwrap_or_else(|| scaffold_runtime::DEFAULT_LANE.to_owned()),
+        )
         .priority(e.priority);
     if let Some(run_at) = &e.run_at {
         let when =
@@ -280,7 +288,7 @@ async fn enqueue(
     }
     let id = store.enqueue(item).await?;
     let record = store.get(id).await?.ok_or(QueueError::NotFound { id })?;
-    Ok(report::Printed::Enqueued(record))
+    Ok(report::Printed::Enqueued(Box::new(record)))
 }
 
 async fn bench(

@@ -17,7 +17,7 @@ pub enum Printed {
         database: String,
         schema_version: i64,
     },
-    Enqueued(ItemRecord),
+    Enqueued(Box<ItemRecord>),
     Status(Vec<LaneStats>),
     List(Vec<ItemRecord>),
     Retried {

@@ -180,11 +180,11 @@ impl Backend for MemoryBackend {
     }
 
     fn migrate(&self) -> BoxFuture<'_, StoreResult<i64>> {
-        self.ready(Ok(crate::store::sqlite::LATEST_VERSION))
+        self.ready(Ok(crate::store::SCHEMA_VERSION))
     }
 
     fn schema_version(&self) -> BoxFuture<'_, StoreResult<i64>> {
-        self.ready(Ok(crate::store::sqlite::LATEST_VERSION))
+        self.ready(Ok(crate::store::SCHEMA_VERSION))
     }
 
     fn enqueue_many(

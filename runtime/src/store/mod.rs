@@ -27,6 +27,9 @@ use crate::item::{
 use crate::outbox::Tx;
 use crate::time::{Clock, SystemClock, Timestamp};
 
+/// The schema version this runtime writes; every backend's migrations end at it.
+pub const SCHEMA_VERSION: i64 = 1;
+
 /// A boxed, sendable future: what the object-safe [`Backend`] methods return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -200,7 +203,7 @@ impl Store {
     /// Refuses a store whose schema is not the one this runtime writes.
     pub async fn require_migrated(&self) -> StoreResult<()> {
         let found = self.schema_version().await?;
-        let required = crate::store::sqlite::LATEST_VERSION;
+        let required = SCHEMA_VERSION;
         if found > required {
             Err(StoreError::SchemaTooNew {
                 found,

@@ -79,6 +79,8 @@ macro_rules! conformance_suite {
             loop_lost_lease_cancels_handler,
             loop_drain_releases_items_past_deadline,
             loop_worker_lifecycle,
+            loop_relays_the_outbox,
+            loop_heartbeats_keep_a_long_handler,
         );
     };
     (@tests $make:path; $($name:ident),* $(,)?) => {
@@ -849,6 +851,13 @@ static REGISTRY: &[&[WorkKindSpec]] = &[&[
         lane: "slow",
         ..WorkKindSpec::DEFAULT
     },
+    WorkKindSpec {
+        name: "LONG",
+        permission: "jobs.long",
+        lane: "long",
+        max_attempts: 1,
+        ..WorkKindSpec::DEFAULT
+    },
 ]];
 
 #[derive(Default)]
@@ -968,6 +977,15 @@ pub async fn loop_build_refusals<F: Fn() -> Fut, Fut: Future<Output = TestBacken
     assert!(
         built.is_ok(),
         "HANG rides lane `slow`, which this loop does not serve"
+    );
+    let by_spec = ok(
+        WorkLoop::builder(s(), REGISTRY).handler(hang()).build(),
+        "build",
+    );
+    assert_eq!(
+        by_spec.lanes(),
+        ["slow".to_owned()],
+        "with no lane given, the specs' lanes"
     );
     let slow = WorkLoop::builder(s(), REGISTRY).lane("slow").build();
     assert!(matches!(slow, Err(BuildError::MissingHandler { kind, .. }) if kind == "HANG"));
@@ -1232,4 +1250,96 @@ pub async fn loop_worker_lifecycle<F: Fn() -> Fut, Fut: Future<Output = TestBack
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0].state, WorkerState::Offline);
     assert_eq!(rows[0].lanes, vec!["default".to_owned()]);
+}
+
+pub async fn loop_relays_the_outbox<F: Fn() -> Fut, Fut: Future<Output = TestBackend>>(make: F) {
+    let b = fresh(make).await;
+    let store = b.store.clone();
+    let row = ok(
+        b.store
+            .transaction(move |tx| store.enqueue_in(tx, NewItem::new("JOB", json!({"n": 7}))))
+            .await,
+        "producer transaction",
+    );
+    let done = Arc::new(AtomicUsize::new(0));
+    let lp = ok(
+        WorkLoop::builder(b.store.clone(), REGISTRY)
+            .handler(JobHandler {
+                done: Arc::clone(&done),
+            })
+            .handler(FlakyHandler)
+            .poll_interval(Duration::from_millis(5))
+            .sweep_interval(Duration::from_millis(5))
+            .build(),
+        "build",
+    );
+    ok(
+        lp.run(until_count(&b.store, ItemState::Completed, 1)).await,
+        "run",
+    );
+    assert_eq!(
+        get(&b.store, row).await.state,
+        ItemState::Completed,
+        "the relayed item keeps the row id"
+    );
+    assert_eq!(done.load(Ordering::SeqCst), 1);
+}
+
+/// Runs for twice its lease by the store's clock; only renewed leases let it complete.
+struct LongHandler {
+    clock: Arc<ManualClock>,
+    step: Duration,
+}
+
+impl WorkHandler for LongHandler {
+    type Payload = Value;
+    const KIND: &'static str = "LONG";
+    const REQUIRES: &'static [&'static str] = &["jobs.long"];
+    async fn handle(&self, _: &WorkContext, _: &Item<Value>) -> Result<(), WorkError> {
+        for _ in 0..6 {
+            self.clock.advance(self.step);
+            tokio::time::sleep(Duration::from_millis(60)).await;
+        }
+        Ok(())
+    }
+}
+
+pub async fn loop_heartbeats_keep_a_long_handler<
+    F: Fn() -> Fut,
+    Fut: Future<Output = TestBackend>,
+>(
+    make: F,
+) {
+    let b = fresh(make).await;
+    let lease = Duration::from_millis(300);
+    let spec = REGISTRY[0][3];
+    let id = ok(b.store.enqueue(spec.item(json!({}))).await, "enqueue");
+    let lp = ok(
+        WorkLoop::builder(b.store.clone(), REGISTRY)
+            .handler(LongHandler {
+                clock: Arc::clone(&b.clock),
+                step: lease / 3,
+            })
+            .lease(lease)
+            .sweep_interval(Duration::from_millis(20))
+            .build(),
+        "build",
+    );
+    assert_eq!(lp.lanes(), ["long".to_owned()]);
+    let store = b.store.clone();
+    let settled = async move {
+        while !matches!(
+            get(&store, id).await.state,
+            ItemState::Completed | ItemState::Dead
+        ) {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    ok(lp.run(settled).await, "run");
+    let rec = get(&b.store, id).await;
+    assert_eq!(
+        (rec.state, rec.fence, rec.lane.as_str()),
+        (ItemState::Completed, 1, "long")
+    );
+    assert_eq!(lp.counters().leases_lost.load(Ordering::SeqCst), 0);
 }

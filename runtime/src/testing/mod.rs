@@ -41,9 +41,9 @@ impl Default for MemoryContainer {
     }
 }
 
-/// An item of `kind` whose payload is `payload` serialised.
-pub fn item<P: Serialize>(kind: &str, payload: &P) -> NewItem {
-    let payload = serde_json::to_value(payload).expect("a test payload serialises to JSON");
+/// An item of `kind` whose payload is `payload` serialised (pass it by value or by reference).
+pub fn item<P: Serialize>(kind: &str, payload: P) -> NewItem {
+    let payload = serde_json::to_value(&payload).expect("a test payload serialises to JSON");
     NewItem::new(kind, payload)
 }
 

@@ -55,7 +55,9 @@ impl WorkLoopBuilder {
         self
     }
 
-    /// Serves `lane` (call once per lane; `default` when never called).
+    /// Serves `lane` (call once per lane). When never called, the loop serves the lanes its
+    /// handlers' specs name (`default` when it has no handler), so the spec stays the one
+    /// place a kind's lane is spelled.
     #[must_use]
     pub fn lane(mut self, lane: impl Into<String>) -> Self {
         self.lanes.push(lane.into());
@@ -113,6 +115,14 @@ impl WorkLoopBuilder {
         self
     }
 
+    /// Whether each sweep tick also relays outbox rows into items (default true; turn it
+    /// off where a dedicated [`crate::Relay`] runs).
+    #[must_use]
+    pub fn relay_outbox(mut self, on: bool) -> Self {
+        self.config.relay = on;
+        self
+    }
+
     /// The worker's id in `workers` (default: `worker-<pid>-<random>`).
     #[must_use]
     pub fn worker_id(mut self, id: impl Into<String>) -> Self {
@@ -165,6 +175,14 @@ impl WorkLoopBuilder {
             }
         }
         let mut lanes: BTreeSet<String> = self.lanes.into_iter().collect();
+        if lanes.is_empty() {
+            lanes.extend(
+                handlers
+                    .keys()
+                    .filter_map(|k| specs.get(k))
+                    .map(|s| s.lane.to_owned()),
+            );
+        }
         if lanes.is_empty() {
             lanes.insert(DEFAULT_LANE.to_owned());
         }

@@ -53,6 +53,7 @@ pub(crate) struct Config {
     pub poll_interval: Duration,
     pub sweep_interval: Duration,
     pub worker_id: Option<String>,
+    pub relay: bool,
 }
 
 impl Default for Config {
@@ -66,6 +67,7 @@ impl Default for Config {
             poll_interval: Duration::from_millis(200),
             sweep_interval: Duration::from_secs(1),
             worker_id: None,
+            relay: true,
         }
     }
 }
@@ -159,13 +161,8 @@ impl WorkLoop {
         observer: Option<Observer>,
     ) -> Self {
         let worker_id = config.worker_id.clone().unwrap_or_else(|| {
-            let salt = crate::retry::RetryPolicy {
-                base: Duration::from_millis(1 << 20),
-                cap: Duration::from_millis(1 << 20),
-            }
-            .delay(1)
-            .as_millis();
-            format!("worker-{}-{salt:x}", std::process::id())
+            let salt = crate::retry::random_u64() & 0xff_ffff;
+            format!("worker-{}-{salt:06x}", std::process::id())
         });
         WorkLoop {
             shared: Arc::new(Shared {
@@ -279,6 +276,9 @@ async fn wait_idle(shared: &Shared) {
     }
 }
 
+/// Outbox rows relayed per sweep tick.
+const RELAY_BATCH: usize = 1000;
+
 async fn sweeper(
     shared: Arc<Shared>,
     mut stop: watch::Receiver<bool>,
@@ -294,6 +294,13 @@ async fn sweeper(
             Ok(n) => tracing::info!(count = n, "returned expired leases"),
             Err(e) => tracing::warn!(error = %e, "sweep failed"),
         }
+        if shared.config.relay {
+            match shared.store.relay_outbox(RELAY_BATCH).await {
+                Ok(0) => {}
+                Ok(n) => tracing::debug!(count = n, "relayed outbox rows"),
+                Err(e) => tracing::warn!(error = %e, "outbox relay failed"),
+            }
+        }
         let now = shared.store.now();
         let row = WorkerRecord {
             id: shared.worker_id.clone(),
@@ -308,5 +315,28 @@ async fn sweeper(
         if let Err(e) = shared.store.put_worker(row).await {
             tracing::warn!(error = %e, "worker row update failed");
         }
+    }
+}
+
+/// Resolves on SIGTERM or ctrl-c (SIGINT): the shutdown future a worker's `main` hands to
+/// [`WorkLoop::run`], so a deployment's stop drains the loop and the process exits 0.
+pub async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+                return;
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot listen for SIGTERM; only ctrl-c drains"),
+        }
+    }
+    if let Err(e) = tokio::signal::ctrl_c().await {
+        tracing::warn!(error = %e, "cannot listen for ctrl-c");
+        std::future::pending::<()>().await;
     }
 }

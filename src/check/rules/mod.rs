@@ -11,15 +11,27 @@ pub mod dependency_forbidden;
 pub mod gate_pattern_dead;
 pub mod gate_unknown;
 pub mod generated_edited;
+pub mod handler_builds_context;
 pub mod import_forbidden;
 pub mod import_undeclared;
+pub mod kind_duplicate;
+pub mod kind_requires_mismatch;
+pub mod kind_unhandled;
+pub mod kind_unregistered_handler;
+pub mod kind_untested;
+pub mod lane_undeployed;
+pub mod manager_enqueues;
 pub mod manifest_invalid;
+pub mod namespace_bare;
 pub mod ownership_forbidden;
 pub mod ownership_outside_writable;
+pub mod runtime_drift;
+pub mod settings_undocumented;
 pub mod source_unparsed;
 pub mod suppression_invalid;
 pub mod worker_readme_missing;
 pub mod worker_role_unknown;
+pub mod worker_shell_exec;
 pub mod worker_strategy_missing;
 pub mod worker_strategy_placeholder;
 
@@ -74,6 +86,21 @@ pub static RULES: &[Rule] = &[
     rule!(crate_unlayered, Some(crate_unlayered::run)),
     rule!(gate_unknown, Some(gate_unknown::run)),
     rule!(gate_pattern_dead, Some(gate_pattern_dead::run)),
+    rule!(kind_unhandled, Some(kind_unhandled::run)),
+    rule!(
+        kind_unregistered_handler,
+        Some(kind_unregistered_handler::run)
+    ),
+    rule!(kind_requires_mismatch, Some(kind_requires_mismatch::run)),
+    rule!(kind_untested, Some(kind_untested::run)),
+    rule!(kind_duplicate, Some(kind_duplicate::run)),
+    rule!(lane_undeployed, Some(lane_undeployed::run)),
+    rule!(manager_enqueues, Some(manager_enqueues::run)),
+    rule!(handler_builds_context, Some(handler_builds_context::run)),
+    rule!(namespace_bare, Some(namespace_bare::run)),
+    rule!(settings_undocumented, Some(settings_undocumented::run)),
+    rule!(worker_shell_exec, Some(worker_shell_exec::run)),
+    rule!(runtime_drift, Some(runtime_drift::run)),
     rule!(suppression_invalid, None),
     rule!(source_unparsed, Some(source_unparsed::run)),
     rule!(ownership_forbidden, Some(ownership_forbidden::run)),

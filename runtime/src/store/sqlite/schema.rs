@@ -15,7 +15,7 @@ use crate::time::{Clock, SystemClock};
 const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("../../../migrations/sqlite/0001_init.sql"))];
 
 /// The schema version this runtime writes.
-pub const LATEST_VERSION: i64 = 1;
+pub const LATEST_VERSION: i64 = crate::store::SCHEMA_VERSION;
 
 const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
 
@@ -61,7 +61,9 @@ pub(crate) fn open(path: &Path) -> StoreResult<Connection> {
         | OpenFlags::SQLITE_OPEN_CREATE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(path, flags).map_err(|e| map_open_error(path, e))?;
-    configure(&conn).map_err(|e| map_open_error(path, e))?;
+    conn.busy_timeout(BUSY_TIMEOUT)
+        .map_err(|e| map_open_error(path, e))?;
+    // Refuse a newer schema before configuring anything: switching to WAL writes the header.
     let found = version(&conn).map_err(|e| map_open_error(path, e))?;
     if found > LATEST_VERSION {
         return Err(StoreError::SchemaTooNew {
@@ -69,6 +71,7 @@ pub(crate) fn open(path: &Path) -> StoreResult<Connection> {
             supported: LATEST_VERSION,
         });
     }
+    configure(&conn).map_err(|e| map_open_error(path, e))?;
     Ok(conn)
 }
 
@@ -90,7 +93,6 @@ fn map_open_error(path: &Path, e: rusqlite::Error) -> StoreError {
 /// WAL (readers never block the writer), `synchronous=NORMAL` (durable at checkpoints, no
 /// fsync per commit: a power cut may lose the last commits, never corrupt), a busy timeout.
 fn configure(conn: &Connection) -> rusqlite::Result<()> {
-    conn.busy_timeout(BUSY_TIMEOUT)?;
     let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
     tracing::debug!(journal_mode = %mode, "opened sqlite queue");
     conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY; PRAGMA wal_autocheckpoint = 4000; PRAGMA cache_size = -32000;")?;

@@ -1,0 +1,75 @@
+//! Stamps the runtime this binary embeds: the version and content hash of `runtime/`
+//! (`Cargo.toml`, `src/**`, `migrations/**`), exposed as
+//! `scaffold::check::workqueue::runtime_stamp()` and compared by the `runtime-drift` rule
+//! with a repository's `platform/runtime/.scaffold-stamp`.
+
+#[path = "src/check/workqueue/sha256.rs"]
+#[allow(dead_code)]
+mod sha256;
+
+use std::path::Path;
+
+fn main() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("runtime");
+    for p in ["Cargo.toml", "src", "migrations"] {
+        println!("cargo:rerun-if-changed=runtime/{p}");
+    }
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap_or_default();
+    let version = package_version(&manifest).unwrap_or_default();
+    let mut files = Vec::new();
+    if !manifest.is_empty() {
+        files.push(("Cargo.toml".to_owned(), manifest.clone().into_bytes()));
+        for dir in ["src", "migrations"] {
+            walk(&root, dir, &mut files);
+        }
+    }
+    let hash = if files.is_empty() {
+        String::new()
+    } else {
+        sha256::tree_hash(&mut files)
+    };
+    println!("cargo:rustc-env=SCAFFOLD_RUNTIME_VERSION={version}");
+    println!("cargo:rustc-env=SCAFFOLD_RUNTIME_HASH={hash}");
+}
+
+/// `version = "…"` of the `[package]` table.
+fn package_version(manifest: &str) -> Option<String> {
+    let mut in_package = false;
+    for line in manifest.lines() {
+        let t = line.trim();
+        if t.starts_with('[') {
+            in_package = t == "[package]";
+            continue;
+        }
+        if !in_package {
+            continue;
+        }
+        let Some(rest) = t.strip_prefix("version") else {
+            continue;
+        };
+        let rest = rest.trim_start();
+        if let Some(v) = rest.strip_prefix('=') {
+            return Some(v.trim().trim_matches('"').to_owned());
+        }
+    }
+    None
+}
+
+fn walk(root: &Path, rel: &str, out: &mut Vec<(String, Vec<u8>)>) {
+    let Ok(entries) = std::fs::read_dir(root.join(rel)) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let child = format!("{rel}/{name}");
+        match e.file_type() {
+            Ok(t) if t.is_dir() => walk(root, &child, out),
+            Ok(t) if t.is_file() => {
+                if let Ok(bytes) = std::fs::read(e.path()) {
+                    out.push((child, bytes));
+                }
+            }
+            _ => {}
+        }
+    }
+}

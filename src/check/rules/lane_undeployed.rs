@@ -1,0 +1,85 @@
+//! # lane-undeployed
+//!
+//! ## What it finds
+//! A lane named by a registered kind's spec (`lane: "bulk"`, or `default` when the spec
+//! leaves it to `..WorkKindSpec::DEFAULT`) that some place workers run has no worker process
+//! on. The places are `scripts/dev.sh`, the local compose file
+//! (`deployment/local/docker-compose*.yml`) and Terraform (`deployment/terraform/**/*.tf`);
+//! a place the repository does not have at all is not required. The finding names exactly
+//! the places that lack the lane.
+//!
+//! A process serves a lane when it runs `serve --lane <lane>` or has
+//! `<NAME>_WORKER_LANE=<lane>` in its environment; a plain `serve` serves `default`. In
+//! compose, a service with no command whose Dockerfile's `CMD` runs `serve` is a worker; in
+//! Terraform, so is an instance of the `service` module. A lane given by a variable
+//! (`"$LANE"`, `var.lane`) could be any lane, so that place is not checked.
+//!
+//! ## Why
+//! Items of a lane nobody serves are enqueued and never claimed. A lane that works on a
+//! laptop (dev.sh) but has no process in Terraform fails only in production, and the other
+//! way round the local stack silently drops the kind.
+//!
+//! ## Example
+//! ```rust,ignore
+//! WorkKindSpec { name: "REINDEX", permission: "search.reindex", lane: "bulk", ..WorkKindSpec::DEFAULT },
+//! // scripts/dev.sh starts only `serve`; compose has no service with ACME_WORKER_LANE=bulk
+//! ```
+//!
+//! ## Fix
+//! Add a replica of the worker on the lane in each missing place: in dev.sh
+//! `serve --lane bulk` with a metrics port of its own, in compose and Terraform a second
+//! service / module instance of the worker's image with `<NAME>_WORKER_LANE=bulk`
+//! (`scaffold worker <worker> <KIND> --lane bulk` writes all three).
+
+use super::super::context::Context;
+use super::super::finding::Finding;
+use super::super::sink::Sink;
+use super::super::workqueue::{Model, lanes};
+
+pub const ID: &str = "lane-undeployed";
+
+pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
+    let m = Model::of(ctx);
+    let kinds = m.registry.kinds();
+    if kinds.is_empty() {
+        return;
+    }
+    let places = lanes::places(ctx.repo);
+    if !places.iter().any(|p| p.exists) {
+        return;
+    }
+    let mut done: Vec<String> = Vec::new();
+    for k in &kinds {
+        let Some(lane) = &k.lane else { continue };
+        if done.contains(lane) {
+            continue;
+        }
+        done.push(lane.clone());
+        let missing: Vec<&str> = places
+            .iter()
+            .filter(|p| p.exists && !p.serves(lane))
+            .map(|p| p.name.as_str())
+            .collect();
+        if missing.is_empty() {
+            continue;
+        }
+        let kind = k.name.as_deref().unwrap_or("?");
+        let how = if lane == "default" {
+            "a plain `serve`".to_owned()
+        } else {
+            format!("`serve --lane {lane}` or <NAME>_WORKER_LANE={lane}")
+        };
+        sink.push(
+            Finding::new(ID, k.spec.path.clone(), k.spec.lane_at)
+                .message(format!(
+                    "lane `{lane}` (kind `{kind}`) has no worker process in {}",
+                    missing.join(", ")
+                ))
+                .label(format!("lane `{lane}`"))
+                .help(format!(
+                    "add a worker process on lane `{lane}` ({how}) to {}",
+                    missing.join(" and ")
+                )),
+        );
+    }
+}

@@ -1,0 +1,403 @@
+//! Handlers (`impl WorkHandler for X` in a worker's `src/`) and the tests under each
+//! worker's `tests/` that run them.
+
+use std::collections::{HashMap, HashSet};
+
+use rayon::prelude::*;
+use syn::visit::{self, Visit};
+
+use super::registry::{StrExpr, Strings, renames};
+use super::{is_test_code, loc, peel, str_lit, type_name, with_parsed};
+use crate::check::context::Context;
+use crate::check::finding::Location;
+use crate::source::SourceFile;
+
+/// One `impl WorkHandler for X`.
+#[derive(Debug, Clone)]
+pub struct Handler {
+    /// Index of its worker crate.
+    pub krate: usize,
+    pub path: String,
+    /// `X`.
+    pub ty: String,
+    /// Where `X` is written in the impl header.
+    pub ty_at: Location,
+    /// The resolved `KIND`; `None` when it is missing or not understood.
+    pub kind: Option<String>,
+    pub kind_at: Location,
+    /// The `REQUIRES` entries (`None` for one that is not understood); `None` when
+    /// `REQUIRES` is missing or not an array.
+    pub requires: Option<Vec<Option<String>>>,
+    pub requires_at: Location,
+}
+
+/// Every handler in every worker.
+pub fn find(ctx: &Context<'_>, om: &Strings) -> Vec<Handler> {
+    let files = super::worker_sources(ctx, &["WorkHandler"]);
+    let mut out: Vec<Handler> = files
+        .par_iter()
+        .filter_map(|s| with_parsed(&s.file, |tree| in_file(&s.file, s.krate, tree, om)))
+        .flatten()
+        .collect();
+    out.sort_by(|a, b| (&a.path, a.ty_at.offset).cmp(&(&b.path, b.ty_at.offset)));
+    out
+}
+
+#[derive(Default)]
+struct FileConsts {
+    strings: Strings,
+    arrays: HashMap<String, Vec<StrExpr>>,
+}
+
+fn collect_consts(list: &[syn::Item], c: &mut FileConsts) {
+    for item in list {
+        match item {
+            syn::Item::Const(k) => konst(&k.ident, &k.expr, c),
+            syn::Item::Static(k) => konst(&k.ident, &k.expr, c),
+            syn::Item::Use(u) => {
+                let mut r = Vec::new();
+                renames(&u.tree, &mut r);
+                for (a, o) in r {
+                    c.strings.add_rename(a, o);
+                }
+            }
+            syn::Item::Mod(m) => {
+                if let Some((_, inner)) = &m.content {
+                    collect_consts(inner, c);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn konst(ident: &syn::Ident, expr: &syn::Expr, c: &mut FileConsts) {
+    if let Some(s) = str_lit(expr) {
+        c.strings.add_const(ident.to_string(), s);
+    } else if let syn::Expr::Array(a) = peel(expr) {
+        c.arrays
+            .insert(ident.to_string(), a.elems.iter().map(StrExpr::of).collect());
+    }
+}
+
+fn in_file(file: &SourceFile, krate: usize, tree: &syn::File, om: &Strings) -> Vec<Handler> {
+    let mut consts = FileConsts::default();
+    collect_consts(&tree.items, &mut consts);
+    let mut out = Vec::new();
+    impls(file, krate, &tree.items, &consts, om, &mut out);
+    out
+}
+
+/// Whether an impl is `impl WorkHandler for X`.
+pub(crate) fn handler_impl(i: &syn::ItemImpl) -> Option<&syn::Type> {
+    let (_, trait_path, _) = i.trait_.as_ref()?;
+    trait_path
+        .segments
+        .last()
+        .is_some_and(|s| s.ident == "WorkHandler")
+        .then_some(&*i.self_ty)
+}
+
+fn impls(
+    file: &SourceFile,
+    krate: usize,
+    list: &[syn::Item],
+    consts: &FileConsts,
+    om: &Strings,
+    out: &mut Vec<Handler>,
+) {
+    for item in list {
+        match item {
+            syn::Item::Impl(i) if !is_test_code(&i.attrs) => {
+                let Some(self_ty) = handler_impl(i) else {
+                    continue;
+                };
+                let Some(ty) = type_name(self_ty) else {
+                    continue;
+                };
+                let ty_at = loc(file, syn::spanned::Spanned::span(self_ty));
+                let konst = |n: &str| {
+                    i.items.iter().find_map(|it| match it {
+                        syn::ImplItem::Const(c) if c.ident == n => Some(c),
+                        _ => None,
+                    })
+                };
+                let kind_c = konst("KIND");
+                let kind =
+                    kind_c.and_then(|c| consts.strings.resolve(&StrExpr::of(&c.expr), Some(om)));
+                let kind_at =
+                    kind_c.map_or(ty_at, |c| loc(file, syn::spanned::Spanned::span(&c.expr)));
+                let req_c = konst("REQUIRES");
+                let requires = req_c.and_then(|c| {
+                    let elems: Vec<StrExpr> = match peel(&c.expr) {
+                        syn::Expr::Array(a) => a.elems.iter().map(StrExpr::of).collect(),
+                        syn::Expr::Path(p) => {
+                            let n = p.path.segments.last()?.ident.to_string();
+                            let n = consts.strings.original(&n)?.to_owned();
+                            consts.arrays.get(&n)?.clone()
+                        }
+                        _ => return None,
+                    };
+                    Some(
+                        elems
+                            .iter()
+                            .map(|e| consts.strings.resolve(e, Some(om)))
+                            .collect(),
+                    )
+                });
+                let requires_at =
+                    req_c.map_or(ty_at, |c| loc(file, syn::spanned::Spanned::span(&c.expr)));
+                out.push(Handler {
+                    krate,
+                    path: file.path.clone(),
+                    ty,
+                    ty_at,
+                    kind,
+                    kind_at,
+                    requires,
+                    requires_at,
+                });
+            }
+            syn::Item::Mod(m) if !is_test_code(&m.attrs) => {
+                if let Some((_, inner)) = &m.content {
+                    impls(file, krate, inner, consts, om, out);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// What one test (or helper) function does.
+#[derive(Debug, Clone, Default)]
+pub struct TestFn {
+    /// Every identifier it names (with `use … as` aliases resolved).
+    pub names: HashSet<String>,
+    /// Calls of `handle` (one inside a loop counts as two).
+    pub handle_calls: usize,
+    /// Calls of `run_twice`.
+    pub run_twice_calls: usize,
+}
+
+impl TestFn {
+    /// Whether it names `handler` and runs a handler twice.
+    pub fn runs_twice(&self, handler: &str) -> bool {
+        self.names.contains(handler) && (self.run_twice_calls >= 1 || self.handle_calls >= 2)
+    }
+}
+
+/// The tests of each worker crate.
+#[derive(Debug, Clone, Default)]
+pub struct HandlerTests {
+    /// By crate index: its test functions, and whether a file of its tests/ did not parse
+    /// (then nothing is known about its tests).
+    pub by_crate: HashMap<usize, (Vec<TestFn>, bool)>,
+}
+
+impl HandlerTests {
+    /// `Some(true)` when a test of `krate` runs `handler` twice, `None` when unknowable.
+    pub fn tested(&self, krate: usize, handler: &str) -> Option<bool> {
+        match self.by_crate.get(&krate) {
+            None => Some(false),
+            Some((_, true)) => None,
+            Some((tests, false)) => Some(tests.iter().any(|t| t.runs_twice(handler))),
+        }
+    }
+}
+
+pub fn tests(ctx: &Context<'_>) -> HandlerTests {
+    let mut out = HandlerTests::default();
+    for (k, c) in ctx.workers() {
+        let prefix = if c.dir.is_empty() {
+            "tests/".to_owned()
+        } else {
+            format!("{}/tests/", c.dir)
+        };
+        let files: Vec<_> = ctx
+            .sources
+            .iter()
+            .filter(|s| s.krate == k && s.file.path.starts_with(&prefix))
+            .collect();
+        let broken = files.iter().any(|s| s.facts.is_err());
+        let fns: Vec<TestFn> = files
+            .par_iter()
+            .filter(|s| s.facts.is_ok())
+            .filter(|s| s.file.text.contains("handle") || s.file.text.contains("run_twice"))
+            .filter_map(|s| with_parsed(&s.file, test_fns))
+            .flatten()
+            .collect();
+        out.by_crate.insert(k, (fns, broken));
+    }
+    out
+}
+
+struct FnInfo {
+    name: String,
+    is_test: bool,
+    stats: TestFn,
+    /// Functions it calls by a bare name, and whether the call is inside a loop.
+    calls: Vec<(String, bool)>,
+}
+
+fn test_fns(tree: &syn::File) -> Vec<TestFn> {
+    let mut aliases = Vec::new();
+    let mut fns = Vec::new();
+    gather(&tree.items, &mut aliases, &mut fns);
+    let alias: HashMap<String, String> = aliases.into_iter().collect();
+    let by_name: HashMap<&str, usize> = fns
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.name.as_str(), i))
+        .collect();
+    fns.iter()
+        .filter(|f| f.is_test)
+        .map(|f| {
+            // A test's own calls plus those of the file's functions it calls, transitively.
+            // A helper called inside a loop runs (at least) twice.
+            let mut total = TestFn::default();
+            let mut seen = HashSet::new();
+            let mut stack = vec![(f, 1)];
+            while let Some((g, times)) = stack.pop() {
+                if !seen.insert(g.name.as_str()) {
+                    continue;
+                }
+                total.names.extend(g.stats.names.iter().cloned());
+                total.handle_calls += g.stats.handle_calls * times;
+                total.run_twice_calls += g.stats.run_twice_calls * times;
+                stack.extend(g.calls.iter().filter_map(|(c, looped)| {
+                    by_name
+                        .get(c.as_str())
+                        .map(|&i| (&fns[i], if *looped { 2 } else { times }))
+                }));
+            }
+            let extra: Vec<String> = total
+                .names
+                .iter()
+                .filter_map(|n| alias.get(n).cloned())
+                .collect();
+            total.names.extend(extra);
+            total
+        })
+        .collect()
+}
+
+fn gather(list: &[syn::Item], aliases: &mut Vec<(String, String)>, fns: &mut Vec<FnInfo>) {
+    for item in list {
+        match item {
+            syn::Item::Use(u) => renames(&u.tree, aliases),
+            syn::Item::Fn(f) => {
+                let mut v = Calls::default();
+                v.visit_block(&f.block);
+                fns.push(FnInfo {
+                    name: f.sig.ident.to_string(),
+                    is_test: is_test_fn(&f.attrs),
+                    stats: v.stats,
+                    calls: v.calls,
+                });
+            }
+            syn::Item::Mod(m) => {
+                if let Some((_, inner)) = &m.content {
+                    gather(inner, aliases, fns);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// `#[test]`, `#[tokio::test]` or any `#[…::test]`.
+fn is_test_fn(attrs: &[syn::Attribute]) -> bool {
+    attrs
+        .iter()
+        .any(|a| a.path().segments.last().is_some_and(|s| s.ident == "test"))
+}
+
+#[derive(Default)]
+struct Calls {
+    stats: TestFn,
+    calls: Vec<(String, bool)>,
+    loops: usize,
+}
+
+impl Calls {
+    fn handle_once(&mut self) {
+        self.stats.handle_calls += if self.loops > 0 { 2 } else { 1 };
+    }
+
+    fn tokens(&mut self, ts: proc_macro2::TokenStream) {
+        let tts: Vec<proc_macro2::TokenTree> = ts.into_iter().collect();
+        for (i, tt) in tts.iter().enumerate() {
+            match tt {
+                proc_macro2::TokenTree::Ident(id) => {
+                    let s = id.to_string();
+                    let called = matches!(tts.get(i + 1), Some(proc_macro2::TokenTree::Group(g)) if g.delimiter() == proc_macro2::Delimiter::Parenthesis);
+                    let after_dot = i > 0
+                        && matches!(&tts[i - 1], proc_macro2::TokenTree::Punct(p) if p.as_char() == '.');
+                    if called && s == "handle" && after_dot {
+                        self.handle_once();
+                    } else if called && s == "run_twice" {
+                        self.stats.run_twice_calls += 1;
+                    } else if called && !after_dot {
+                        self.calls.push((s.clone(), self.loops > 0));
+                    }
+                    self.stats.names.insert(s);
+                }
+                proc_macro2::TokenTree::Group(g) => self.tokens(g.stream()),
+                _ => {}
+            }
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for Calls {
+    fn visit_ident(&mut self, i: &'ast proc_macro2::Ident) {
+        self.stats.names.insert(i.to_string());
+    }
+
+    fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
+        if m.method == "handle" {
+            self.handle_once();
+        } else if m.method == "run_twice" {
+            self.stats.run_twice_calls += 1;
+        }
+        visit::visit_expr_method_call(self, m);
+    }
+
+    fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
+        if let syn::Expr::Path(p) = peel(&c.func) {
+            if let Some(last) = p.path.segments.last() {
+                if last.ident == "run_twice" {
+                    self.stats.run_twice_calls += 1;
+                } else if last.ident == "handle" && p.path.segments.len() >= 2 {
+                    self.handle_once();
+                } else if p.path.segments.len() == 1 {
+                    self.calls.push((last.ident.to_string(), self.loops > 0));
+                }
+            }
+        }
+        visit::visit_expr_call(self, c);
+    }
+
+    fn visit_expr_for_loop(&mut self, e: &'ast syn::ExprForLoop) {
+        self.loops += 1;
+        visit::visit_expr_for_loop(self, e);
+        self.loops -= 1;
+    }
+
+    fn visit_expr_while(&mut self, e: &'ast syn::ExprWhile) {
+        self.loops += 1;
+        visit::visit_expr_while(self, e);
+        self.loops -= 1;
+    }
+
+    fn visit_expr_loop(&mut self, e: &'ast syn::ExprLoop) {
+        self.loops += 1;
+        visit::visit_expr_loop(self, e);
+        self.loops -= 1;
+    }
+
+    fn visit_macro(&mut self, m: &'ast syn::Macro) {
+        self.visit_path(&m.path);
+        self.tokens(m.tokens.clone());
+    }
+}

@@ -1,0 +1,250 @@
+//! The work-queue rules (issue 7) beyond their per-rule fixtures: near-misses that must stay
+//! silent, the runtime stamp round trip, and each rule's blind spots.
+
+mod common;
+
+use std::path::Path;
+
+use common::{copy_dir, copy_fixture, fixture, repo_root, run_in};
+use scaffold::check::workqueue::{runtime_stamp, sha256, stamp};
+
+const WORKQUEUE_RULES: [&str; 12] = [
+    "kind-unhandled",
+    "kind-unregistered-handler",
+    "kind-requires-mismatch",
+    "kind-untested",
+    "kind-duplicate",
+    "lane-undeployed",
+    "manager-enqueues",
+    "handler-builds-context",
+    "namespace-bare",
+    "settings-undocumented",
+    "worker-shell-exec",
+    "runtime-drift",
+];
+
+fn findings(dir: &Path, extra: &[&str]) -> Vec<serde_json::Value> {
+    let mut args = vec!["check", "--format", "json"];
+    args.extend_from_slice(extra);
+    let run = run_in(dir, &args);
+    let v: serde_json::Value = serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|e| panic!("JSON output: {e}\n{}{}", run.stdout, run.stderr));
+    v["findings"].as_array().expect("findings").clone()
+}
+
+fn rules_of(found: &[serde_json::Value]) -> Vec<String> {
+    found
+        .iter()
+        .map(|f| format!("{} {}:{}", f["rule"], f["path"], f["line"]))
+        .collect()
+}
+
+/// `enqueue` in a test and in relays, `"sh"` as a plain string, handlers for kinds of
+/// another namespace, consts re-exported and renamed, lanes served in all three places,
+/// settings documented or skipped: a whole work-queue repo without a finding.
+#[test]
+fn the_near_miss_repository_has_no_finding() {
+    let found = findings(&fixture("near-miss/workqueue"), &[]);
+    assert!(found.is_empty(), "{:#?}", rules_of(&found));
+}
+
+/// Each near-miss is silent because the rule understood it, not because it saw nothing:
+/// turning the near-miss into the real thing makes exactly that rule fire.
+#[test]
+fn near_misses_turned_real_fire() {
+    let cases: [(&str, &str, &str, &str); 5] = [
+        (
+            "manager-enqueues",
+            "services/shipping/src/relay.rs",
+            "pub async fn relay(",
+            "pub struct RelayManager;\nimpl RelayManager {\n    pub async fn relay_all(store: &scaffold_runtime::Store) {\n        let _ = store.enqueue(item()).await;\n    }\n}\npub async fn relay(",
+        ),
+        (
+            "worker-shell-exec",
+            "workers/maintenance/src/handlers/notify_shipment.rs",
+            "let program = \"convert\";",
+            "let program = \"sh\"; let _ = Command::new(program).arg(\"-c\");",
+        ),
+        (
+            "kind-requires-mismatch",
+            "workers/billing/src/handlers.rs",
+            "&[CHARGE_PERMISSION]",
+            "&[REINDEX_PERMISSION]",
+        ),
+        (
+            "kind-untested",
+            "workers/maintenance/tests/sweep.rs",
+            "for _ in 0..2 {",
+            "{",
+        ),
+        (
+            "lane-undeployed",
+            "scripts/dev.sh",
+            "-- serve --lane bulk",
+            "-- serve",
+        ),
+    ];
+    for (rule, file, from, to) in cases {
+        let tmp = copy_fixture("near-miss/workqueue");
+        let path = tmp.path().join(file);
+        let text = std::fs::read_to_string(&path).expect("fixture file");
+        assert!(text.contains(from), "{rule}: {file} lacks {from:?}");
+        std::fs::write(&path, text.replacen(from, to, 1)).expect("write");
+        let found = findings(tmp.path(), &[]);
+        let rules: Vec<&str> = found.iter().filter_map(|f| f["rule"].as_str()).collect();
+        assert_eq!(rules, [rule], "{rule}: {:#?}", rules_of(&found));
+    }
+}
+
+#[test]
+fn a_lane_served_only_in_terraform_names_the_missing_places() {
+    let found = findings(&fixture("rules/lane-undeployed"), &[]);
+    assert_eq!(found.len(), 1, "{:#?}", rules_of(&found));
+    let message = found[0]["message"].as_str().expect("message");
+    assert!(message.contains("scripts/dev.sh"), "{message}");
+    assert!(message.contains("docker-compose.full.yml"), "{message}");
+    assert!(!message.contains("terraform"), "{message}");
+}
+
+#[test]
+fn rules_can_be_selected_and_turned_off() {
+    let dir = fixture("rules/worker-shell-exec");
+    let only = findings(&dir, &["--rule", "kind-unhandled"]);
+    assert!(only.is_empty(), "{:#?}", rules_of(&only));
+    let tmp = copy_fixture("rules/worker-shell-exec");
+    let codemap = tmp.path().join("agent/codemap.yml");
+    let text = std::fs::read_to_string(&codemap).expect("codemap");
+    std::fs::write(
+        &codemap,
+        format!("{text}policy:\n  worker-shell-exec: off\n"),
+    )
+    .expect("write");
+    let off = findings(tmp.path(), &[]);
+    assert!(off.is_empty(), "{:#?}", rules_of(&off));
+}
+
+/// A repository whose `platform/runtime` is exactly the runtime this binary embeds, with
+/// the stamp `scaffold init` writes, is not drift: build.rs and the checker hash alike.
+#[test]
+fn the_embedded_runtime_vendored_with_its_stamp_is_no_drift() {
+    let (version, hash) = runtime_stamp();
+    assert!(
+        !version.is_empty() && hash.starts_with("sha256:"),
+        "{version} {hash}"
+    );
+    let tmp = copy_fixture("near-miss/workqueue");
+    let vendored = tmp.path().join("platform/runtime");
+    for part in ["src", "migrations"] {
+        copy_dir(
+            &repo_root().join("runtime").join(part),
+            &vendored.join(part),
+        );
+    }
+    std::fs::copy(
+        repo_root().join("runtime/Cargo.toml"),
+        vendored.join("Cargo.toml"),
+    )
+    .expect("copy Cargo.toml");
+    std::fs::write(
+        vendored.join(".scaffold-stamp"),
+        stamp::render(version, hash),
+    )
+    .expect("stamp");
+    let found = findings(tmp.path(), &[]);
+    assert!(found.is_empty(), "{:#?}", rules_of(&found));
+
+    // Edited by hand after stamping: drift, at the stamp's hash.
+    let lib = vendored.join("src/lib.rs");
+    let text = std::fs::read_to_string(&lib).expect("lib.rs");
+    std::fs::write(&lib, format!("{text}\n// a local patch\n")).expect("write");
+    let found = findings(tmp.path(), &[]);
+    assert_eq!(found.len(), 1, "{:#?}", rules_of(&found));
+    assert_eq!(found[0]["rule"], "runtime-drift");
+    assert_eq!(found[0]["line"], 3);
+    assert!(
+        found[0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("edited since it was stamped")),
+        "{}",
+        found[0]["message"]
+    );
+
+    // No stamp at all.
+    std::fs::remove_file(vendored.join(".scaffold-stamp")).expect("rm stamp");
+    let found = findings(tmp.path(), &[]);
+    assert_eq!(found.len(), 1, "{:#?}", rules_of(&found));
+    assert_eq!(found[0]["path"], "platform/runtime/Cargo.toml");
+}
+
+#[test]
+fn the_tree_hash_is_the_documented_one() {
+    // path, NUL, 8-byte big-endian length, bytes; sorted by path; CRLF as LF.
+    let mut files = vec![
+        ("src/lib.rs".to_owned(), b"x\r\n".to_vec()),
+        ("Cargo.toml".to_owned(), b"[package]\n".to_vec()),
+    ];
+    let mut manual = sha256::Sha256::default();
+    for (p, b) in [
+        ("Cargo.toml", &b"[package]\n"[..]),
+        ("src/lib.rs", &b"x\n"[..]),
+    ] {
+        manual.update(p.as_bytes());
+        manual.update(&[0]);
+        manual.update(&(b.len() as u64).to_be_bytes());
+        manual.update(b);
+    }
+    assert_eq!(
+        sha256::tree_hash(&mut files),
+        format!("sha256:{}", manual.hex())
+    );
+}
+
+/// Shapes the checker does not read stay silent (documented blind spots), never guessed.
+#[test]
+fn blind_spots_stay_silent() {
+    // A KIND computed by a function: the handler could handle any kind, so no kind is
+    // called unhandled, and the handler is not called unregistered.
+    let tmp = copy_fixture("rules/kind-unhandled");
+    let f = tmp.path().join("workers/billing/src/handlers.rs");
+    let text = std::fs::read_to_string(&f).expect("handlers.rs");
+    std::fs::write(
+        &f,
+        text.replacen("\"CHARGE_INVOICE\"", "kind_of(\"charge\")", 1),
+    )
+    .expect("write");
+    let found = findings(tmp.path(), &[]);
+    assert!(found.is_empty(), "{:#?}", rules_of(&found));
+
+    // A KINDS element the checker cannot resolve: no handler is called unregistered.
+    let tmp = copy_fixture("rules/kind-unregistered-handler");
+    let root = tmp.path().join("om/src/root.rs");
+    let text = std::fs::read_to_string(&root).expect("root.rs");
+    std::fs::write(
+        &root,
+        text.replacen("BILLING_KINDS,", "generated_kinds!(),", 1),
+    )
+    .expect("write");
+    let found = findings(tmp.path(), &["--rule", "kind-unregistered-handler"]);
+    assert!(found.is_empty(), "{:#?}", rules_of(&found));
+
+    // A program from a closure argument: origin unknown, not reported.
+    let tmp = copy_fixture("near-miss/workqueue");
+    let f = tmp.path().join("workers/billing/src/main.rs");
+    std::fs::write(
+        &f,
+        "mod handlers;\nfn main() {\n    let run = |p: String| std::process::Command::new(p).status();\n    let _ = run(String::new());\n}\n",
+    )
+    .expect("write");
+    let found = findings(tmp.path(), &[]);
+    assert!(found.is_empty(), "{:#?}", rules_of(&found));
+}
+
+#[test]
+fn every_workqueue_rule_is_in_the_catalogue() {
+    for id in WORKQUEUE_RULES {
+        assert!(
+            scaffold::check::catalogue::rule(id).is_some(),
+            "{id} is not in rules/catalogue.yml"
+        );
+    }
+}
