@@ -8,8 +8,13 @@ use std::process::ExitCode;
 use miette::Diagnostic;
 use thiserror::Error;
 
+use crate::changes::{self, ChangeSet};
+use crate::check::baseline::Baseline;
 use crate::check::{self, CheckOptions};
-use crate::cli::{CheckArgs, Cli, ColorChoice, Command, Format, GlobalArgs};
+use crate::cli::{
+    ChangeArgs, CheckArgs, Cli, ColorChoice, Command, Format, GatesArgs, GlobalArgs, HookCommand,
+    SchemaKind,
+};
 use crate::repo::{self, Repo, RepoError};
 use crate::report::{self, Style};
 
@@ -38,6 +43,46 @@ pub enum AppError {
     UnknownRules {
         #[related]
         errors: Vec<check::CheckError>,
+    },
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Git(#[from] crate::changes::GitError),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Gate(#[from] crate::gates::GateError),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Hook(#[from] crate::hook::HookError),
+    #[error("unknown agent `{name}`")]
+    #[diagnostic(
+        code(scaffold::unknown_agent),
+        help("agents in agent/codemap.yml: {known}")
+    )]
+    UnknownAgent { name: String, known: String },
+    #[error("--as needs a change set")]
+    #[diagnostic(
+        code(scaffold::usage),
+        help("add --since <rev> or --staged: ownership is checked on what changed")
+    )]
+    AgentWithoutChanges,
+    #[error("refusing to add {count} entries to {file} under CI=true")]
+    #[diagnostic(
+        code(scaffold::baseline_grows),
+        help(
+            "the baseline only shrinks in CI: fix the new findings ({first}), or write the baseline locally in a reviewed change"
+        )
+    )]
+    BaselineGrows {
+        count: usize,
+        file: String,
+        first: String,
+    },
+    #[error("cannot write {}", path.display())]
+    #[diagnostic(code(scaffold::io), help("check the permissions of the directory"))]
+    WriteFile {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
     },
     #[error("cannot write output")]
     #[diagnostic(code(scaffold::io))]
@@ -104,8 +149,148 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, AppError> {
             Ok(ExitCode::from(EXIT_OK))
         }
         Command::Check(args) => run_check(&global, &args, out),
+        Command::Gates(args) => run_gates(&global, &args, out),
+        Command::Hook {
+            command: HookCommand::Install { force },
+        } => {
+            refuse_check_formats(global.format)?;
+            let root = repo::discover(&working_dir(&global)?)?;
+            let path = crate::hook::install(&root, force)?;
+            write_or_quiet(report::hook_installed(out, global.format, &path))?;
+            Ok(ExitCode::from(EXIT_OK))
+        }
+        Command::Schema { manifest } => {
+            let schema = match manifest {
+                SchemaKind::Codemap => crate::schema::codemap(),
+                SchemaKind::GateMatrix => crate::schema::gate_matrix(),
+            };
+            write_or_quiet(report::json_value(out, &schema))?;
+            Ok(ExitCode::from(EXIT_OK))
+        }
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            let mut buf = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "scaffold", &mut buf);
+            write_or_quiet(out.write_all(&buf))?;
+            Ok(ExitCode::from(EXIT_OK))
+        }
         Command::Queue(args) => Ok(crate::queue::run(args, &global, out)?),
     }
+}
+
+fn change_set(root: &Path, args: &ChangeArgs) -> Result<Option<ChangeSet>, AppError> {
+    let source = match (&args.since, args.staged) {
+        (Some(rev), _) => changes::Source::Since(rev.clone()),
+        (None, true) => changes::Source::Staged,
+        (None, false) => return Ok(None),
+    };
+    Ok(Some(changes::read(root, &source)?))
+}
+
+fn run_gates(
+    global: &GlobalArgs,
+    args: &GatesArgs,
+    out: &mut dyn Write,
+) -> Result<ExitCode, AppError> {
+    refuse_check_formats(global.format)?;
+    let cwd = working_dir(global)?;
+    let root = repo::discover(&cwd)?;
+    let loaded = match Repo::load(&root) {
+        Ok(r) => r,
+        Err(RepoError::Manifest { problems, .. }) => {
+            return manifest_problems(global, &root, &cwd, &problems, out);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let paths: Vec<String> = match change_set(&root, &args.changes)? {
+        Some(c) => c.paths().into_iter().map(str::to_owned).collect(),
+        None if !args.paths.is_empty() => args
+            .paths
+            .iter()
+            .map(|p| {
+                let abs = cwd.join(p);
+                crate::repo::files::relative(&root, &abs)
+                    .unwrap_or_else(|| p.trim_start_matches("./").to_owned())
+            })
+            .collect(),
+        None => changes::read(&root, &changes::Source::Staged)?
+            .paths()
+            .into_iter()
+            .map(str::to_owned)
+            .collect(),
+    };
+    let planned = crate::gates::plan(&loaded, &paths);
+    if !args.run {
+        write_or_quiet(report::gates(out, global.format, &planned))?;
+        return Ok(ExitCode::from(EXIT_OK));
+    }
+    let result = crate::gates::run(&root, &planned, &mut |g| {
+        let _ = report::gate_starting(&mut *out, g);
+        let _ = out.flush();
+    });
+    match result {
+        Ok(()) => {
+            write_or_quiet(report::gates_passed(out, planned.len()))?;
+            Ok(ExitCode::from(EXIT_OK))
+        }
+        Err(e @ crate::gates::GateError::Failed { .. }) => {
+            let _ = out.flush();
+            Err(AppError::Gate(e)).or_else(|e| {
+                render_error_to_stderr(&e);
+                Ok(ExitCode::from(EXIT_FINDINGS))
+            })
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Prints an error the way `main` does (used where the exit code is not 2).
+fn render_error_to_stderr(e: &AppError) {
+    let mut s = String::new();
+    let handler =
+        miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor());
+    if handler.render_report(&mut s, e).is_err() {
+        s = format!("error: {e}\n");
+    }
+    let _ = write!(io::stderr(), "{s}");
+}
+
+fn manifest_problems(
+    global: &GlobalArgs,
+    root: &Path,
+    cwd: &Path,
+    problems: &[crate::repo::manifest::Problem],
+    out: &mut dyn Write,
+) -> Result<ExitCode, AppError> {
+    // Manifest problems are findings of `manifest-invalid`, shown like any other, but the
+    // run is a configuration error: exit 2.
+    let mut findings: Vec<_> = problems
+        .iter()
+        .map(check::rules::manifest_invalid::finding)
+        .collect();
+    findings.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+    let outcome = check::sink::Outcome {
+        files_checked: 2,
+        findings,
+        ..Default::default()
+    };
+    let format = if matches!(
+        global.format,
+        Format::Human | Format::Json | Format::Sarif | Format::Github
+    ) {
+        global.format
+    } else {
+        Format::Human
+    };
+    write_or_quiet(report::outcome(
+        out,
+        format,
+        style(global),
+        root,
+        &relative_display(cwd, root),
+        &outcome,
+    ))?;
+    Ok(ExitCode::from(EXIT_ERROR))
 }
 
 fn refuse_check_formats(format: Format) -> Result<(), AppError> {
@@ -128,36 +313,75 @@ fn run_check(
     let loaded = match Repo::load(&root) {
         Ok(r) => r,
         Err(RepoError::Manifest { problems, .. }) => {
-            // Manifest problems are findings of `manifest-invalid`, shown like any other,
-            // but the run is a configuration error: exit 2.
-            let mut findings: Vec<_> = problems
-                .iter()
-                .map(check::rules::manifest_invalid::finding)
-                .collect();
-            findings.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
-            let outcome = check::sink::Outcome {
-                files_checked: 2,
-                findings,
-                ..Default::default()
-            };
-            write_or_quiet(report::outcome(
-                out,
-                global.format,
-                style,
-                &root,
-                &root_display,
-                &outcome,
-            ))?;
-            return Ok(ExitCode::from(EXIT_ERROR));
+            return manifest_problems(global, &root, &cwd, &problems, out);
         }
         Err(e) => return Err(e.into()),
     };
-    let outcome = check::run(
-        &loaded,
-        &CheckOptions {
-            only: args.rules.clone(),
-        },
-    );
+    if let Some(agent) = &args.agent {
+        if !loaded.codemap.agents.contains_key(agent) {
+            let known: Vec<&str> = loaded.codemap.agents.keys().map(String::as_str).collect();
+            return Err(AppError::UnknownAgent {
+                name: agent.clone(),
+                known: if known.is_empty() {
+                    "(none)".into()
+                } else {
+                    known.join(", ")
+                },
+            });
+        }
+    }
+    let changes = change_set(&root, &args.changes)?;
+    if args.agent.is_some() && changes.is_none() {
+        return Err(AppError::AgentWithoutChanges);
+    }
+    let baseline_rel = match &args.baseline {
+        Some(p) => crate::repo::files::relative(&root, &cwd.join(p))
+            .unwrap_or_else(|| p.to_string_lossy().into_owned()),
+        None => check::baseline::BASELINE_PATH.to_owned(),
+    };
+    let baseline = match Baseline::load(&root, &baseline_rel) {
+        Ok(b) => b,
+        Err(problems) => return manifest_problems(global, &root, &cwd, &problems, out),
+    };
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+    let opts = CheckOptions {
+        only: args.rules.clone(),
+        changes,
+        agent: args.agent.clone(),
+        baseline: (!args.write_baseline).then_some(baseline.clone()),
+        ci,
+    };
+    let outcome = check::run(&loaded, &opts);
+    if args.write_baseline {
+        let old: Vec<_> = baseline.entries.iter().map(|(e, _)| e.clone()).collect();
+        let mut current = outcome.current.clone();
+        current.sort();
+        if ci {
+            let added = check::baseline::added(&old, &current);
+            if let Some(first) = added.first() {
+                return Err(AppError::BaselineGrows {
+                    count: added.len(),
+                    file: baseline_rel,
+                    first: format!("{} in {}", first.rule, first.path),
+                });
+            }
+        }
+        let path = root.join(&baseline_rel);
+        write_atomic(&path, Baseline::render(&current).as_bytes()).map_err(|source| {
+            AppError::WriteFile {
+                path: path.clone(),
+                source,
+            }
+        })?;
+        write_or_quiet(report::baseline_written(
+            out,
+            global.format,
+            &baseline_rel,
+            current.len(),
+            old.len(),
+        ))?;
+        return Ok(ExitCode::from(EXIT_OK));
+    }
     write_or_quiet(report::outcome(
         out,
         global.format,
@@ -171,6 +395,16 @@ fn run_check(
     } else {
         EXIT_OK
     }))
+}
+
+/// Writes a file by temp-file + rename so a reader never sees half of it.
+fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = path.with_extension("scaffold-tmp");
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)
 }
 
 /// A closed pipe (`scaffold check | head`) is not an error: stop writing quietly.

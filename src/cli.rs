@@ -59,9 +59,53 @@ pub enum Command {
         /// The rule id, e.g. import-forbidden.
         rule: String,
     },
+    /// The verification gates a change must run (and, with --run, run them).
+    Gates(GatesArgs),
+    /// Git hooks.
+    Hook {
+        #[command(subcommand)]
+        command: HookCommand,
+    },
+    /// Print a JSON Schema of a manifest (for editors).
+    Schema {
+        #[arg(value_enum)]
+        manifest: SchemaKind,
+    },
+    /// Print shell completions.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
     // scaffold:queue-wiring
     /// Operate the work queue: migrate, enqueue, status, list, retry, discard, bench.
     Queue(crate::queue::QueueArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SchemaKind {
+    Codemap,
+    GateMatrix,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HookCommand {
+    /// Write .git/hooks/pre-commit running `scaffold check --staged`.
+    Install {
+        /// Replace a pre-commit hook scaffold did not write.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+/// Where a change set comes from.
+#[derive(Debug, Clone, Args)]
+pub struct ChangeArgs {
+    /// Changes between the merge base of <REV> and HEAD, and the work tree.
+    #[arg(long, value_name = "REV", conflicts_with = "staged")]
+    pub since: Option<String>,
+    /// The changes staged in the index.
+    #[arg(long)]
+    pub staged: bool,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -69,4 +113,27 @@ pub struct CheckArgs {
     /// Run only this rule (repeatable).
     #[arg(long = "rule", value_name = "ID")]
     pub rules: Vec<String>,
+    #[command(flatten)]
+    pub changes: ChangeArgs,
+    /// Check ownership as this agent of agent/codemap.yml (needs --since or --staged).
+    #[arg(long = "as", value_name = "AGENT")]
+    pub agent: Option<String>,
+    /// The baseline file (default agent/baseline.yml, when it exists).
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<std::path::PathBuf>,
+    /// Write today's findings to the baseline (under CI=true it may only shrink).
+    #[arg(long)]
+    pub write_baseline: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct GatesArgs {
+    #[command(flatten)]
+    pub changes: ChangeArgs,
+    /// Changed paths to consider instead of a git change set.
+    #[arg(value_name = "PATH", conflicts_with_all = ["since", "staged"])]
+    pub paths: Vec<String>,
+    /// Run the gates in order, stopping at the first failure.
+    #[arg(long)]
+    pub run: bool,
 }

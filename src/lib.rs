@@ -2,9 +2,13 @@
 //! background workers. The binary is a thin `main` over [`app::run`].
 
 pub mod app;
+pub mod changes;
 pub mod check;
 pub mod cli;
+pub mod gates;
+pub mod hook;
 pub mod queue;
 pub mod repo;
 pub mod report;
+pub mod schema;
 pub mod source;

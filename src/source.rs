@@ -1,6 +1,6 @@
 //! A text file of the checked repository, addressed by its repo-relative path.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// A file's text plus an index of where its lines start.
 #[derive(Debug, Clone)]
@@ -8,28 +8,32 @@ pub struct SourceFile {
     /// Repo-relative, `/`-separated.
     pub path: String,
     pub text: Arc<str>,
-    line_starts: Arc<[usize]>,
+    /// Computed on first use: most files of a warm run are never asked for a line.
+    line_starts: OnceLock<Arc<[usize]>>,
 }
 
 impl SourceFile {
     pub fn new(path: impl Into<String>, text: impl Into<Arc<str>>) -> Self {
-        let text: Arc<str> = text.into();
-        let line_starts = line_starts(&text).into();
         SourceFile {
             path: path.into(),
-            text,
-            line_starts,
+            text: text.into(),
+            line_starts: OnceLock::new(),
         }
+    }
+
+    fn starts(&self) -> &[usize] {
+        self.line_starts
+            .get_or_init(|| line_starts(&self.text).into())
     }
 
     /// 1-based line and (character) column of a byte offset.
     pub fn line_col(&self, offset: usize) -> (usize, usize) {
         let offset = offset.min(self.text.len());
-        let line_idx = match self.line_starts.binary_search(&offset) {
+        let line_idx = match self.starts().binary_search(&offset) {
             Ok(i) => i,
             Err(i) => i.saturating_sub(1),
         };
-        let start = self.line_starts[line_idx];
+        let start = self.starts()[line_idx];
         let column = self
             .text
             .get(start..offset)
@@ -40,7 +44,7 @@ impl SourceFile {
 
     /// Byte offset of a 1-based line and character column.
     pub fn offset_of(&self, line: usize, column: usize) -> usize {
-        let Some(&start) = self.line_starts.get(line.saturating_sub(1)) else {
+        let Some(&start) = self.starts().get(line.saturating_sub(1)) else {
             return self.text.len();
         };
         let rest = &self.text[start..];
@@ -55,19 +59,15 @@ impl SourceFile {
 
     /// The text of a 1-based line, without its line ending.
     pub fn line(&self, line: usize) -> &str {
-        let Some(&start) = self.line_starts.get(line.saturating_sub(1)) else {
+        let Some(&start) = self.starts().get(line.saturating_sub(1)) else {
             return "";
         };
-        let end = self
-            .line_starts
-            .get(line)
-            .copied()
-            .unwrap_or(self.text.len());
+        let end = self.starts().get(line).copied().unwrap_or(self.text.len());
         self.text[start..end].trim_end_matches(['\n', '\r'])
     }
 
     pub fn line_count(&self) -> usize {
-        self.line_starts.len()
+        self.starts().len()
     }
 }
 

@@ -71,7 +71,12 @@ fn every_rule_has_docs_fixture_and_snapshots() {
 fn no_snapshot_is_orphaned() {
     let mut expected: BTreeSet<String> = catalogue::rules()
         .iter()
-        .flat_map(|r| [format!("rules__{}_human.snap", r.id), format!("rules__{}_json.snap", r.id)])
+        .flat_map(|r| {
+            [
+                format!("rules__{}_human.snap", r.id),
+                format!("rules__{}_json.snap", r.id),
+            ]
+        })
         .collect();
     expected.insert("rules__rules_list.snap".to_owned());
     let dir = repo_root().join("tests/snapshots");
@@ -80,15 +85,32 @@ fn no_snapshot_is_orphaned() {
         .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
         .filter(|name| name.starts_with("rules__") && !expected.contains(name))
         .collect();
-    assert!(orphans.is_empty(), "snapshots no test writes any more: {orphans:?}");
+    assert!(
+        orphans.is_empty(),
+        "snapshots no test writes any more: {orphans:?}"
+    );
 }
 
 #[test]
 fn each_rule_fires_on_its_fixture_and_nowhere_else() {
     for info in catalogue::rules() {
         let id = info.id;
-        let dir = fixture(&format!("rules/{id}"));
-        let json = run_in(&dir, &["check", "--format", "json"]);
+        let scenario = common::scenario(&format!("rules/{id}"));
+        let (dir, extra) = match &scenario {
+            Some((tmp, args)) => (tmp.path().to_path_buf(), args.clone()),
+            None => (fixture(&format!("rules/{id}")), Vec::new()),
+        };
+        let with = |base: &[&str]| -> Vec<String> {
+            base.iter()
+                .map(|s| (*s).to_owned())
+                .chain(extra.iter().cloned())
+                .collect()
+        };
+        let json_args = with(&["check", "--format", "json"]);
+        let json = run_in(
+            &dir,
+            &json_args.iter().map(String::as_str).collect::<Vec<_>>(),
+        );
         let value: serde_json::Value = serde_json::from_str(&json.stdout)
             .unwrap_or_else(|e| panic!("{id}: JSON output does not parse: {e}\n{}", json.stdout));
         let findings = value["findings"].as_array().expect("findings is an array");
@@ -103,7 +125,11 @@ fn each_rule_fires_on_its_fixture_and_nowhere_else() {
         };
         assert_eq!(json.code, expected_code, "{id}: exit code");
         insta::assert_snapshot!(format!("{id}_json"), json.stdout);
-        let human = run_in(&dir, &["check"]);
+        let human_args = with(&["check"]);
+        let human = run_in(
+            &dir,
+            &human_args.iter().map(String::as_str).collect::<Vec<_>>(),
+        );
         assert_eq!(
             human.code, expected_code,
             "{id}: exit code of the human run"

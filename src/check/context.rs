@@ -5,9 +5,12 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use rayon::prelude::*;
 
+use super::cache::{self, Cache};
 use super::rust_refs::{self, ParseFailure, RustFacts};
+use super::suppress::{self, Suppression};
+use crate::changes::ChangeSet;
 use crate::repo::Repo;
-use crate::repo::codemap::Layer;
+use crate::repo::codemap::{Agent, Layer};
 use crate::repo::workspace::{Crate, DepKind, join_rel};
 use crate::source::SourceFile;
 
@@ -20,6 +23,10 @@ pub struct Source {
     /// Dev for tests/, benches/, examples/; Build for build.rs; else Normal.
     pub scope: DepKind,
     pub facts: Result<RustFacts, ParseFailure>,
+    /// Its `scaffold:allow` comments.
+    pub suppressions: Vec<Suppression>,
+    /// The content hash the cache keys it by.
+    pub hash: u128,
 }
 
 #[derive(Debug)]
@@ -28,16 +35,24 @@ pub struct Context<'r> {
     /// Layer index (into `codemap.layers`) of each crate.
     pub crate_layer: Vec<Option<usize>>,
     pub sources: Vec<Source>,
-    /// Per crate: the names its code may use for other workspace crates.
-    pub crate_names: Vec<HashMap<String, usize>>,
+    /// The names code uses for workspace crates.
+    pub crate_names: CrateNames,
     /// README.md of each crate, when it has one.
     pub readmes: Vec<Option<SourceFile>>,
+    /// The change set of `--since` / `--staged`, if any.
+    pub changes: Option<&'r ChangeSet>,
+    /// `--as <agent>`: a name the codemap declares (validated before the run).
+    pub agent_name: Option<&'r str>,
     /// The work-queue model, built on first use by the rules that read it.
     pub workqueue: super::workqueue::Slot,
 }
 
 impl<'r> Context<'r> {
-    pub fn build(repo: &'r Repo) -> Context<'r> {
+    pub fn build(
+        repo: &'r Repo,
+        changes: Option<&'r ChangeSet>,
+        agent_name: Option<&'r str>,
+    ) -> Context<'r> {
         let ws = &repo.workspace;
         let crate_layer: Vec<Option<usize>> = ws
             .crates
@@ -51,14 +66,11 @@ impl<'r> Context<'r> {
                 })
             })
             .collect();
-        let crate_names: Vec<HashMap<String, usize>> = ws
-            .crates
-            .iter()
-            .enumerate()
-            .map(|(me, c)| names_for(c, me, &ws.crates))
-            .collect();
-        let candidates: HashSet<String> =
-            crate_names.iter().flat_map(|m| m.keys().cloned()).collect();
+        let crate_names = CrateNames::new(&ws.crates);
+        let sorted = crate_names.all();
+        let key = cache::key(&sorted);
+        let candidates: HashSet<String> = sorted.iter().map(|s| (*s).to_owned()).collect();
+        let cache = Cache::load(&repo.root, key);
 
         // Files of each crate: the longest crate directory that contains them.
         let mut jobs: Vec<(String, usize)> = repo
@@ -67,7 +79,7 @@ impl<'r> Context<'r> {
             .filter(|f| f.ends_with(".rs"))
             .filter_map(|f| ws.crate_of(f).map(|k| (f.clone(), k)))
             .collect();
-        let mut sources = parse_all(repo, &jobs, &candidates);
+        let mut sources = parse_all(repo, &jobs, &candidates, &cache);
         // `#[path]` modules that live outside their crate's directory belong to it too.
         let have: BTreeSet<(String, usize)> = jobs.drain(..).collect();
         let extra: BTreeSet<(String, usize)> = sources
@@ -88,9 +100,10 @@ impl<'r> Context<'r> {
             .collect();
         if !extra.is_empty() {
             let extra: Vec<_> = extra.into_iter().collect();
-            sources.extend(parse_all(repo, &extra, &candidates));
+            sources.extend(parse_all(repo, &extra, &candidates, &cache));
         }
         sources.sort_by(|a, b| (&a.file.path, a.krate).cmp(&(&b.file.path, b.krate)));
+        save_cache(repo, key, &cache, &sources);
 
         let readmes = ws
             .crates
@@ -114,8 +127,16 @@ impl<'r> Context<'r> {
             sources,
             crate_names,
             readmes,
+            changes,
+            agent_name,
             workqueue: Default::default(),
         }
+    }
+
+    /// The `--as` agent and its ownership globs.
+    pub fn agent(&self) -> Option<(&str, &Agent)> {
+        let name = self.agent_name?;
+        self.repo.codemap.agents.get(name).map(|a| (name, a))
     }
 
     pub fn layer(&self, krate: usize) -> Option<&Layer> {
@@ -133,31 +154,63 @@ impl<'r> Context<'r> {
     }
 }
 
-fn names_for(c: &Crate, me: usize, all: &[Crate]) -> HashMap<String, usize> {
-    let mut names: HashMap<String, usize> = all
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| *i != me)
-        .map(|(i, o)| (o.lib_name.clone(), i))
-        .collect();
-    for d in &c.deps {
-        let Some(target) = d
-            .path
-            .as_ref()
-            .and_then(|p| all.iter().position(|o| &o.dir == p))
-        else {
-            continue;
-        };
-        if target == me {
-            continue;
-        }
-        if d.key != d.package {
-            names.insert(d.key.replace('-', "_"), target);
-        }
+/// Names code uses for workspace crates: every crate's library name, plus, per crate,
+/// the keys of its renamed path dependencies.
+#[derive(Debug, Default)]
+pub struct CrateNames {
+    global: HashMap<String, usize>,
+    renamed: Vec<HashMap<String, usize>>,
+}
+
+impl CrateNames {
+    fn new(all: &[Crate]) -> Self {
+        let global = all
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.lib_name.clone(), i))
+            .collect();
+        let renamed = all
+            .iter()
+            .enumerate()
+            .map(|(me, c)| {
+                c.deps
+                    .iter()
+                    .filter(|d| d.key != d.package)
+                    .filter_map(|d| {
+                        let dir = d.path.as_deref()?;
+                        let target = all.binary_search_by(|o| o.dir.as_str().cmp(dir)).ok()?;
+                        (target != me).then(|| (d.key.replace('-', "_"), target))
+                    })
+                    .collect()
+            })
+            .collect();
+        CrateNames { global, renamed }
     }
-    // The crate's own name refers to itself (integration tests): never an edge.
-    names.remove(&c.lib_name);
-    names
+
+    /// The workspace crate `name` refers to in the code of crate `krate`; never the crate
+    /// itself (its own name in its integration tests is not an edge).
+    pub fn resolve(&self, krate: usize, name: &str) -> Option<usize> {
+        let target = self
+            .renamed
+            .get(krate)
+            .and_then(|m| m.get(name))
+            .or_else(|| self.global.get(name))
+            .copied()?;
+        (target != krate).then_some(target)
+    }
+
+    /// Every name any crate may use, sorted (what files are scanned for).
+    pub fn all(&self) -> Vec<&str> {
+        let mut v: Vec<&str> = self
+            .global
+            .keys()
+            .chain(self.renamed.iter().flat_map(|m| m.keys()))
+            .map(String::as_str)
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
 }
 
 fn file_scope(krate: &Crate, path: &str) -> DepKind {
@@ -175,18 +228,60 @@ fn file_scope(krate: &Crate, path: &str) -> DepKind {
     }
 }
 
-fn parse_all(repo: &Repo, jobs: &[(String, usize)], candidates: &HashSet<String>) -> Vec<Source> {
+fn parse_all(
+    repo: &Repo,
+    jobs: &[(String, usize)],
+    candidates: &HashSet<String>,
+    cache: &Cache,
+) -> Vec<Source> {
     jobs.par_iter()
         .filter_map(|(path, krate)| {
-            let text = repo.read(path)?;
-            let facts = rust_refs::extract(&text, candidates);
+            let text = match repo.rust.get(path) {
+                Some(t) => t.clone(),
+                None => repo.read(path)?.into(),
+            };
+            let hash = cache::hash(&text);
+            let file = SourceFile::new(path.clone(), text);
+            let (facts, suppressions) = match cache.get(path, hash) {
+                Some(hit) => (hit.facts.clone(), hit.suppressions.clone()),
+                None => (
+                    rust_refs::extract(&file.text, candidates),
+                    suppress::scan(&file),
+                ),
+            };
             let scope = file_scope(&repo.workspace.crates[*krate], path);
             Some(Source {
-                file: SourceFile::new(path.clone(), text),
+                file,
                 krate: *krate,
                 scope,
                 facts,
+                suppressions,
+                hash,
             })
         })
         .collect()
+}
+
+/// Writes what this run parsed back to the cache when it differs from what was loaded.
+fn save_cache(repo: &Repo, key: u128, cache: &Cache, sources: &[Source]) {
+    if cache.covers(sources.iter().map(|s| (s.file.path.as_str(), s.hash))) {
+        return;
+    }
+    let entries: std::collections::HashMap<String, cache::Entry> = sources
+        .iter()
+        .map(|s| {
+            let entry = cache::Entry {
+                hash: s.hash,
+                facts: s.facts.clone(),
+                suppressions: s.suppressions.clone(),
+            };
+            (s.file.path.clone(), entry)
+        })
+        .collect();
+    if cache.changed(key, &entries) {
+        // A cache that cannot be written only costs speed on the next run.
+        if let Err(e) = Cache::save(&repo.root, key, entries) {
+            eprintln!("DEBUG cache save: {e}");
+        }
+    }
 }

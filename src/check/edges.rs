@@ -98,9 +98,8 @@ pub fn all<'c>(ctx: &'c Context<'_>) -> Vec<Edge<'c>> {
         let Some(from_layer) = ctx.layer(s.krate) else {
             continue;
         };
-        let names = &ctx.crate_names[s.krate];
         for r in &facts.refs {
-            let Some(&target) = names.get(&r.name) else {
+            let Some(target) = ctx.crate_names.resolve(s.krate, &r.name) else {
                 continue;
             };
             let Some(to_layer) = ctx.layer(target) else {

@@ -82,7 +82,7 @@ impl Finding {
 }
 
 /// Where in a file: 1-based line/column plus the byte span.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Location {
     pub line: usize,
     pub column: usize,

@@ -1,5 +1,7 @@
 //! `scaffold check`: runs the rules over a repository and returns what they found.
 
+pub mod baseline;
+pub mod cache;
 pub mod catalogue;
 pub mod context;
 pub mod edges;
@@ -14,15 +16,27 @@ pub mod workqueue;
 use miette::Diagnostic;
 use thiserror::Error;
 
+use std::collections::BTreeSet;
+
+use crate::changes::ChangeSet;
 use crate::repo::Repo;
+use baseline::Baseline;
 use context::Context;
-use sink::{Outcome, Severities, Sink};
+use sink::{Outcome, Policy, Severities, Sink};
 
 /// What the user asked of this run.
 #[derive(Debug, Clone, Default)]
 pub struct CheckOptions {
     /// `--rule`: run only these rules (all when empty).
     pub only: Vec<String>,
+    /// `--since` / `--staged`: report on these changes only.
+    pub changes: Option<ChangeSet>,
+    /// `--as <agent>`.
+    pub agent: Option<String>,
+    /// The baseline to apply, if any.
+    pub baseline: Option<Baseline>,
+    /// `CI=true`.
+    pub ci: bool,
 }
 
 #[derive(Debug, Error, Diagnostic)]
@@ -57,8 +71,14 @@ pub fn validate_rule_ids(ids: &[String]) -> Result<(), Vec<CheckError>> {
 
 /// Runs every enabled rule over `repo`.
 pub fn run(repo: &Repo, opts: &CheckOptions) -> Outcome {
-    let severities = Severities::new(&repo.codemap.policy, &opts.only);
-    let ctx = Context::build(repo);
+    let mut severities = Severities::new(&repo.codemap.policy, &opts.only);
+    if opts.agent.is_none() {
+        severities.disable(&[
+            rules::ownership_forbidden::ID,
+            rules::ownership_outside_writable::ID,
+        ]);
+    }
+    let ctx = Context::build(repo, opts.changes.as_ref(), opts.agent.as_deref());
     let mut sink = Sink::default();
     for rule in rules::RULES {
         if let Some(run) = rule.run {
@@ -72,12 +92,60 @@ pub fn run(repo: &Repo, opts: &CheckOptions) -> Outcome {
     files.extend(repo.gate_matrix.as_ref().map(|(_, f)| f));
     files.extend(repo.workspace.crates.iter().map(|c| &c.manifest));
     files.extend(ctx.readmes.iter().flatten());
-    files.extend(ctx.sources.iter().map(|s| &s.file));
     files.sort_by(|a, b| a.path.cmp(&b.path));
     files.dedup_by(|a, b| a.path == b.path);
-    let suppressions: Vec<suppress::Suppression> =
+    let mut suppressions: Vec<suppress::Suppression> =
         files.iter().flat_map(|f| suppress::scan(f)).collect();
-    let mut outcome = sink.finish(&severities, &suppressions);
-    outcome.files_checked = files.len();
+    let mut seen = std::collections::HashSet::new();
+    for s in &ctx.sources {
+        if seen.insert(&s.file.path) {
+            suppressions.extend(s.suppressions.iter().cloned());
+        }
+    }
+    let files_checked = files.len() + seen.len();
+    let scope = opts.changes.as_ref().and_then(|c| scope(repo, c));
+    let read = |path: &str| repo.read(path);
+    let policy = Policy {
+        severities: &severities,
+        suppressions: &suppressions,
+        baseline: opts.baseline.as_ref(),
+        scope: scope.as_ref(),
+        read: &read,
+        ci: opts.ci,
+    };
+    let mut outcome = sink.finish(&policy);
+    outcome.files_checked = files_checked;
     outcome
+}
+
+/// The paths a change set reports on: the changed paths plus the Cargo.toml and README.md
+/// of every crate they fall in. `None` (everything) when a manifest or the workspace root
+/// changed, since then any finding may be new.
+fn scope(repo: &Repo, changes: &ChangeSet) -> Option<BTreeSet<String>> {
+    let repo_wide = [
+        crate::repo::codemap::CODEMAP_PATH,
+        crate::repo::gate_matrix::GATE_MATRIX_PATH,
+        "Cargo.toml",
+    ];
+    if changes
+        .changes
+        .iter()
+        .any(|c| repo_wide.contains(&c.path.as_str()))
+    {
+        return None;
+    }
+    let mut set: BTreeSet<String> = changes.changes.iter().map(|c| c.path.clone()).collect();
+    for c in &changes.changes {
+        if let Some(k) = repo.workspace.crate_of(&c.path) {
+            let krate = &repo.workspace.crates[k];
+            set.insert(krate.manifest.path.clone());
+            let readme = if krate.dir.is_empty() {
+                "README.md".to_owned()
+            } else {
+                format!("{}/README.md", krate.dir)
+            };
+            set.insert(readme);
+        }
+    }
+    Some(set)
 }

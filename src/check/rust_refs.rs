@@ -12,7 +12,7 @@ use syn::visit::{self, Visit};
 use crate::repo::workspace::DepKind;
 
 /// How a file names another crate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum RefKind {
     Use,
     Path,
@@ -20,7 +20,7 @@ pub enum RefKind {
 }
 
 /// One place a file names a crate.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CrateRef {
     /// The first path segment as written (after resolving `extern crate … as` aliases).
     pub name: String,
@@ -34,7 +34,7 @@ pub struct CrateRef {
 }
 
 /// What one file contributes.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct RustFacts {
     pub refs: Vec<CrateRef>,
     /// `#[path = "…"]` module files, as written, relative to the declaring file's directory.
@@ -42,7 +42,7 @@ pub struct RustFacts {
 }
 
 /// A parse failure with its position.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct ParseFailure {
     pub message: String,
     pub line: usize,

@@ -10,7 +10,7 @@ use super::finding::Location;
 
 const MARKER: &str = "scaffold:allow(";
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Suppression {
     pub path: String,
     pub rule: String,

@@ -1,16 +1,26 @@
-//! The repository's files: a gitignore-aware, parallel, sorted walk.
+//! The repository's files: a gitignore-aware, parallel, sorted walk that also reads the
+//! Rust sources in the same pass (as ripgrep does), so no file is opened twice.
 
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use ignore::{WalkBuilder, WalkState};
 
-/// Every file under `root` as a sorted list of repo-relative `/` paths.
-///
-/// Honours `.gitignore` (also outside a git checkout), never follows symlinks, and skips
-/// `.git`, `.scaffold` and Cargo target directories (those holding `CACHEDIR.TAG`).
-pub fn walk(root: &Path) -> Vec<String> {
-    let out = Mutex::new(Vec::new());
+/// What a walk found.
+#[derive(Debug, Default)]
+pub struct Walk {
+    /// Every file, repo-relative, `/`-separated, sorted.
+    pub files: Vec<String>,
+    /// The text of every `.rs` file (lossy UTF-8).
+    pub rust: HashMap<String, Arc<str>>,
+}
+
+/// Walks `root`. Honours `.gitignore` (also outside a git checkout), never follows
+/// symlinks, and skips `.git`, `.scaffold` and Cargo target directories (those holding
+/// `CACHEDIR.TAG`).
+pub fn walk(root: &Path) -> Walk {
+    let out: Mutex<Vec<Found>> = Mutex::new(Vec::new());
     WalkBuilder::new(root)
         .hidden(false)
         .git_ignore(true)
@@ -28,35 +38,89 @@ pub fn walk(root: &Path) -> Vec<String> {
         })
         .build_parallel()
         .run(|| {
-            let out = &out;
+            let mut batch = Batch {
+                local: Vec::new(),
+                out: &out,
+            };
             Box::new(move |entry| {
                 if let Ok(e) = entry {
                     if e.file_type().is_some_and(|t| t.is_file()) {
                         if let Some(rel) = relative(root, e.path()) {
-                            if let Ok(mut v) = out.lock() {
-                                v.push(rel);
-                            }
+                            let text = if rel.ends_with(".rs") {
+                                read_text(e.path())
+                            } else {
+                                None
+                            };
+                            batch.push(rel, text);
                         }
                     }
                 }
                 WalkState::Continue
             })
         });
-    let mut files = out.into_inner().unwrap_or_else(|p| p.into_inner());
-    files.sort_unstable();
-    files
+    let mut all = out.into_inner().unwrap_or_else(|p| p.into_inner());
+    all.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let mut walk = Walk::default();
+    for (path, text) in all {
+        if let Some(t) = text {
+            walk.rust.insert(path.clone(), t);
+        }
+        walk.files.push(path);
+    }
+    walk
+}
+
+type Found = (String, Option<Arc<str>>);
+
+/// A walker thread's findings, handed over in batches; the rest when the thread's
+/// closure is dropped at the end of the walk.
+struct Batch<'a> {
+    local: Vec<Found>,
+    out: &'a Mutex<Vec<Found>>,
+}
+
+impl Batch<'_> {
+    fn push(&mut self, path: String, text: Option<Arc<str>>) {
+        self.local.push((path, text));
+        if self.local.len() >= 256 {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        let mut v = self.out.lock().unwrap_or_else(|p| p.into_inner());
+        v.append(&mut self.local);
+    }
+}
+
+impl Drop for Batch<'_> {
+    fn drop(&mut self) {
+        self.flush();
+    }
+}
+
+fn read_text(path: &Path) -> Option<Arc<str>> {
+    let bytes = std::fs::read(path).ok()?;
+    Some(match String::from_utf8(bytes) {
+        Ok(s) => Arc::from(s),
+        Err(e) => Arc::from(String::from_utf8_lossy(e.as_bytes()).into_owned()),
+    })
 }
 
 /// `path` relative to `root` with `/` separators, if it is inside.
 pub fn relative(root: &Path, path: &Path) -> Option<String> {
     let rel = path.strip_prefix(root).ok()?;
-    let parts: Vec<String> = rel
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect();
-    if parts.is_empty() {
-        None
-    } else {
-        Some(parts.join("/"))
+    if rel.as_os_str().is_empty() {
+        return None;
+    }
+    match rel.to_str() {
+        Some(s) if std::path::MAIN_SEPARATOR == '/' => Some(s.to_owned()),
+        _ => {
+            let parts: Vec<String> = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            Some(parts.join("/"))
+        }
     }
 }

@@ -74,6 +74,8 @@ pub struct Repo {
     pub workspace: Workspace,
     /// Problems found while reading Cargo manifests (unparseable ones).
     pub workspace_findings: Vec<crate::check::finding::Finding>,
+    /// The text of every `.rs` file, read during the walk.
+    pub rust: std::collections::HashMap<String, std::sync::Arc<str>>,
 }
 
 impl Repo {
@@ -120,7 +122,8 @@ impl Repo {
             sources.extend(gm_file);
             return Err(RepoError::Manifest { problems, sources });
         }
-        let files = files::walk(root);
+        let walk = files::walk(root);
+        let files = walk.files;
         let (workspace, workspace_findings) = Workspace::load(&|rel| read_in(root, rel), &files);
         Ok(Repo {
             root: root.to_path_buf(),
@@ -130,6 +133,7 @@ impl Repo {
             gate_matrix,
             workspace,
             workspace_findings,
+            rust: walk.rust,
         })
     }
 }

@@ -9,7 +9,9 @@ use super::manifest::PathGlob;
 use crate::check::finding::{Finding, Location};
 use crate::source::SourceFile;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub enum DepKind {
     Normal,
     Dev,

@@ -87,10 +87,14 @@ pub fn outcome(out: &mut dyn Write, style: Style, root: &Path, o: &Outcome) -> i
         if handler.render_report(&mut rendered, &diag).is_err() {
             rendered = format!("{}: {} [{}]\n", f.severity, f.message, f.rule);
         }
-        if !has_source {
-            writeln!(out, "  --> {}:{}:{}", f.path, f.line, f.column)?;
-        }
         write!(out, "{rendered}")?;
+        if !has_source {
+            writeln!(
+                out,
+                "  at {}:{}:{} (not in the work tree)",
+                f.path, f.line, f.column
+            )?;
+        }
         writeln!(out)?;
     }
     let line = super::summary_line(o);

@@ -105,3 +105,33 @@ pub fn explain(out: &mut dyn Write, r: &RuleInfo, doc: &str) -> io::Result<()> {
     )?;
     writeln!(out)
 }
+
+pub fn gates(out: &mut dyn Write, gates: &[crate::gates::PlannedGate]) -> io::Result<()> {
+    #[derive(Serialize)]
+    struct Gate<'a> {
+        gate: &'a str,
+        command: &'a [String],
+        triggered_by: &'a [String],
+    }
+    #[derive(Serialize)]
+    struct Gates<'a> {
+        gates: Vec<Gate<'a>>,
+    }
+    let g = Gates {
+        gates: gates
+            .iter()
+            .map(|g| Gate {
+                gate: &g.gate,
+                command: &g.command,
+                triggered_by: &g.triggered_by,
+            })
+            .collect(),
+    };
+    serde_json::to_writer(&mut *out, &g)?;
+    writeln!(out)
+}
+
+pub fn value(out: &mut dyn Write, v: &serde_json::Value) -> io::Result<()> {
+    serde_json::to_writer(&mut *out, v)?;
+    writeln!(out)
+}

@@ -84,6 +84,80 @@ pub fn explain(out: &mut dyn Write, format: Format, id: &str) -> io::Result<()> 
     }
 }
 
+/// `scaffold gates` (without --run).
+pub fn gates(
+    out: &mut dyn Write,
+    format: Format,
+    gates: &[crate::gates::PlannedGate],
+) -> io::Result<()> {
+    if format == Format::Json {
+        return json::gates(out, gates);
+    }
+    if gates.is_empty() {
+        return writeln!(out, "no gates required for these changes");
+    }
+    let w = gates.iter().map(|g| g.gate.len()).max().unwrap_or(0);
+    for g in gates {
+        writeln!(out, "{:<w$}  {}", g.gate, g.command.join(" "))?;
+        writeln!(
+            out,
+            "{:<w$}  triggered by: {}",
+            "",
+            g.triggered_by.join(", ")
+        )?;
+    }
+    writeln!(
+        out,
+        "\n{} gate(s). `scaffold gates --run` runs them in this order.",
+        gates.len()
+    )
+}
+
+/// Announces a gate `--run` is about to start.
+pub fn gate_starting(out: &mut dyn Write, g: &crate::gates::PlannedGate) -> io::Result<()> {
+    writeln!(out, "==> gate {}: {}", g.gate, g.command.join(" "))
+}
+
+pub fn gates_passed(out: &mut dyn Write, n: usize) -> io::Result<()> {
+    writeln!(out, "ok: {n} gate(s) passed")
+}
+
+pub fn hook_installed(out: &mut dyn Write, format: Format, path: &Path) -> io::Result<()> {
+    if format == Format::Json {
+        return json::value(
+            out,
+            &serde_json::json!({"installed": path.display().to_string()}),
+        );
+    }
+    writeln!(
+        out,
+        "installed {} (runs `scaffold check --staged`)",
+        path.display()
+    )
+}
+
+pub fn baseline_written(
+    out: &mut dyn Write,
+    format: Format,
+    file: &str,
+    entries: usize,
+    before: usize,
+) -> io::Result<()> {
+    if format == Format::Json {
+        return json::value(
+            out,
+            &serde_json::json!({"baseline": file, "entries": entries, "previous_entries": before}),
+        );
+    }
+    writeln!(out, "wrote {file}: {entries} entries (was {before})")
+}
+
+/// Any JSON document, pretty-printed (schemas).
+pub fn json_value(out: &mut dyn Write, v: &serde_json::Value) -> io::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, v)?;
+    writeln!(out)
+}
+
 /// The summary line shared by the human and GitHub formats.
 fn summary_line(o: &Outcome) -> String {
     let (e, w) = (o.errors(), o.warnings());

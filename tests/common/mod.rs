@@ -60,3 +60,78 @@ pub fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// Runs git in `dir` (tests only), failing the test on error.
+pub fn git(dir: &Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args([
+            "-c",
+            "user.name=scaffold-test",
+            "-c",
+            "user.email=test@scaffold.invalid",
+            "-c",
+            "commit.gpgsign=false",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A fixture whose rule needs a change set (`.scaffold-fixture/`): the fixture is copied
+/// into a temporary git repository and committed; then `changes/` is copied over it,
+/// `deletes` (one path a line) removed, `renames` (`old new` a line) moved with git, and
+/// everything staged. Returns the repo and the extra arguments in `args` (one a line).
+pub fn scenario(rel: &str) -> Option<(tempfile::TempDir, Vec<String>)> {
+    let src = fixture(rel);
+    let meta = src.join(".scaffold-fixture");
+    if !meta.is_dir() {
+        return None;
+    }
+    let tmp = tempfile::tempdir().expect("temp dir");
+    for entry in std::fs::read_dir(&src).expect("fixture dir") {
+        let entry = entry.expect("entry");
+        if entry.file_name() == ".scaffold-fixture" {
+            continue;
+        }
+        let target = tmp.path().join(entry.file_name());
+        if entry.file_type().expect("type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+    git(tmp.path(), &["init", "-q"]);
+    git(tmp.path(), &["add", "-A"]);
+    git(tmp.path(), &["commit", "-q", "-m", "base"]);
+    if meta.join("changes").is_dir() {
+        copy_dir(&meta.join("changes"), tmp.path());
+    }
+    let lines = |name: &str| -> Vec<String> {
+        std::fs::read_to_string(meta.join(name))
+            .map(|t| {
+                t.lines()
+                    .filter(|l| !l.trim().is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    for d in lines("deletes") {
+        git(tmp.path(), &["rm", "-q", &d]);
+    }
+    for r in lines("renames") {
+        let (old, new) = r.split_once(' ').expect("renames: `old new`");
+        git(tmp.path(), &["mv", old, new]);
+    }
+    git(tmp.path(), &["add", "-A"]);
+    Some((tmp, lines("args")))
+}

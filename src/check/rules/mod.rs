@@ -5,10 +5,12 @@
 use super::context::Context;
 use super::sink::Sink;
 
+pub mod baseline_stale;
 pub mod crate_unlayered;
 pub mod dependency_forbidden;
 pub mod gate_pattern_dead;
 pub mod gate_unknown;
+pub mod generated_edited;
 pub mod handler_builds_context;
 pub mod import_forbidden;
 pub mod import_undeclared;
@@ -21,6 +23,8 @@ pub mod lane_undeployed;
 pub mod manager_enqueues;
 pub mod manifest_invalid;
 pub mod namespace_bare;
+pub mod ownership_forbidden;
+pub mod ownership_outside_writable;
 pub mod runtime_drift;
 pub mod settings_undocumented;
 pub mod source_unparsed;
@@ -83,7 +87,10 @@ pub static RULES: &[Rule] = &[
     rule!(gate_unknown, Some(gate_unknown::run)),
     rule!(gate_pattern_dead, Some(gate_pattern_dead::run)),
     rule!(kind_unhandled, Some(kind_unhandled::run)),
-    rule!(kind_unregistered_handler, Some(kind_unregistered_handler::run)),
+    rule!(
+        kind_unregistered_handler,
+        Some(kind_unregistered_handler::run)
+    ),
     rule!(kind_requires_mismatch, Some(kind_requires_mismatch::run)),
     rule!(kind_untested, Some(kind_untested::run)),
     rule!(kind_duplicate, Some(kind_duplicate::run)),
@@ -96,6 +103,13 @@ pub static RULES: &[Rule] = &[
     rule!(runtime_drift, Some(runtime_drift::run)),
     rule!(suppression_invalid, None),
     rule!(source_unparsed, Some(source_unparsed::run)),
+    rule!(ownership_forbidden, Some(ownership_forbidden::run)),
+    rule!(
+        ownership_outside_writable,
+        Some(ownership_outside_writable::run)
+    ),
+    rule!(generated_edited, Some(generated_edited::run)),
+    rule!(baseline_stale, None),
 ];
 
 pub fn get(id: &str) -> Option<&'static Rule> {

@@ -1,0 +1,347 @@
+//! Scenarios in temporary git repositories: change sets, ownership, gates, baseline, hook.
+
+mod common;
+
+use std::path::Path;
+
+use common::{copy_fixture, git, run_in, scaffold};
+
+fn commit_all(dir: &Path) {
+    git(dir, &["init", "-q"]);
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "-m", "base"]);
+}
+
+fn json(stdout: &str) -> serde_json::Value {
+    serde_json::from_str(stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
+
+fn rules_of(v: &serde_json::Value) -> Vec<(String, String)> {
+    v["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .map(|f| {
+            (
+                f["rule"].as_str().expect("rule").to_owned(),
+                f["path"].as_str().expect("path").to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn staged_reports_only_findings_in_what_changed() {
+    let repo = copy_fixture("rules/import-forbidden");
+    commit_all(repo.path());
+    let clean = run_in(repo.path(), &["check", "--staged", "--format", "json"]);
+    assert_eq!(
+        clean.code, 0,
+        "nothing staged, nothing reported: {}",
+        clean.stdout
+    );
+    let test_file = repo.path().join("workers/maintenance/tests/dns.rs");
+    std::fs::write(
+        &test_file,
+        "#[test]\nfn resolves() {\n    infra::resolve();\n    infra::resolve();\n}\n",
+    )
+    .expect("write");
+    git(repo.path(), &["add", "-A"]);
+    let r = run_in(repo.path(), &["check", "--staged", "--format", "json"]);
+    assert_eq!(r.code, 1);
+    let found = rules_of(&json(&r.stdout));
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(found.iter().all(
+        |(rule, path)| rule == "import-forbidden" && path == "workers/maintenance/tests/dns.rs"
+    ));
+    // --since sees the same change unstaged.
+    git(repo.path(), &["reset", "-q"]);
+    let since = run_in(
+        repo.path(),
+        &["check", "--since", "HEAD", "--format", "json"],
+    );
+    assert_eq!(rules_of(&json(&since.stdout)), found);
+    // A change to the codemap may change any finding: everything is reported.
+    let codemap = repo.path().join("agent/codemap.yml");
+    let text = std::fs::read_to_string(&codemap).expect("codemap") + "# touched\n";
+    std::fs::write(&codemap, text).expect("write");
+    let all = run_in(
+        repo.path(),
+        &["check", "--since", "HEAD", "--format", "json"],
+    );
+    assert_eq!(rules_of(&json(&all.stdout)).len(), 9);
+}
+
+#[test]
+fn ownership_needs_a_known_agent_and_a_change_set() {
+    let repo = copy_fixture("rules/ownership-forbidden");
+    commit_all(repo.path());
+    let r = run_in(repo.path(), &["check", "--staged", "--as", "ops-agent"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("unknown agent `ops-agent`") && r.stderr.contains("worker-agent"),
+        "{}",
+        r.stderr
+    );
+    let r = run_in(repo.path(), &["check", "--as", "worker-agent"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("--as needs a change set"), "{}", r.stderr);
+    let r = run_in(repo.path(), &["check", "--since", "no-such-rev"]);
+    assert_eq!(r.code, 2);
+    let plain = tempfile::tempdir().expect("tmp");
+    common::copy_dir(&common::fixture("clean"), plain.path());
+    let r = run_in(plain.path(), &["check", "--staged"]);
+    assert_eq!(r.code, 2, "not a git repository: {}", r.stderr);
+}
+
+#[test]
+fn renames_count_on_both_sides_and_deletions_count() {
+    let repo = copy_fixture("rules/ownership-forbidden");
+    commit_all(repo.path());
+    git(
+        repo.path(),
+        &[
+            "mv",
+            "infra/dns/src/extra.rs",
+            "workers/maintenance/src/extra.rs",
+        ],
+    );
+    git(repo.path(), &["rm", "-q", "om/src/lib.rs"]);
+    let r = run_in(
+        repo.path(),
+        &[
+            "check",
+            "--staged",
+            "--as",
+            "worker-agent",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(r.code, 1);
+    let found = rules_of(&json(&r.stdout));
+    assert!(
+        found.contains(&(
+            "ownership-forbidden".into(),
+            "infra/dns/src/extra.rs".into()
+        )),
+        "{found:?}"
+    );
+    assert!(
+        found.contains(&("ownership-outside-writable".into(), "om/src/lib.rs".into())),
+        "{found:?}"
+    );
+    assert!(
+        !found
+            .iter()
+            .any(|(_, p)| p == "workers/maintenance/src/extra.rs"),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn gates_resolve_package_and_dedupe() {
+    let r = run_in(
+        &common::fixture("clean"),
+        &[
+            "gates",
+            "workers/maintenance/README.md",
+            "workers/maintenance/src/main.rs",
+            "services/billing/src/lib.rs",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let expected = r#"{"gates":[{"gate":"worker-build","command":["cargo","check","-p","acme-maintenance"],"triggered_by":["workers/maintenance/README.md","workers/maintenance/src/main.rs"]},{"gate":"worker-test","command":["cargo","test","-p","acme-maintenance"],"triggered_by":["workers/maintenance/README.md","workers/maintenance/src/main.rs"]},{"gate":"boundary","command":["scaffold","check"],"triggered_by":["workers/maintenance/README.md","workers/maintenance/src/main.rs"]}]}"#;
+    assert_eq!(r.stdout.trim(), expected);
+    let none = run_in(
+        &common::fixture("clean"),
+        &["gates", "services/billing/src/lib.rs"],
+    );
+    assert_eq!(none.stdout, "no gates required for these changes\n");
+}
+
+#[test]
+fn gates_from_a_change_set_and_run_stops_at_the_first_failure() {
+    let repo = copy_fixture("clean");
+    std::fs::write(
+        repo.path().join("agent/manifests/gate-matrix.yml"),
+        "version: 1\ngates:\n  first: {run: \"true\"}\n  broken: {run: \"false\"}\n  never: {run: \"touch never-ran\"}\nrules:\n  - when: {paths: [\"workers/**\"]}\n    require: [first, broken, never]\n",
+    )
+    .expect("write");
+    commit_all(repo.path());
+    std::fs::write(
+        repo.path().join("workers/maintenance/README.md"),
+        "# changed\n",
+    )
+    .expect("write");
+    git(repo.path(), &["add", "-A"]);
+    let listed = run_in(repo.path(), &["gates", "--staged", "--format", "json"]);
+    let v = json(&listed.stdout);
+    let names: Vec<&str> = v["gates"]
+        .as_array()
+        .expect("gates")
+        .iter()
+        .map(|g| g["gate"].as_str().expect("gate"))
+        .collect();
+    assert_eq!(names, ["first", "broken", "never"]);
+    let r = run_in(repo.path(), &["gates", "--staged", "--run"]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("==> gate first: true") && r.stdout.contains("==> gate broken: false"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stderr.contains("gate `broken` failed"), "{}", r.stderr);
+    assert!(
+        !repo.path().join("never-ran").exists(),
+        "a gate after the failure ran"
+    );
+}
+
+#[test]
+fn baseline_adopt_then_new_finding_fails_then_fixed_finding_is_stale() {
+    let repo = copy_fixture("rules/import-forbidden");
+    let w = run_in(repo.path(), &["check", "--write-baseline"]);
+    assert_eq!(w.code, 0, "{}", w.stderr);
+    assert!(w.stdout.contains("8 entries"), "{}", w.stdout);
+    let adopted = run_in(repo.path(), &["check", "--format", "json"]);
+    assert_eq!(adopted.code, 0, "{}", adopted.stdout);
+    assert_eq!(json(&adopted.stdout)["summary"]["baselined"], 8);
+
+    // Moving code down a line keeps it baselined: fingerprints carry no line numbers.
+    let main = repo.path().join("workers/maintenance/src/main.rs");
+    let text = std::fs::read_to_string(&main).expect("main.rs");
+    std::fs::write(&main, format!("// a new first line\n{text}")).expect("write");
+    assert_eq!(run_in(repo.path(), &["check"]).code, 0);
+
+    // A new finding fails.
+    let lib = repo.path().join("workers/maintenance/src/platform/dns.rs");
+    let dns = std::fs::read_to_string(&lib).expect("dns.rs");
+    std::fs::write(
+        &lib,
+        format!("{dns}\npub fn again() {{\n    resolver::resolve();\n    infra::resolve();\n}}\n"),
+    )
+    .expect("write");
+    let new = run_in(repo.path(), &["check", "--format", "json"]);
+    assert_eq!(new.code, 1);
+    assert_eq!(json(&new.stdout)["summary"]["errors"], 2);
+    // Under CI the baseline may not grow.
+    let refused = scaffold()
+        .arg("-C")
+        .arg(repo.path())
+        .args(["check", "--write-baseline"])
+        .env("CI", "true")
+        .output()
+        .expect("runs");
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("refusing to add 2 entries"));
+    std::fs::write(&lib, &dns).expect("restore");
+
+    // A fixed finding leaves a stale entry: a warning, an error under CI.
+    std::fs::remove_file(repo.path().join("workers/maintenance/tests/dns.rs")).expect("rm");
+    let stale = run_in(repo.path(), &["check", "--format", "json"]);
+    assert_eq!(stale.code, 0);
+    assert_eq!(
+        rules_of(&json(&stale.stdout)),
+        [("baseline-stale".to_owned(), "agent/baseline.yml".to_owned())]
+    );
+    let ci = scaffold()
+        .arg("-C")
+        .arg(repo.path())
+        .arg("check")
+        .env("CI", "true")
+        .output()
+        .expect("runs");
+    assert_eq!(ci.status.code(), Some(1));
+    // Shrinking is allowed under CI.
+    let shrink = scaffold()
+        .arg("-C")
+        .arg(repo.path())
+        .args(["check", "--write-baseline"])
+        .env("CI", "true")
+        .output()
+        .expect("runs");
+    assert_eq!(
+        shrink.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&shrink.stderr)
+    );
+    assert_eq!(run_in(repo.path(), &["check"]).code, 0);
+}
+
+#[test]
+fn hook_install_writes_ours_and_refuses_a_foreign_hook() {
+    let repo = copy_fixture("clean");
+    commit_all(repo.path());
+    let r = run_in(repo.path(), &["hook", "install"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let hook = repo.path().join(".git/hooks/pre-commit");
+    let text = std::fs::read_to_string(&hook).expect("hook written");
+    assert!(
+        text.starts_with("#!/bin/sh\n") && text.contains("exec scaffold check --staged"),
+        "{text}"
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&hook).expect("meta").permissions().mode() & 0o111,
+            0o111
+        );
+    }
+    assert_eq!(
+        run_in(repo.path(), &["hook", "install"]).code,
+        0,
+        "replacing our own hook is fine"
+    );
+    std::fs::write(&hook, "#!/bin/sh\nmake lint\n").expect("write");
+    let refused = run_in(repo.path(), &["hook", "install"]);
+    assert_eq!(refused.code, 2);
+    assert!(
+        refused.stderr.contains("was not written by scaffold"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(&hook).expect("hook"),
+        "#!/bin/sh\nmake lint\n"
+    );
+    assert_eq!(run_in(repo.path(), &["hook", "install", "--force"]).code, 0);
+    assert!(
+        std::fs::read_to_string(&hook)
+            .expect("hook")
+            .contains("scaffold check --staged")
+    );
+}
+
+#[test]
+fn hook_in_a_subdirectory_changes_into_it() {
+    let outer = tempfile::tempdir().expect("tmp");
+    common::copy_dir(&common::fixture("clean"), &outer.path().join("platform"));
+    commit_all(outer.path());
+    let r = run_in(&outer.path().join("platform"), &["hook", "install"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let text = std::fs::read_to_string(outer.path().join(".git/hooks/pre-commit")).expect("hook");
+    assert!(
+        text.contains("exec scaffold -C 'platform' check --staged"),
+        "{text}"
+    );
+}
+
+#[test]
+fn schemas_and_completions() {
+    for kind in ["codemap", "gate-matrix"] {
+        let r = run_in(&common::fixture("clean"), &["schema", kind]);
+        assert_eq!(r.code, 0);
+        let v = json(&r.stdout);
+        assert_eq!(v["type"], "object");
+        assert_eq!(v["properties"]["version"]["const"], 1);
+        assert_eq!(v["additionalProperties"], false);
+    }
+    let c = run_in(&common::fixture("clean"), &["completions", "bash"]);
+    assert_eq!(c.code, 0);
+    assert!(c.stdout.contains("scaffold") && c.stdout.contains("--staged"));
+}
