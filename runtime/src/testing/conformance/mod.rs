@@ -1,0 +1,127 @@
+//! The backend conformance suite: the same tests run against every backend (River's
+//! `riverdrivertest` is the model). A backend's test file instantiates it with
+//! [`conformance_suite!`](crate::conformance_suite) and a factory:
+//!
+//! ```ignore
+//! async fn make() -> scaffold_runtime::testing::conformance::TestBackend { … }
+//! scaffold_runtime::conformance_suite!(make);
+//! ```
+//!
+//! Every test gets a fresh, migrated store whose clock is a [`ManualClock`].
+
+mod store;
+mod work_loop;
+
+pub use store::*;
+pub use work_loop::*;
+
+use std::any::Any;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::error::StoreError;
+use crate::item::{ItemRecord, NewItem};
+use crate::store::Store;
+use crate::time::ManualClock;
+
+/// A fresh store for one test, its clock, and whatever must live as long as it (a
+/// temporary directory, a database schema).
+pub struct TestBackend {
+    pub store: Store,
+    pub clock: Arc<ManualClock>,
+    pub guard: Box<dyn Any + Send>,
+}
+
+impl std::fmt::Debug for TestBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TestBackend")
+            .field("store", &self.store)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Instantiates every conformance test for the backend `$make` builds (an `async fn() ->
+/// TestBackend`). Needs `tokio` (macros, multi-thread runtime) in the caller's dev-deps.
+#[macro_export]
+macro_rules! conformance_suite {
+    ($make:path) => {
+        $crate::conformance_suite!(@tests $make;
+            migrate_is_idempotent,
+            enqueue_one_and_many,
+            dedupe_key_is_unique_among_live_items,
+            dedupe_is_race_free,
+            run_at_delays_claim,
+            priority_orders_claims,
+            claim_increments_fence,
+            lanes_are_separate,
+            heartbeat_returns_renewed_lease,
+            stale_fence_fails_closed,
+            expired_lease_fails_closed,
+            complete_repeated_with_same_fence_succeeds,
+            transient_backs_off_then_dead,
+            permanent_is_dead_at_once,
+            sweeper_returns_expired_leases,
+            retry_and_discard_dead_items,
+            once_records_effects_once,
+            checkpoint_is_fenced,
+            outbox_commits_with_the_producer_transaction,
+            orchestration_resumes_at_last_checkpoint,
+            park_until_time_and_signal,
+            stats_per_lane_and_state,
+            loop_build_refusals,
+            loop_drains_all_items,
+            loop_unknown_kind_and_undecodable_payload_are_dead,
+            loop_transient_retries_with_backoff,
+            loop_lost_lease_cancels_handler,
+            loop_drain_releases_items_past_deadline,
+            loop_worker_lifecycle,
+            loop_relays_the_outbox,
+            loop_heartbeats_keep_a_long_handler,
+        );
+    };
+    (@tests $make:path; $($name:ident),* $(,)?) => {
+        $(
+            #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                $crate::testing::conformance::$name($make).await;
+            }
+        )*
+    };
+}
+
+pub(super) const LEASE: Duration = Duration::from_secs(30);
+
+pub(super) fn ok<T, E: std::fmt::Debug>(r: Result<T, E>, what: &str) -> T {
+    match r {
+        Ok(v) => v,
+        Err(e) => panic!("{what}: {e:?}"),
+    }
+}
+
+pub(super) fn stale<T: std::fmt::Debug>(r: Result<T, StoreError>, what: &str) {
+    match r {
+        Err(StoreError::StaleLease { .. }) => {}
+        other => panic!("{what}: expected StaleLease, got {other:?}"),
+    }
+}
+
+pub(super) async fn get(store: &Store, id: i64) -> ItemRecord {
+    ok(store.get(id).await, "get").unwrap_or_else(|| panic!("item {id} missing"))
+}
+
+pub(super) fn new(kind: &str) -> NewItem {
+    NewItem::new(kind, json!({"n": 1}))
+}
+
+pub(super) async fn fresh<F, Fut>(make: F) -> TestBackend
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = TestBackend>,
+{
+    let b = make().await;
+    ok(b.store.migrate().await, "migrate");
+    b
+}
