@@ -219,13 +219,13 @@ impl WorkLoop {
         let shared = &self.shared;
         let started = shared.store.now();
         self.set_state(WorkerState::Registered, started).await?;
+        self.set_state(WorkerState::Online, started).await?;
         let (done_tx, done_rx) = mpsc::unbounded_channel();
         let (stop_tx, stop_rx) = watch::channel(false);
         let (cancel_tx, cancel_rx) = watch::channel(false);
         let slots = Arc::new(Semaphore::new(shared.config.concurrency));
         let completer = tokio::spawn(completer::run(Arc::clone(shared), done_rx));
         let sweeper = tokio::spawn(sweeper(Arc::clone(shared), stop_rx.clone(), started));
-        self.set_state(WorkerState::Online, started).await?;
         tracing::info!(worker = %shared.worker_id, lanes = ?shared.lanes, "worker online");
         let claimers: Vec<_> = shared
             .lanes
@@ -247,7 +247,10 @@ impl WorkLoop {
         shutdown.await;
 
         tracing::info!(worker = %shared.worker_id, "draining");
-        self.set_state(WorkerState::Draining, started).await?;
+        // From here on a store error must not cut the drain short: log it and go on.
+        if let Err(e) = self.set_state(WorkerState::Draining, started).await {
+            tracing::warn!(error = %e, "cannot mark the worker DRAINING");
+        }
         let _ = stop_tx.send(true);
         for claimer in claimers {
             let _ = claimer.await;
