@@ -19,6 +19,10 @@
 //! # let _ = id; Ok(()) }
 //! ```
 
+/// The SQLite binding the store uses, for producers that open their own connection and
+/// write outbox rows with [`Tx::sqlite`].
+pub use rusqlite;
+
 pub mod bench;
 pub mod context;
 pub mod error;
