@@ -379,3 +379,15 @@ fn sarif_is_refused_for_queue_commands() {
             "not available for `scaffold queue`",
         ));
 }
+
+#[test]
+fn the_default_database_is_relative_to_the_working_directory_after_dash_c() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(dir.path().join("svc")).expect("mkdir");
+    scaffold(dir.path())
+        .args(["-C", "svc", "queue", "migrate"])
+        .assert()
+        .success();
+    assert!(dir.path().join("svc/.scaffold/queue.db").is_file());
+    assert!(!dir.path().join(".scaffold").exists());
+}
