@@ -165,7 +165,151 @@ def main():
         for i in range(per_crate - 1):
             write(os.path.join(a.out, c["dir"], "src/module_{}.rs".format(i)), rust_file(rng, c, deps, i))
             total += 1
+    total += work_queue(a.out, by_layer)
     print("{} crates, {} .rs files in {}".format(len(crates), total, a.out))
+
+
+def work_queue(out, by_layer):
+    """The work-queue shape the kind/lane rules read: a namespace per worker in om (kinds.rs,
+    README.md), the root registry, two handlers and their tests per worker, a Settings struct
+    per worker with .env.example, a manager per service writing outbox rows, and every lane
+    deployed in dev.sh, compose and Terraform. Returns the number of .rs files written."""
+    workers = by_layer.get("workers", [])
+    services = by_layer.get("services", [])
+    om = by_layer["om"][0]
+    written = 0
+    om_lib = os.path.join(out, om["dir"], "src/lib.rs")
+    with open(om_lib) as f:
+        lib = f.read()
+    mods = ["pub mod root;"] + ["pub mod ns{};".format(i) for i in range(len(workers))]
+    write(om_lib, lib + "\n".join(mods) + "\n")
+    uses, slices, env = [], [], ["SYNTH_DATABASE_URL=sqlite://.scaffold/queue.db"]
+    dev = ["#!/usr/bin/env bash", "set -euo pipefail", "# scaffold:workers"]
+    compose = ["services:"]
+    tf = []
+    for i, w in enumerate(workers):
+        ns, kind = "ns{}".format(i), "Ns{}Kind".format(i)
+        lane = "bulk" if i % 10 == 0 else "default"
+        write(os.path.join(out, om["dir"], "src", ns, "mod.rs"), "pub mod kinds;\n")
+        write(os.path.join(out, om["dir"], "src", ns, "README.md"), "# {}\n\nTASK{}_A and TASK{}_B.\n".format(ns, i, i))
+        write(os.path.join(out, om["dir"], "src", ns, "kinds.rs"), KINDS.format(i=i, kind=kind, lane=lane))
+        written += 2
+        uses.append("use crate::{}::kinds::NS{}_KINDS;".format(ns, i))
+        slices.append("    NS{}_KINDS,".format(i))
+        wdir = os.path.join(out, w["dir"])
+        with open(os.path.join(wdir, "src/lib.rs")) as f:
+            wlib = f.read()
+        write(os.path.join(wdir, "src/lib.rs"), wlib + "pub mod handlers;\npub mod settings;\n")
+        write(os.path.join(wdir, "src/handlers.rs"), HANDLERS.format(i=i, kind=kind, om=om["lib"]))
+        write(os.path.join(wdir, "src/settings.rs"), SETTINGS.format(i=i))
+        write(os.path.join(wdir, "tests/handlers.rs"), TESTS.format(i=i, lib=w["lib"]))
+        written += 3
+        env.append("SYNTH_WORKER{}_BATCH=100".format(i))
+        dev.append("cargo run -p {} -- serve &".format(w["name"]))
+        compose += ["  w{}:".format(i), "    image: synth/{}".format(w["name"]), "    command: [\"serve\"]"]
+        tf.append('module "w{}" {{\n  source = "../service"\n  name   = "{}"\n}}\n'.format(i, w["name"]))
+        if lane != "default":
+            dev.append("cargo run -p {} -- serve --lane {} &".format(w["name"], lane))
+            compose += ["  w{}-{}:".format(i, lane), "    image: synth/{}".format(w["name"]),
+                        "    command: [\"serve\", \"--lane\", \"{}\"]".format(lane)]
+            tf.append('module "w{}_{}" {{\n  source      = "../service"\n  environment = {{ SYNTH_WORKER_LANE = "{}" }}\n}}\n'.format(i, lane, lane))
+    write(os.path.join(out, om["dir"], "src/root.rs"), "\n".join(uses) + "\nuse scaffold_runtime::WorkKindSpec;\n\npub const KINDS: &[&[WorkKindSpec]] = &[\n    // scaffold:kinds\n" + "\n".join(slices) + "\n];\n")
+    written += 1
+    for i, s in enumerate(services):
+        sdir = os.path.join(out, s["dir"])
+        with open(os.path.join(sdir, "src/lib.rs")) as f:
+            slib = f.read()
+        write(os.path.join(sdir, "src/lib.rs"), slib + "pub mod manager;\n")
+        write(os.path.join(sdir, "src/manager.rs"), MANAGER.format(i=i))
+        written += 1
+    write(os.path.join(out, ".env.example"), "\n".join(env) + "\n")
+    write(os.path.join(out, "scripts/dev.sh"), "\n".join(dev + ["wait"]) + "\n")
+    write(os.path.join(out, "deployment/local/docker-compose.full.yml"), "\n".join(compose) + "\n")
+    write(os.path.join(out, "deployment/terraform/modules/environment/main.tf"), "\n".join(tf))
+    return written
+
+
+KINDS = """use scaffold_runtime::WorkKindSpec;
+
+pub enum {kind} {{
+    Task{i}A,
+    Task{i}B,
+}}
+
+pub const NS{i}_KINDS: &[WorkKindSpec] = &[
+    WorkKindSpec {{ name: "TASK{i}_A", permission: "ns{i}.run", ..WorkKindSpec::DEFAULT }},
+    WorkKindSpec {{ name: "TASK{i}_B", permission: "ns{i}.run", lane: "{lane}", ..WorkKindSpec::DEFAULT }},
+];
+"""
+
+HANDLERS = """use scaffold_runtime::{{Item, WorkContext, WorkError, WorkHandler}};
+use {om}::ns{i}::kinds::{kind};
+
+const RUN: &str = "ns{i}.run";
+
+pub struct Task{i}AHandler;
+
+impl WorkHandler for Task{i}AHandler {{
+    type Payload = serde_json::Value;
+    const KIND: &'static str = {kind}::Task{i}A.as_str();
+    const REQUIRES: &'static [&'static str] = &[RUN];
+
+    async fn handle(&self, ctx: &WorkContext, _item: &Item<Self::Payload>) -> Result<(), WorkError> {{
+        ctx.once("a", || async {{ Ok(()) }}).await
+    }}
+}}
+
+pub struct Task{i}BHandler;
+
+impl WorkHandler for Task{i}BHandler {{
+    type Payload = serde_json::Value;
+    const KIND: &'static str = "TASK{i}_B";
+    const REQUIRES: &'static [&'static str] = &["ns{i}.run"];
+
+    async fn handle(&self, _ctx: &WorkContext, _item: &Item<Self::Payload>) -> Result<(), WorkError> {{
+        let _ = std::process::Command::new("true").status();
+        Ok(())
+    }}
+}}
+"""
+
+SETTINGS = """#[derive(Debug, serde::Deserialize)]
+pub struct Settings {{
+    pub database_url: String,
+    pub worker{i}_batch: usize,
+}}
+"""
+
+TESTS = """use {lib}::handlers::{{Task{i}AHandler, Task{i}BHandler}};
+use scaffold_runtime::testing::{{MemoryContainer, item, run_twice}};
+
+#[tokio::test]
+async fn a_runs_twice() {{
+    let c = MemoryContainer::new();
+    run_twice(&c, &Task{i}AHandler, item("TASK{i}_A", &1)).await.expect("runs");
+}}
+
+#[tokio::test]
+async fn b_runs_twice() {{
+    let c = MemoryContainer::new();
+    run_twice(&c, &Task{i}BHandler, item("TASK{i}_B", &1)).await.expect("runs");
+}}
+"""
+
+MANAGER = """use scaffold_runtime::{{NewItem, Store}};
+
+pub struct Service{i}Manager {{
+    store: Store,
+}}
+
+impl Service{i}Manager {{
+    pub async fn save(&self, id: u64) -> Result<(), scaffold_runtime::StoreError> {{
+        let item = NewItem::new("TASK{i}_A", serde_json::json!({{ "id": id }}));
+        self.store.transaction(|tx| self.store.enqueue_in(tx, item)).await?;
+        Ok(())
+    }}
+}}
+"""
 
 
 if __name__ == "__main__":

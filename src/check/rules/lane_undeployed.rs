@@ -9,7 +9,8 @@
 //! the places that lack the lane.
 //!
 //! A process serves a lane when it runs `serve --lane <lane>` or has
-//! `<NAME>_WORKER_LANE=<lane>` in its environment; a plain `serve` serves `default`. In
+//! `<NAME>_WORKER_LANE=<lane>` (or the worker's own `<NAME>_<WORKER>_LANE`) in its
+//! environment; a plain `serve` serves `default`. In
 //! compose, a service with no command whose Dockerfile's `CMD` runs `serve` is a worker; in
 //! Terraform, so is an instance of the `service` module. A lane given by a variable
 //! (`"$LANE"`, `var.lane`) could be any lane, so that place is not checked.

@@ -207,16 +207,21 @@ impl HandlerTests {
 
 pub fn tests(ctx: &Context<'_>) -> HandlerTests {
     let mut out = HandlerTests::default();
+    let mut by_crate: HashMap<usize, Vec<&crate::check::context::Source>> = HashMap::new();
+    for s in &ctx.sources {
+        by_crate.entry(s.krate).or_default().push(s);
+    }
     for (k, c) in ctx.workers() {
         let prefix = if c.dir.is_empty() {
             "tests/".to_owned()
         } else {
             format!("{}/tests/", c.dir)
         };
-        let files: Vec<_> = ctx
-            .sources
-            .iter()
-            .filter(|s| s.krate == k && s.file.path.starts_with(&prefix))
+        let files: Vec<_> = by_crate
+            .get(&k)
+            .into_iter()
+            .flatten()
+            .filter(|s| s.file.path.starts_with(&prefix))
             .collect();
         let broken = files.iter().any(|s| s.facts.is_err());
         let fns: Vec<TestFn> = files

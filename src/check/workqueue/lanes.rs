@@ -2,14 +2,15 @@
 //! local compose file, and Terraform.
 //!
 //! - **dev.sh**: a command with the word `serve` runs a worker; its lane is `--lane <l>`
-//!   (or `--lane=<l>`) after it, else a `<NAME>_WORKER_LANE=<l>` assignment on the command
-//!   or exported earlier in the script, else `default`.
+//!   (or `--lane=<l>`) after it, else a `<NAME>_WORKER_LANE=<l>` assignment (or any
+//!   upper-case `…_LANE`, such as a worker's own `<NAME>_<WORKER>_LANE`) on the command or
+//!   exported earlier in the script, else `default`.
 //! - **compose** (`deployment/local/docker-compose*.yml`): a service whose `command` or
-//!   `entrypoint` has `serve`, or that sets `*_WORKER_LANE` in its `environment`, or that has
+//!   `entrypoint` has `serve`, or that sets `*_LANE` in its `environment`, or that has
 //!   no command and builds an image whose Dockerfile's `CMD`/`ENTRYPOINT` runs `serve`; its
 //!   lane as for dev.sh.
 //! - **Terraform** (`deployment/terraform/**/*.tf`): a `module`/`resource` block that sets
-//!   `*_WORKER_LANE` (as `X_WORKER_LANE = "l"`, `"X_WORKER_LANE": "l"` or
+//!   `*_LANE` (as `X_WORKER_LANE = "l"`, `"X_WORKER_LANE": "l"` or
 //!   `{ name = "X_WORKER_LANE", value = "l" }`), passes `"--lane", "l"`, mentions
 //!   `"serve"`, or instantiates the `service` module; its lane as above, else `default`.
 //!
@@ -108,10 +109,18 @@ fn is_assignment(w: &str) -> bool {
     })
 }
 
-/// `X_WORKER_LANE=v` → v.
+/// `X_WORKER_LANE=v` (or any `…_LANE=v`, such as a worker's own `ACME_MAINTENANCE_LANE`)
+/// → v.
 fn lane_assignment(w: &str) -> Option<String> {
     let (k, v) = w.split_once('=')?;
-    k.ends_with("_WORKER_LANE").then(|| v.to_owned())
+    is_lane_var(k).then(|| v.to_owned())
+}
+
+/// `<NAME>_WORKER_LANE`, or a worker's own `<NAME>_<WORKER>_LANE` setting.
+fn is_lane_var(k: &str) -> bool {
+    k.ends_with("_LANE")
+        && k.chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
 }
 
 /// `Some(lane)` when the words run `serve`: the `--lane` given after it, if any.
@@ -269,7 +278,7 @@ fn compose_service(repo: &Repo, svc: &Node, place: &mut Place) {
     let env_lane = get(svc, "environment").and_then(|env| match &env.value {
         Value::Map(entries) => entries.iter().find_map(|(k, v)| {
             k.as_str()
-                .filter(|k| k.ends_with("_WORKER_LANE"))
+                .filter(|k| is_lane_var(k))
                 .map(|_| scalar(v).unwrap_or_default())
         }),
         Value::Seq(items) => items
@@ -513,8 +522,8 @@ fn hcl_lane(body: &str, strings: &[String]) -> Option<String> {
         }
     }
     let mut rest = body;
-    while let Some(i) = rest.find("_WORKER_LANE") {
-        let after = &rest[i + "_WORKER_LANE".len()..];
+    while let Some(i) = rest.find("_LANE") {
+        let after = &rest[i + "_LANE".len()..];
         let mut t = after.trim_start_matches(|c: char| c == '"' || c.is_whitespace());
         // `{ name = "X_WORKER_LANE", value = "fast" }`
         if let Some(r) = t.strip_prefix(',') {

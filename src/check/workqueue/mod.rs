@@ -89,7 +89,7 @@ pub(crate) fn sources_under<'c>(
 
 /// Sources of worker crates, in their `src/` (scope normal, not tests/benches/examples).
 pub(crate) fn worker_sources<'c>(ctx: &'c Context<'_>, needles: &[&str]) -> Vec<&'c Source> {
-    let workers: Vec<usize> = ctx.workers().map(|(i, _)| i).collect();
+    let workers: std::collections::HashSet<usize> = ctx.workers().map(|(i, _)| i).collect();
     ctx.sources
         .iter()
         .filter(|s| workers.contains(&s.krate) && s.scope == DepKind::Normal && s.facts.is_ok())
