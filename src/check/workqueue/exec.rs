@@ -396,11 +396,18 @@ fn command_new(e: &syn::Expr) -> Option<&syn::Expr> {
 
 /// The root of a method chain and its calls, outermost last.
 fn chain(e: &syn::Expr) -> (&syn::Expr, Vec<&syn::ExprMethodCall>) {
-    let mut calls = Vec::new();
-    let mut cur = e;
-    while let syn::Expr::MethodCall(m) = peel(cur) {
-        calls.push(m);
-        cur = &m.receiver;
+    match peel(e) {
+        syn::Expr::MethodCall(m) => chain_of(m),
+        other => (other, Vec::new()),
+    }
+}
+
+fn chain_of(m: &syn::ExprMethodCall) -> (&syn::Expr, Vec<&syn::ExprMethodCall>) {
+    let mut calls = vec![m];
+    let mut cur = &*m.receiver;
+    while let syn::Expr::MethodCall(inner) = peel(cur) {
+        calls.push(inner);
+        cur = &inner.receiver;
     }
     calls.reverse();
     (peel(cur), calls)
@@ -540,13 +547,17 @@ impl Body<'_> {
     /// Records the command a `Command::new(…)` chain starts; returns its index.
     fn command(&mut self, e: &syn::Expr) -> Option<usize> {
         let (root, calls) = chain(e);
+        self.command_of(root, &calls)
+    }
+
+    fn command_of(&mut self, root: &syn::Expr, calls: &[&syn::ExprMethodCall]) -> Option<usize> {
         let program = command_new(root)?;
         let key = root.span().byte_range().start;
         if !self.seen.insert(key) {
             return None;
         }
         let class = self.class(program);
-        let mut args = chain_args(&calls);
+        let mut args = chain_args(calls);
         let mut shell = match &class {
             Class::Literal(Some(p)) => shell_name(p),
             _ => None,
@@ -600,10 +611,9 @@ impl<'ast> Visit<'ast> for Body<'_> {
     }
 
     fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
-        let whole = syn::Expr::MethodCall(m.clone());
-        let (root, calls) = chain(&whole);
+        let (root, calls) = chain_of(m);
         if command_new(root).is_some() {
-            self.command(&whole);
+            self.command_of(root, &calls);
         } else if let syn::Expr::Path(p) = root {
             if let Some(i) = p
                 .path
@@ -621,12 +631,13 @@ impl<'ast> Visit<'ast> for Body<'_> {
         visit::visit_expr_method_call(self, m);
     }
 
-    fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
-        let whole = syn::Expr::Call(c.clone());
-        if command_new(&whole).is_some() {
-            self.command(&whole);
+    fn visit_expr(&mut self, e: &'ast syn::Expr) {
+        if let syn::Expr::Call(_) = e {
+            if command_new(e).is_some() {
+                self.command_of(e, &[]);
+            }
         }
-        visit::visit_expr_call(self, c);
+        visit::visit_expr(self, e);
     }
 
     fn visit_item_fn(&mut self, _: &'ast syn::ItemFn) {

@@ -113,23 +113,37 @@ impl Strings {
         self.consts.get(name).and_then(|v| v.as_deref())
     }
 
+    /// The value `name` has here: the const of that name, or the const it renames. `None`
+    /// when neither exists, or when the two disagree (a rename elsewhere shadowing a const).
+    fn value(&self, name: &str) -> Option<Option<&str>> {
+        let direct = self.consts.get(name).map(|v| v.as_deref());
+        let renamed = match self.renames.get(name) {
+            Some(Some(o)) => Some(self.lookup(o)),
+            Some(None) => Some(None),
+            None => None,
+        };
+        match (direct, renamed) {
+            (Some(a), Some(b)) if a == b => Some(a),
+            (Some(_), Some(_)) => Some(None),
+            (Some(a), None) | (None, Some(a)) => Some(a),
+            (None, None) => None,
+        }
+    }
+
     /// The value of `e`, looking in `self` first and then in `outer`.
     pub fn resolve(&self, e: &StrExpr, outer: Option<&Strings>) -> Option<String> {
         match e {
             StrExpr::Lit(s) | StrExpr::Variant(s) => Some(s.clone()),
             StrExpr::Unknown => None,
-            StrExpr::Const(name) => {
-                let mine = self.original(name).and_then(|n| self.lookup(n));
-                if let Some(v) = mine {
-                    return Some(v.to_owned());
+            StrExpr::Const(name) => match self.value(name) {
+                Some(v) => v.map(str::to_owned),
+                None => {
+                    // Not defined here: the name, or what it renames here, in `outer`.
+                    let outer = outer?;
+                    let n = self.original(name)?;
+                    outer.value(n).flatten().map(str::to_owned)
                 }
-                let outer = outer?;
-                let n = self.original(name).unwrap_or(name);
-                outer
-                    .original(n)
-                    .and_then(|n| outer.lookup(n))
-                    .map(str::to_owned)
-            }
+            },
         }
     }
 }
