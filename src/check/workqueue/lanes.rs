@@ -507,7 +507,7 @@ fn hcl_attr(body: &str, key: &str) -> Option<String> {
     None
 }
 
-/// The lane a block sets, if any (a variable reference comes back as `var.…`).
+/// The lane a block sets, if any (an expression comes back as `${…}`).
 fn hcl_lane(body: &str, strings: &[String]) -> Option<String> {
     if let Some(i) = strings.iter().position(|s| s == "--lane") {
         return Some(strings.get(i + 1).cloned().unwrap_or_default());
@@ -534,8 +534,9 @@ fn hcl_lane(body: &str, strings: &[String]) -> Option<String> {
             let r = r.trim_start();
             return Some(match r.strip_prefix('"') {
                 Some(v) => v.split('"').next().unwrap_or_default().to_owned(),
+                // Not a string: an expression (`var.lane`), written as an interpolation.
                 None => format!(
-                    "var.{}",
+                    "${{{}}}",
                     r.split(|c: char| c.is_whitespace() || c == ',' || c == '}')
                         .next()
                         .unwrap_or_default()
@@ -591,7 +592,7 @@ mod tests {
                 Some("fast".into()),
                 Some("bulk".into()),
                 Some("slow".into()),
-                Some("var.lane".into())
+                Some("${var.lane}".into())
             ]
         );
         assert_eq!(
