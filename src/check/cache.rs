@@ -36,8 +36,11 @@ struct Payload {
 /// The cache of one run: entries read at the start, entries to write at the end.
 #[derive(Debug, Default)]
 pub struct Cache {
-    key: u128,
     old: HashMap<String, Entry>,
+    /// How many entries were loaded, and how many a run took unchanged.
+    loaded: usize,
+    taken: usize,
+    missed: usize,
 }
 
 /// The content hash of a file.
@@ -69,12 +72,32 @@ impl Cache {
             .filter(|p| p.key == key)
             .map(|p| p.entries)
             .unwrap_or_default();
-        Cache { key, old: entries }
+        Cache {
+            loaded: entries.len(),
+            old: entries,
+            taken: 0,
+            missed: 0,
+        }
     }
 
-    /// The entry for `path` if the content still hashes the same.
-    pub fn get(&self, path: &str, hash: u128) -> Option<&Entry> {
-        self.old.get(path).filter(|e| e.hash == hash)
+    /// Takes the entry for `path` if the content still hashes the same.
+    pub fn take(&mut self, path: &str, hash: u128) -> Option<Entry> {
+        match self.old.get(path) {
+            Some(e) if e.hash == hash => {
+                self.taken += 1;
+                self.old.remove(path)
+            }
+            _ => {
+                self.missed += 1;
+                None
+            }
+        }
+    }
+
+    /// Whether the run took every loaded entry unchanged and needed no other: then the
+    /// file on disk is already right and need not be written.
+    pub fn unchanged(&self) -> bool {
+        self.missed == 0 && self.taken == self.loaded
     }
 
     /// Writes `entries` as the new cache, by temp file and rename. A cache that cannot be
@@ -100,28 +123,6 @@ impl Cache {
         let tmp = dir.join(format!(".{FILE}.{}.tmp", std::process::id()));
         std::fs::write(&tmp, &bytes)?;
         std::fs::rename(&tmp, path(root))
-    }
-
-    /// Whether the loaded cache holds exactly these files with these hashes (then there is
-    /// nothing to write).
-    pub fn covers<'a>(&self, files: impl Iterator<Item = (&'a str, u128)>) -> bool {
-        let mut seen = std::collections::HashSet::new();
-        for (path, hash) in files {
-            if self.old.get(path).is_none_or(|e| e.hash != hash) {
-                return false;
-            }
-            seen.insert(path);
-        }
-        seen.len() == self.old.len()
-    }
-
-    /// Whether `entries` differ from what was loaded (so the file needs writing).
-    pub fn changed(&self, key: u128, entries: &HashMap<String, Entry>) -> bool {
-        key != self.key
-            || entries.len() != self.old.len()
-            || entries
-                .iter()
-                .any(|(p, e)| self.old.get(p).is_none_or(|o| o.hash != e.hash))
     }
 }
 

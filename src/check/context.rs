@@ -70,7 +70,7 @@ impl<'r> Context<'r> {
         let sorted = crate_names.all();
         let key = cache::key(&sorted);
         let candidates: HashSet<String> = sorted.iter().map(|s| (*s).to_owned()).collect();
-        let cache = Cache::load(&repo.root, key);
+        let mut cache = Cache::load(&repo.root, key);
 
         // Files of each crate: the longest crate directory that contains them.
         let mut jobs: Vec<(String, usize)> = repo
@@ -79,7 +79,7 @@ impl<'r> Context<'r> {
             .filter(|f| f.ends_with(".rs"))
             .filter_map(|f| ws.crate_of(f).map(|k| (f.clone(), k)))
             .collect();
-        let mut sources = parse_all(repo, &jobs, &candidates, &cache);
+        let mut sources = parse_all(repo, &jobs, &candidates, &mut cache);
         // `#[path]` modules that live outside their crate's directory belong to it too.
         let have: BTreeSet<(String, usize)> = jobs.drain(..).collect();
         let extra: BTreeSet<(String, usize)> = sources
@@ -100,7 +100,7 @@ impl<'r> Context<'r> {
             .collect();
         if !extra.is_empty() {
             let extra: Vec<_> = extra.into_iter().collect();
-            sources.extend(parse_all(repo, &extra, &candidates, &cache));
+            sources.extend(parse_all(repo, &extra, &candidates, &mut cache));
         }
         sources.sort_by(|a, b| (&a.file.path, a.krate).cmp(&(&b.file.path, b.krate)));
         save_cache(repo, key, &cache, &sources);
@@ -232,39 +232,48 @@ fn parse_all(
     repo: &Repo,
     jobs: &[(String, usize)],
     candidates: &HashSet<String>,
-    cache: &Cache,
+    cache: &mut Cache,
 ) -> Vec<Source> {
-    jobs.par_iter()
+    // Sequentially (hashing is cheap): take the cached result of every unchanged file.
+    let prepared: Vec<(SourceFile, usize, u128, Option<cache::Entry>)> = jobs
+        .iter()
         .filter_map(|(path, krate)| {
             let text = match repo.rust.get(path) {
                 Some(t) => t.clone(),
                 None => repo.read(path)?.into(),
             };
             let hash = cache::hash(&text);
-            let file = SourceFile::new(path.clone(), text);
-            let (facts, suppressions) = match cache.get(path, hash) {
-                Some(hit) => (hit.facts.clone(), hit.suppressions.clone()),
+            let hit = cache.take(path, hash);
+            Some((SourceFile::new(path.clone(), text), *krate, hash, hit))
+        })
+        .collect();
+    // In parallel: parse what changed.
+    prepared
+        .into_par_iter()
+        .map(|(file, krate, hash, hit)| {
+            let (facts, suppressions) = match hit {
+                Some(e) => (e.facts, e.suppressions),
                 None => (
                     rust_refs::extract(&file.text, candidates),
                     suppress::scan(&file),
                 ),
             };
-            let scope = file_scope(&repo.workspace.crates[*krate], path);
-            Some(Source {
+            let scope = file_scope(&repo.workspace.crates[krate], &file.path);
+            Source {
                 file,
-                krate: *krate,
+                krate,
                 scope,
                 facts,
                 suppressions,
                 hash,
-            })
+            }
         })
         .collect()
 }
 
 /// Writes what this run parsed back to the cache when it differs from what was loaded.
 fn save_cache(repo: &Repo, key: u128, cache: &Cache, sources: &[Source]) {
-    if cache.covers(sources.iter().map(|s| (s.file.path.as_str(), s.hash))) {
+    if cache.unchanged() {
         return;
     }
     let entries: std::collections::HashMap<String, cache::Entry> = sources
@@ -278,10 +287,6 @@ fn save_cache(repo: &Repo, key: u128, cache: &Cache, sources: &[Source]) {
             (s.file.path.clone(), entry)
         })
         .collect();
-    if cache.changed(key, &entries) {
-        // A cache that cannot be written only costs speed on the next run.
-        if let Err(e) = Cache::save(&repo.root, key, entries) {
-            eprintln!("DEBUG cache save: {e}");
-        }
-    }
+    // A cache that cannot be written (a read-only checkout) only costs speed next time.
+    let _ = Cache::save(&repo.root, key, entries);
 }
