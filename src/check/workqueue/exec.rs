@@ -212,12 +212,16 @@ impl Fns<'_> {
             None => name,
         };
         for c in b.commands {
-            let what = match (&c.program, &c.shell) {
+            let what = match (&c.program, c.shell()) {
                 (Class::Received, _) => Some(ExecKind::Received(c.text.clone())),
-                (_, Some(shell)) => c.flag_for(shell).map(|flag| ExecKind::Shell {
-                    shell: shell.clone(),
-                    flag,
-                }),
+                (_, Some((shell, args))) => {
+                    args.iter()
+                        .find(|a| command_flag(&shell, a))
+                        .map(|flag| ExecKind::Shell {
+                            shell,
+                            flag: flag.clone(),
+                        })
+                }
                 _ => None,
             };
             if let Some(what) = what {
@@ -318,15 +322,21 @@ struct Cmd {
     at: Location,
     text: String,
     program: Class,
-    /// The shell it runs, when the program is one.
-    shell: Option<String>,
+    /// The literal string arguments given to it.
     args: Vec<String>,
 }
 
 impl Cmd {
-    /// The argument that makes `shell` run a command string.
-    fn flag_for(&self, shell: &str) -> Option<String> {
-        self.args.iter().find(|a| command_flag(shell, a)).cloned()
+    /// The shell it runs and the shell's arguments, when it runs one (`env bash …` too).
+    fn shell(&self) -> Option<(String, &[String])> {
+        let Class::Literal(Some(p)) = &self.program else {
+            return None;
+        };
+        if p.rsplit('/').next() == Some("env") {
+            let first = self.args.first()?;
+            return shell_name(first).map(|s| (s, &self.args[1..]));
+        }
+        shell_name(p).map(|s| (s, &self.args[..]))
     }
 }
 
@@ -557,18 +567,7 @@ impl Body<'_> {
             return None;
         }
         let class = self.class(program);
-        let mut args = chain_args(calls);
-        let mut shell = match &class {
-            Class::Literal(Some(p)) => shell_name(p),
-            _ => None,
-        };
-        // `env bash -c …`: the shell is env's first argument.
-        if let Class::Literal(Some(p)) = &class {
-            if p.rsplit('/').next() == Some("env") && !args.is_empty() {
-                let first = args.remove(0);
-                shell = shell_name(&first);
-            }
-        }
+        let args = chain_args(calls);
         let r = program.span().byte_range();
         let text = self
             .file
@@ -580,7 +579,6 @@ impl Body<'_> {
             at: loc(self.file, program.span()),
             text,
             program: class,
-            shell,
             args,
         });
         Some(self.commands.len() - 1)

@@ -109,16 +109,12 @@ impl Strings {
         }
     }
 
-    fn lookup(&self, name: &str) -> Option<&str> {
-        self.consts.get(name).and_then(|v| v.as_deref())
-    }
-
     /// The value `name` has here: the const of that name, or the const it renames. `None`
     /// when neither exists, or when the two disagree (a rename elsewhere shadowing a const).
     fn value(&self, name: &str) -> Option<Option<&str>> {
         let direct = self.consts.get(name).map(|v| v.as_deref());
         let renamed = match self.renames.get(name) {
-            Some(Some(o)) => Some(self.lookup(o)),
+            Some(Some(o)) => self.consts.get(o).map(|v| v.as_deref()),
             Some(None) => Some(None),
             None => None,
         };
