@@ -5,8 +5,10 @@
 //! `#[tokio::test]` function under its worker's `tests/` that names the handler type and
 //! either calls the runtime's `run_twice` helper (which runs the handler twice on the same
 //! item, across a lease expiry) or calls `handle` at least twice (a call inside a loop
-//! counts as twice). Calls made by helper functions of the same test file count for the
-//! test that calls them; so do calls inside macros such as `assert!`.
+//! counts as twice). Calls made by the helper functions a test calls (in any file of the
+//! worker's `tests/`, such as `tests/common/mod.rs`, matched by name) count for the test;
+//! so do calls inside macros such as `assert!`. Test functions are `#[test]`,
+//! `#[tokio::test]` (any `#[…::test]`), `#[rstest]` and `#[test_case(…)]`.
 //!
 //! When a file under the worker's `tests/` does not parse (`source-unparsed`), nothing is
 //! known about its tests and this rule says nothing about that worker.

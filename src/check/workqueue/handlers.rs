@@ -224,14 +224,13 @@ pub fn tests(ctx: &Context<'_>) -> HandlerTests {
             .filter(|s| s.file.path.starts_with(&prefix))
             .collect();
         let broken = files.iter().any(|s| s.facts.is_err());
-        let fns: Vec<TestFn> = files
+        let fns: Vec<FnInfo> = files
             .par_iter()
             .filter(|s| s.facts.is_ok())
-            .filter(|s| s.file.text.contains("handle") || s.file.text.contains("run_twice"))
-            .filter_map(|s| with_parsed(&s.file, test_fns))
+            .filter_map(|s| with_parsed(&s.file, file_fns))
             .flatten()
             .collect();
-        out.by_crate.insert(k, (fns, broken));
+        out.by_crate.insert(k, (test_fns(&fns), broken));
     }
     out
 }
@@ -244,43 +243,53 @@ struct FnInfo {
     calls: Vec<(String, bool)>,
 }
 
-fn test_fns(tree: &syn::File) -> Vec<TestFn> {
+/// The functions of one test file, with `use … as` aliases resolved in the names they use.
+fn file_fns(tree: &syn::File) -> Vec<FnInfo> {
     let mut aliases = Vec::new();
     let mut fns = Vec::new();
     gather(&tree.items, &mut aliases, &mut fns);
     let alias: HashMap<String, String> = aliases.into_iter().collect();
-    let by_name: HashMap<&str, usize> = fns
-        .iter()
-        .enumerate()
-        .map(|(i, f)| (f.name.as_str(), i))
-        .collect();
+    for f in &mut fns {
+        let extra: Vec<String> = f
+            .stats
+            .names
+            .iter()
+            .filter_map(|n| alias.get(n).cloned())
+            .collect();
+        f.stats.names.extend(extra);
+    }
+    fns
+}
+
+/// Each test function of a crate's tests/, with the calls of the helpers it calls (by
+/// name, in any file of tests/, transitively) added to its own. A helper called inside a
+/// loop runs (at least) twice.
+fn test_fns(fns: &[FnInfo]) -> Vec<TestFn> {
+    let mut by_name: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, f) in fns.iter().enumerate() {
+        by_name.entry(f.name.as_str()).or_default().push(i);
+    }
     fns.iter()
-        .filter(|f| f.is_test)
-        .map(|f| {
-            // A test's own calls plus those of the file's functions it calls, transitively.
-            // A helper called inside a loop runs (at least) twice.
+        .enumerate()
+        .filter(|(_, f)| f.is_test)
+        .map(|(start, _)| {
             let mut total = TestFn::default();
             let mut seen = HashSet::new();
-            let mut stack = vec![(f, 1)];
+            let mut stack = vec![(start, 1)];
             while let Some((g, times)) = stack.pop() {
-                if !seen.insert(g.name.as_str()) {
+                if !seen.insert(g) {
                     continue;
                 }
+                let g = &fns[g];
                 total.names.extend(g.stats.names.iter().cloned());
                 total.handle_calls += g.stats.handle_calls * times;
                 total.run_twice_calls += g.stats.run_twice_calls * times;
-                stack.extend(g.calls.iter().filter_map(|(c, looped)| {
-                    by_name
-                        .get(c.as_str())
-                        .map(|&i| (&fns[i], if *looped { 2 } else { times }))
-                }));
+                for (c, looped) in &g.calls {
+                    for &i in by_name.get(c.as_str()).into_iter().flatten() {
+                        stack.push((i, if *looped { 2 } else { times }));
+                    }
+                }
             }
-            let extra: Vec<String> = total
-                .names
-                .iter()
-                .filter_map(|n| alias.get(n).cloned())
-                .collect();
-            total.names.extend(extra);
             total
         })
         .collect()
@@ -310,11 +319,14 @@ fn gather(list: &[syn::Item], aliases: &mut Vec<(String, String)>, fns: &mut Vec
     }
 }
 
-/// `#[test]`, `#[tokio::test]` or any `#[…::test]`.
+/// `#[test]`, `#[tokio::test]`, any `#[…::test]`, `#[rstest]`, `#[test_case(…)]`.
 fn is_test_fn(attrs: &[syn::Attribute]) -> bool {
-    attrs
-        .iter()
-        .any(|a| a.path().segments.last().is_some_and(|s| s.ident == "test"))
+    attrs.iter().any(|a| {
+        a.path()
+            .segments
+            .last()
+            .is_some_and(|s| s.ident == "test" || s.ident == "rstest" || s.ident == "test_case")
+    })
 }
 
 #[derive(Default)]
@@ -375,7 +387,8 @@ impl<'ast> Visit<'ast> for Calls {
                     self.stats.run_twice_calls += 1;
                 } else if last.ident == "handle" && p.path.segments.len() >= 2 {
                     self.handle_once();
-                } else if p.path.segments.len() == 1 {
+                } else {
+                    // A helper, maybe of another file of tests/ (`common::run_both(…)`).
                     self.calls.push((last.ident.to_string(), self.loops > 0));
                 }
             }
