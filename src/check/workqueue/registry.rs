@@ -446,7 +446,8 @@ fn konst(
             }
             out.slices.push((name, ok));
         }
-        Some(2) if is_root && name == "KINDS" => {
+        // The registry, also when its type is spelled through an alias (`Registry`).
+        Some(2) | None if is_root && name == "KINDS" => {
             let Some(elems) = array_elems(expr) else {
                 out.kinds = Some(Vec::new());
                 return;
