@@ -18,8 +18,8 @@
 //! - a stamp that is not this scaffold's runtime (`scaffold --version` tells which scaffold
 //!   you run).
 //!
-//! A repository without `platform/runtime/` is not checked, nor is any repository by a
-//! scaffold built without its `runtime/` sources.
+//! A repository without `platform/runtime/` is not checked; a scaffold built without its
+//! `runtime/` sources (so with no runtime to compare) checks nothing either.
 //!
 //! ## Why
 //! Generated workers, templates and this checker assume the runtime's semantics (fencing,
