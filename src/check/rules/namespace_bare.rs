@@ -1,8 +1,8 @@
 //! # namespace-bare
 //!
 //! ## What it finds
-//! A folder directly under `om/src/` (a namespace of the object model) that lacks
-//! `kinds.rs` or `README.md`. The finding points at the folder's `mod` declaration in
+//! A folder directly under `om/src/` (a namespace of the object model; `src/bin/`, Cargo's
+//! binary targets, excepted) that lacks `kinds.rs` or `README.md`. The finding points at the folder's `mod` declaration in
 //! `om/src/lib.rs` (or `root.rs`), else at the folder's first file.
 //!
 //! ## Why
@@ -40,6 +40,10 @@ pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
         let Some((dir, inner)) = rest.split_once('/') else {
             continue;
         };
+        if dir == "bin" {
+            // Cargo's binary targets, not a namespace.
+            continue;
+        }
         let e = folders.entry(dir).or_insert((false, false, f.as_str()));
         e.0 |= inner == "kinds.rs";
         e.1 |= inner == "README.md";
