@@ -156,12 +156,14 @@ mod tests {
             },
         );
         Cache::save(dir.path(), 1, entries.clone()).expect("save");
-        let c = Cache::load(dir.path(), 1);
-        assert!(c.get("a.rs", 7).is_some());
-        assert!(c.get("a.rs", 8).is_none(), "a changed file is a miss");
-        assert!(!c.changed(1, &entries));
+        let mut c = Cache::load(dir.path(), 1);
+        assert!(c.take("a.rs", 8).is_none(), "a changed file is a miss");
+        assert!(!c.unchanged());
+        let mut c = Cache::load(dir.path(), 1);
+        assert!(c.take("a.rs", 7).is_some());
+        assert!(c.unchanged(), "every entry taken, nothing missed");
         assert!(
-            Cache::load(dir.path(), 2).get("a.rs", 7).is_none(),
+            Cache::load(dir.path(), 2).take("a.rs", 7).is_none(),
             "another key is a miss"
         );
         // Flip one byte, truncate, or write garbage: the cache is ignored, never trusted.
