@@ -31,19 +31,33 @@ for id in $("$bin" rules | awk '$2 == "error" || $2 == "warning" {print $1}'); d
   case " $(echo $wq) " in *" $id "*) ;; *) without="$without --rule $id" ;; esac
 done
 
+cache="$work/repo/.scaffold"
 hyperfine --warmup 2 --runs 10 --export-json "$work/bench.json" \
+  --prepare "true" --prepare "rm -rf '$cache'" --prepare "rm -rf '$cache'" --prepare "true" \
   -n ripgrep "rg -c 'use ' '$work/repo' > /dev/null" \
-  -n "scaffold check" "'$bin' -C '$work/repo' check > /dev/null" \
-  -n "scaffold check without work-queue rules" "'$bin' -C '$work/repo' check $without > /dev/null"
+  -n "cold" "'$bin' -C '$work/repo' check > /dev/null" \
+  -n "cold without work-queue rules" "'$bin' -C '$work/repo' check $without > /dev/null" \
+  -n "warm" "'$bin' -C '$work/repo' check > /dev/null"
 
-python3 - "$work/bench.json" <<'PY'
+# --staged with one staged file, warm, in a git checkout of the same tree.
+git -C "$work/repo" init -q
+git -C "$work/repo" add -A
+git -C "$work/repo" -c user.name=bench -c user.email=bench@invalid commit -q -m synthetic
+one=$(cd "$work/repo" && ls workers/*/src/module_0.rs | head -n 1)
+echo "// touched" >> "$work/repo/$one"
+git -C "$work/repo" add "$one"
+"$bin" -C "$work/repo" check > /dev/null
+hyperfine --warmup 2 --runs 10 --export-json "$work/staged.json" \
+  -n "staged" "'$bin' -C '$work/repo' check --staged > /dev/null"
+
+python3 - "$work/bench.json" "$work/staged.json" <<'PY'
 import json, sys
-r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
-rg, sc = r["ripgrep"]["median"], r["scaffold check"]["median"]
-wo = r["scaffold check without work-queue rules"]["median"]
-print(f"ripgrep median                 {rg*1000:8.1f} ms")
-print(f"scaffold check median          {sc*1000:8.1f} ms")
-print(f"  without work-queue rules     {wo*1000:8.1f} ms")
-print(f"ratio to ripgrep               {sc/rg:8.2f}x")
-print(f"work-queue rules on / off      {sc/wo:8.2f}x")
+r = {x["command"]: x for f in sys.argv[1:] for x in json.load(open(f))["results"]}
+m = lambda k: r[k]["median"] * 1000
+rg = m("ripgrep")
+print(f"ripgrep                        {rg:8.1f} ms")
+print(f"check, cold (no cache)         {m('cold'):8.1f} ms   {m('cold')/rg:5.2f}x ripgrep")
+print(f"  without work-queue rules     {m('cold without work-queue rules'):8.1f} ms   rules on/off {m('cold')/m('cold without work-queue rules'):5.2f}x")
+print(f"check, warm (cache)            {m('warm'):8.1f} ms   {m('warm')/rg:5.2f}x ripgrep")
+print(f"check --staged, 1 file, warm   {m('staged'):8.1f} ms")
 PY
