@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::manifest::{PathGlob, Problems, closest};
-use super::yaml::{self, Node, Pos, Value};
+use super::yaml::{Node, Pos, Value};
 use crate::check::catalogue;
 use crate::check::finding::Severity;
 
@@ -63,25 +63,7 @@ impl Codemap {
 
     /// Parses and validates, collecting every problem.
     pub fn parse(text: &str) -> Result<Codemap, Vec<super::manifest::Problem>> {
-        let mut p = Problems::new(CODEMAP_PATH);
-        let root = match yaml::parse(text) {
-            Ok(n) => n,
-            Err(e) => {
-                p.push(
-                    e.pos,
-                    format!("invalid YAML: {}", e.message),
-                    "here",
-                    "fix the YAML syntax",
-                );
-                return Err(p.list);
-            }
-        };
-        let map = validate(&root, &mut p);
-        if p.list.is_empty() {
-            Ok(map)
-        } else {
-            Err(p.list)
-        }
+        super::manifest::parse_with(CODEMAP_PATH, text, validate)
     }
 }
 

@@ -1,7 +1,7 @@
 //! `agent/manifests/gate-matrix.yml`: verification gates and the changes that require them.
 
 use super::manifest::{PathGlob, Problem, Problems};
-use super::yaml::{self, Node, Pos, Value};
+use super::yaml::{Node, Pos, Value};
 
 pub const GATE_MATRIX_PATH: &str = "agent/manifests/gate-matrix.yml";
 
@@ -35,25 +35,7 @@ impl GateMatrix {
     }
 
     pub fn parse(text: &str) -> Result<GateMatrix, Vec<Problem>> {
-        let mut p = Problems::new(GATE_MATRIX_PATH);
-        let root = match yaml::parse(text) {
-            Ok(n) => n,
-            Err(e) => {
-                p.push(
-                    e.pos,
-                    format!("invalid YAML: {}", e.message),
-                    "here",
-                    "fix the YAML syntax",
-                );
-                return Err(p.list);
-            }
-        };
-        let m = validate(&root, &mut p);
-        if p.list.is_empty() {
-            Ok(m)
-        } else {
-            Err(p.list)
-        }
+        super::manifest::parse_with(GATE_MATRIX_PATH, text, validate)
     }
 }
 

@@ -16,6 +16,34 @@ pub struct Problem {
     pub help: String,
 }
 
+/// Parses `text` as the YAML manifest `file` and validates it with `validate`, returning
+/// the validated value or every problem found (a syntax error is the only one then).
+pub fn parse_with<T>(
+    file: &str,
+    text: &str,
+    validate: impl FnOnce(&Node, &mut Problems) -> T,
+) -> Result<T, Vec<Problem>> {
+    let mut p = Problems::new(file);
+    let root = match super::yaml::parse(text) {
+        Ok(n) => n,
+        Err(e) => {
+            p.push(
+                e.pos,
+                format!("invalid YAML: {}", e.message),
+                "here",
+                "fix the YAML syntax",
+            );
+            return Err(p.list);
+        }
+    };
+    let value = validate(&root, &mut p);
+    if p.list.is_empty() {
+        Ok(value)
+    } else {
+        Err(p.list)
+    }
+}
+
 /// Collects problems for one manifest file.
 #[derive(Debug)]
 pub struct Problems {
