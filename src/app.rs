@@ -59,6 +59,14 @@ pub enum AppError {
         help("agents in agent/codemap.yml: {known}")
     )]
     UnknownAgent { name: String, known: String },
+    #[error("--write-baseline records every finding of a full run")]
+    #[diagnostic(
+        code(scaffold::usage),
+        help(
+            "run `scaffold check --write-baseline` without --rule, --since or --staged; a partial run would drop the other entries"
+        )
+    )]
+    PartialBaseline,
     #[error("--as needs a change set")]
     #[diagnostic(
         code(scaffold::usage),
@@ -210,6 +218,7 @@ fn run_gates(
             .map(|p| {
                 let abs = cwd.join(p);
                 crate::repo::files::relative(&root, &abs)
+                    .and_then(|r| crate::repo::workspace::join_rel("", &r))
                     .unwrap_or_else(|| p.trim_start_matches("./").to_owned())
             })
             .collect(),
@@ -330,12 +339,18 @@ fn run_check(
             });
         }
     }
+    if args.write_baseline
+        && (!args.rules.is_empty() || args.changes.since.is_some() || args.changes.staged)
+    {
+        return Err(AppError::PartialBaseline);
+    }
     let changes = change_set(&root, &args.changes)?;
     if args.agent.is_some() && changes.is_none() {
         return Err(AppError::AgentWithoutChanges);
     }
     let baseline_rel = match &args.baseline {
         Some(p) => crate::repo::files::relative(&root, &cwd.join(p))
+            .and_then(|r| crate::repo::workspace::join_rel("", &r))
             .unwrap_or_else(|| p.to_string_lossy().into_owned()),
         None => check::baseline::BASELINE_PATH.to_owned(),
     };

@@ -12,6 +12,12 @@ use scaffold::cli::Cli;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    // syn parses recursively; deeply nested (generated) code needs more than the default
+    // 2 MiB of stack on the parsing threads. Nesting past the checker's limit is refused
+    // before syn sees it, so this bounds the depth that can reach syn.
+    let _ = rayon::ThreadPoolBuilder::new()
+        .stack_size(64 << 20)
+        .build_global();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

@@ -221,3 +221,109 @@ fn a_closed_pipe_exits_quietly() {
     assert_eq!(status.code(), Some(1), "{stderr}");
     assert!(stderr.is_empty(), "{stderr}");
 }
+
+fn write(root: &std::path::Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+    std::fs::write(p, text).expect("write");
+}
+
+/// Regressions from review: an outside crate named like a workspace crate, a nested
+/// package that is not a member, and a rename in `[workspace.dependencies]`.
+#[test]
+fn edges_follow_each_crates_own_dependencies() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let root = tmp.path();
+    write(
+        root,
+        "agent/codemap.yml",
+        "version: 1\nlayers:\n  workers: {paths: [\"workers/**\"], may_import: [], must_not_import: [infra]}\n  infra: {paths: [\"infra/**\"], may_import: []}\n",
+    );
+    write(
+        root,
+        "Cargo.toml",
+        "[workspace]\nmembers = [\"infra/*\", \"workers/*\"]\n[workspace.dependencies]\ncfgsvc = { package = \"config\", path = \"infra/config\" }\n",
+    );
+    write(
+        root,
+        "infra/config/Cargo.toml",
+        "[package]\nname = \"config\"\nversion = \"0.1.0\"\n",
+    );
+    write(root, "infra/config/src/lib.rs", "pub fn x() {}\n");
+    let readme = "# w\n\n## Idempotency\nEvery effect runs once per item.\n\n## Retry\nTransient errors retry with backoff.\n\n## Checkpoint\nProgress is checkpointed under the fence.\n\n## Recovery\nExpired leases return items to the queue.\n";
+    // `config` from crates.io: not the workspace crate of that name.
+    write(
+        root,
+        "workers/a/Cargo.toml",
+        "[package]\nname = \"a\"\nversion = \"0.1.0\"\n[package.metadata.scaffold]\nrole = \"maintenance\"\n[dependencies]\nconfig = \"0.14\"\n",
+    );
+    write(root, "workers/a/README.md", readme);
+    write(
+        root,
+        "workers/a/src/main.rs",
+        "use config::Config;\nfn main() {}\n",
+    );
+    // A cargo-fuzz package inside the worker is not a member: its files are not the worker's.
+    write(
+        root,
+        "workers/a/fuzz/Cargo.toml",
+        "[package]\nname = \"a-fuzz\"\nversion = \"0.0.0\"\n",
+    );
+    write(root, "workers/a/fuzz/fuzz_targets/t.rs", "fn broken( {\n");
+    // The workspace-level rename is inherited.
+    write(
+        root,
+        "workers/b/Cargo.toml",
+        "[package]\nname = \"b\"\nversion = \"0.1.0\"\n[package.metadata.scaffold]\nrole = \"maintenance\"\n[dependencies]\ncfgsvc = { workspace = true }\n",
+    );
+    write(root, "workers/b/README.md", readme);
+    write(
+        root,
+        "workers/b/src/main.rs",
+        "use cfgsvc::x;\nfn main() { x() }\n",
+    );
+    let r = run_in(root, &["check", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).expect("valid JSON");
+    let found: Vec<(String, String)> = v["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .map(|f| {
+            (
+                f["rule"].as_str().expect("rule").to_owned(),
+                f["path"].as_str().expect("path").to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (
+                "dependency-forbidden".to_owned(),
+                "workers/b/Cargo.toml".to_owned()
+            ),
+            (
+                "import-forbidden".to_owned(),
+                "workers/b/src/main.rs".to_owned()
+            ),
+        ],
+        "{}",
+        r.stdout
+    );
+}
+
+#[test]
+fn write_baseline_refuses_a_partial_run() {
+    let tmp = copy_fixture("rules/import-forbidden");
+    let r = run_in(
+        tmp.path(),
+        &["check", "--write-baseline", "--rule", "import-forbidden"],
+    );
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("records every finding of a full run"),
+        "{}",
+        r.stderr
+    );
+    assert!(!tmp.path().join("agent/baseline.yml").exists());
+}

@@ -33,6 +33,16 @@ fn catalogue_and_rule_table_agree_and_ids_are_unique() {
 }
 
 #[test]
+fn local_rules_are_catalogue_rules() {
+    for id in scaffold::check::LOCAL_RULES {
+        assert!(
+            catalogue::rule(id).is_some(),
+            "LOCAL_RULES names unknown rule {id}"
+        );
+    }
+}
+
+#[test]
 fn every_rule_has_docs_fixture_and_snapshots() {
     let mut missing = Vec::new();
     for info in catalogue::rules() {

@@ -28,6 +28,10 @@ pub struct Baseline {
 /// The fingerprint of a finding: its rule, path, message and the text of its line with
 /// surrounding whitespace removed — so it survives the line moving, not the line changing.
 pub fn fingerprint(f: &Finding, line_text: &str) -> String {
+    // A finding about a whole file (placed at its start with an empty span) is not about
+    // line 1: editing that line must not unmatch it.
+    let whole_file = f.line == 1 && f.column == 1 && f.span == (0, 0);
+    let line_text = if whole_file { "" } else { line_text };
     let mut data = Vec::new();
     for part in [
         f.rule,

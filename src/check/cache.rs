@@ -48,10 +48,20 @@ pub fn hash(text: &str) -> u128 {
     xxhash_rust::xxh3::xxh3_128(text.as_bytes())
 }
 
-/// The key the entries are valid under: this scaffold's version and the names files are
-/// scanned for (facts only list references to those names).
+/// The key the entries are valid under: this scaffold's version, the source of the code
+/// that extracts entries, and the names files are scanned for (facts only list
+/// references to those names).
 pub fn key(candidates: &[&str]) -> u128 {
+    // The code that produces entries is part of the key, so a build whose extraction
+    // changed never reuses an older build's entries, whatever the version says.
     let mut data = env!("CARGO_PKG_VERSION").as_bytes().to_vec();
+    for source in [
+        include_str!("rust_refs.rs"),
+        include_str!("suppress.rs"),
+        include_str!("cache.rs"),
+    ] {
+        data.extend_from_slice(&xxhash_rust::xxh3::xxh3_128(source.as_bytes()).to_le_bytes());
+    }
     for c in candidates {
         data.push(0);
         data.extend_from_slice(c.as_bytes());

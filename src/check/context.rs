@@ -154,12 +154,15 @@ impl<'r> Context<'r> {
     }
 }
 
-/// Names code uses for workspace crates: every crate's library name, plus, per crate,
-/// the keys of its renamed path dependencies.
+/// Names code uses for workspace crates: every crate's library name, and, per crate, the
+/// names its own dependencies give — a path dependency (renamed or not) names its target;
+/// any other dependency (crates.io, git) names an outside crate and shadows a workspace
+/// crate of the same name.
 #[derive(Debug, Default)]
 pub struct CrateNames {
     global: HashMap<String, usize>,
-    renamed: Vec<HashMap<String, usize>>,
+    /// Per crate: code name → the workspace crate, or `None` for an outside crate.
+    local: Vec<HashMap<String, Option<usize>>>,
 }
 
 impl CrateNames {
@@ -169,33 +172,40 @@ impl CrateNames {
             .enumerate()
             .map(|(i, c)| (c.lib_name.clone(), i))
             .collect();
-        let renamed = all
+        let local = all
             .iter()
-            .enumerate()
-            .map(|(me, c)| {
-                c.deps
-                    .iter()
-                    .filter(|d| d.key != d.package)
-                    .filter_map(|d| {
-                        let dir = d.path.as_deref()?;
-                        let target = all.binary_search_by(|o| o.dir.as_str().cmp(dir)).ok()?;
-                        (target != me).then(|| (d.key.replace('-', "_"), target))
-                    })
-                    .collect()
+            .map(|c| {
+                let mut names = HashMap::new();
+                for d in &c.deps {
+                    let target = d
+                        .path
+                        .as_deref()
+                        .and_then(|dir| all.binary_search_by(|o| o.dir.as_str().cmp(dir)).ok());
+                    let name = match target {
+                        Some(t) if d.key == d.package => all[t].lib_name.clone(),
+                        _ => d.key.replace('-', "_"),
+                    };
+                    // A path dependency wins over an outside one of the same name (a
+                    // target-specific table may list both).
+                    let slot = names.entry(name).or_insert(target);
+                    if slot.is_none() {
+                        *slot = target;
+                    }
+                }
+                names
             })
             .collect();
-        CrateNames { global, renamed }
+        CrateNames { global, local }
     }
 
     /// The workspace crate `name` refers to in the code of crate `krate`; never the crate
-    /// itself (its own name in its integration tests is not an edge).
+    /// itself (its own name in its integration tests is not an edge), and never when the
+    /// crate depends on an outside crate of that name.
     pub fn resolve(&self, krate: usize, name: &str) -> Option<usize> {
-        let target = self
-            .renamed
-            .get(krate)
-            .and_then(|m| m.get(name))
-            .or_else(|| self.global.get(name))
-            .copied()?;
+        let target = match self.local.get(krate).and_then(|m| m.get(name)) {
+            Some(local) => (*local)?,
+            None => *self.global.get(name)?,
+        };
         (target != krate).then_some(target)
     }
 
@@ -204,7 +214,11 @@ impl CrateNames {
         let mut v: Vec<&str> = self
             .global
             .keys()
-            .chain(self.renamed.iter().flat_map(|m| m.keys()))
+            .chain(
+                self.local
+                    .iter()
+                    .flat_map(|m| m.iter().filter(|(_, t)| t.is_some()).map(|(k, _)| k)),
+            )
             .map(String::as_str)
             .collect();
         v.sort_unstable();

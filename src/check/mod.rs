@@ -24,6 +24,29 @@ use baseline::Baseline;
 use context::Context;
 use sink::{Outcome, Policy, Severities, Sink};
 
+/// Rules whose findings are caused by the file (or crate) they are reported in. With a
+/// change set, only their findings in the changed paths are reported; every other rule
+/// reads across files (a kind and its handler, a lane and the deployment files) and is
+/// reported wherever it lands.
+pub const LOCAL_RULES: &[&str] = &[
+    "import-forbidden",
+    "import-undeclared",
+    "dependency-forbidden",
+    "source-unparsed",
+    "suppression-invalid",
+    "worker-readme-missing",
+    "worker-role-unknown",
+    "worker-strategy-missing",
+    "worker-strategy-placeholder",
+    "crate-unlayered",
+    "handler-builds-context",
+    "worker-shell-exec",
+    "manager-enqueues",
+    "ownership-forbidden",
+    "ownership-outside-writable",
+    "generated-edited",
+];
+
 /// What the user asked of this run.
 #[derive(Debug, Clone, Default)]
 pub struct CheckOptions {

@@ -50,12 +50,28 @@ pub struct ParseFailure {
     pub offset: usize,
 }
 
+/// Deeper delimiter nesting than this is reported unparsed instead of being handed to
+/// syn, whose recursive descent would otherwise exhaust the thread's stack.
+pub const MAX_NESTING: usize = 1_000;
+
 /// Parses `text` with syn and extracts the references to any name in `candidates`.
 pub fn extract(text: &str, candidates: &HashSet<String>) -> Result<RustFacts, ParseFailure> {
+    if let Some(offset) = too_deep(text) {
+        let before = &text[..offset];
+        let line = before.matches('\n').count() + 1;
+        let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        return Err(ParseFailure {
+            message: format!("delimiters nest deeper than {MAX_NESTING} levels"),
+            line,
+            column,
+            offset,
+        });
+    }
     let result = match syn::parse_file(text) {
         Ok(file) => {
             let mut v = RefVisitor {
                 candidates,
+                lines: crate::source::SourceFile::new("", text),
                 aliases: Vec::new(),
                 local_mods: HashSet::new(),
                 test_depth: 0,
@@ -73,8 +89,8 @@ pub fn extract(text: &str, candidates: &HashSet<String>) -> Result<RustFacts, Pa
         Err(e) => {
             let start = e.span().start();
             let line = start.line.max(1);
-            let column = start.column + 1;
-            let offset = e.span().byte_range().start.min(text.len());
+            let column = start.column + 1 + usize::from(line == 1 && text.starts_with('\u{feff}'));
+            let offset = crate::source::SourceFile::new("", text).offset_of(line, column);
             Err(ParseFailure {
                 message: e.to_string(),
                 line,
@@ -89,8 +105,29 @@ pub fn extract(text: &str, candidates: &HashSet<String>) -> Result<RustFacts, Pa
     result
 }
 
+/// The offset of the first delimiter nested deeper than `MAX_NESTING`, counting `(`, `[`
+/// and `{` outside comments and string literals only roughly (a string full of brackets
+/// can only make the count higher, never hide real nesting).
+fn too_deep(text: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    for (i, b) in text.bytes().enumerate() {
+        match b {
+            b'(' | b'[' | b'{' => {
+                depth += 1;
+                if depth > MAX_NESTING {
+                    return Some(i);
+                }
+            }
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    None
+}
+
 struct RefVisitor<'a> {
     candidates: &'a HashSet<String>,
+    lines: crate::source::SourceFile,
     /// `extern crate x as y`: (y, x).
     aliases: Vec<(String, String)>,
     local_mods: HashSet<String>,
@@ -118,6 +155,13 @@ impl RefVisitor<'_> {
         let span = ident.span();
         let start = span.start();
         let range = span.byte_range();
+        // syn strips a BOM and a shebang line, so its byte offsets are not the file's:
+        // recompute the offset from line and column, which are.
+        // A BOM is one more character on line 1 than syn counted.
+        let column = start.column
+            + 1
+            + usize::from(start.line == 1 && self.lines.text.starts_with('\u{feff}'));
+        let offset = self.lines.offset_of(start.line, column);
         self.facts.refs.push(CrateRef {
             name,
             kind,
@@ -127,8 +171,8 @@ impl RefVisitor<'_> {
                 DepKind::Normal
             },
             line: start.line,
-            column: start.column + 1,
-            offset: range.start,
+            column,
+            offset,
             len: range.end.saturating_sub(range.start),
         });
     }
@@ -327,6 +371,37 @@ mod tests {
         let err = extract("fn f( {\n", &HashSet::new()).expect_err("invalid");
         assert_eq!(err.line, 1);
         assert!(err.column >= 1);
+    }
+
+    #[test]
+    fn refuses_nesting_deeper_than_the_limit_instead_of_overflowing() {
+        let deep = format!(
+            "fn main() {{ let _x = {}1{}; }}\n",
+            "(".repeat(MAX_NESTING + 5),
+            ")".repeat(MAX_NESTING + 5)
+        );
+        let err = extract(&deep, &HashSet::new()).expect_err("too deep");
+        assert!(err.message.contains("nest deeper"));
+        assert_eq!(err.line, 1);
+        let ok = format!(
+            "fn main() {{ let _x = {}1{}; }}\n",
+            "(".repeat(200),
+            ")".repeat(200)
+        );
+        assert!(extract(&ok, &HashSet::new()).is_ok());
+    }
+
+    #[test]
+    fn offsets_are_the_files_own_with_a_bom_or_a_shebang() {
+        let cands: HashSet<String> = ["acme_om"].into_iter().map(String::from).collect();
+        for text in [
+            "\u{feff}use acme_om::x;\n",
+            "#!/usr/bin/env run-cargo-script\nuse acme_om::x;\n",
+        ] {
+            let facts = extract(text, &cands).expect("parses");
+            let r = &facts.refs[0];
+            assert_eq!(&text[r.offset..r.offset + r.len], "acme_om", "{text:?}");
+        }
     }
 
     #[test]

@@ -69,15 +69,24 @@ impl Crate {
 #[derive(Debug, Clone, Default)]
 pub struct Workspace {
     pub crates: Vec<Crate>,
+    /// Every directory holding a Cargo.toml, member or not, sorted: a file belongs to
+    /// the package of the nearest one.
+    pub manifest_dirs: Vec<String>,
 }
 
 impl Workspace {
-    /// The crate whose directory is the longest prefix of `path`.
+    /// The member crate `path` belongs to: the package of the nearest directory above it
+    /// that holds a Cargo.toml, if that package is a member (a nested, excluded or
+    /// fixture package is not, and its files belong to no member).
     pub fn crate_of(&self, path: &str) -> Option<usize> {
         let mut dir = path;
         while let Some((parent, _)) = dir.rsplit_once('/') {
-            if let Some(i) = self.by_dir(parent) {
-                return Some(i);
+            if self
+                .manifest_dirs
+                .binary_search_by(|d| d.as_str().cmp(parent))
+                .is_ok()
+            {
+                return self.by_dir(parent);
             }
             dir = parent;
         }
@@ -112,7 +121,13 @@ impl Workspace {
         };
         let root = root_doc.as_table();
         let mut member_dirs: Vec<String> = Vec::new();
-        let mut workspace_deps: BTreeMap<String, String> = BTreeMap::new();
+        let mut workspace_deps: BTreeMap<String, (Option<String>, String)> = BTreeMap::new();
+        ws.manifest_dirs = files
+            .iter()
+            .filter_map(|f| f.strip_suffix("/Cargo.toml"))
+            .map(str::to_owned)
+            .collect();
+        ws.manifest_dirs.sort();
         if let Some(w) = root.get("workspace").and_then(Item::as_table_like) {
             let members = string_list(w.get("members"));
             let exclude = string_list(w.get("exclude"));
@@ -157,13 +172,14 @@ impl Workspace {
             }
             if let Some(deps) = w.get("dependencies").and_then(Item::as_table_like) {
                 for (key, item) in deps.iter() {
-                    if let Some(path) = item
-                        .as_table_like()
-                        .and_then(|t| t.get("path"))
+                    let spec = item.as_table_like();
+                    let package = spec
+                        .and_then(|t| t.get("package"))
                         .and_then(Item::as_str)
-                    {
+                        .map(str::to_owned);
+                    if let Some(path) = spec.and_then(|t| t.get("path")).and_then(Item::as_str) {
                         if let Some(p) = join_rel("", path) {
-                            workspace_deps.insert(key.to_owned(), p);
+                            workspace_deps.insert(key.to_owned(), (package, p));
                         }
                     }
                 }
@@ -206,7 +222,7 @@ impl Workspace {
 fn load_crate(
     dir: &str,
     file: SourceFile,
-    workspace_deps: &BTreeMap<String, String>,
+    workspace_deps: &BTreeMap<String, (Option<String>, String)>,
 ) -> Result<Option<Crate>, Box<Finding>> {
     let doc = toml_edit::Document::parse(file.text.to_string())
         .map_err(|e| Box::new(toml_error(&file, &e)))?;
@@ -301,7 +317,7 @@ fn collect_deps(
     kind: DepKind,
     target: Option<&str>,
     dir: &str,
-    workspace_deps: &BTreeMap<String, String>,
+    workspace_deps: &BTreeMap<String, (Option<String>, String)>,
     out: &mut Vec<Dep>,
 ) {
     let Some(table) = table.and_then(Item::as_table_like) else {
@@ -312,23 +328,28 @@ fn collect_deps(
             .get_key_value(key)
             .map_or(Location::START, |(k, i)| key_loc(file, k, i));
         let spec: Option<&dyn TableLike> = item.as_table_like();
-        let package = spec
-            .and_then(|s| s.get("package"))
-            .and_then(Item::as_str)
-            .unwrap_or(key)
-            .to_owned();
-        let path = spec.and_then(|s| {
-            if let Some(p) = s.get("path").and_then(Item::as_str) {
-                join_rel(dir, p)
-            } else if s.get("workspace").and_then(Item::as_bool) == Some(true) {
+        // `workspace = true` inherits the `[workspace.dependencies]` entry of the same key
+        // (looked up by `package =` too, for manifests that spell it out).
+        let own_package = spec.and_then(|s| s.get("package")).and_then(Item::as_str);
+        let inherited = spec
+            .filter(|s| s.get("workspace").and_then(Item::as_bool) == Some(true))
+            .and_then(|_| {
                 workspace_deps
-                    .get(&package)
-                    .or_else(|| workspace_deps.get(key))
-                    .cloned()
-            } else {
-                None
-            }
-        });
+                    .get(key)
+                    .or_else(|| own_package.and_then(|p| workspace_deps.get(p)))
+            });
+        let package = own_package
+            .map(str::to_owned)
+            .or_else(|| inherited.and_then(|(p, _)| p.clone()))
+            .unwrap_or_else(|| key.to_owned());
+        let path = match (
+            spec.and_then(|s| s.get("path")).and_then(Item::as_str),
+            inherited,
+        ) {
+            (Some(p), _) => join_rel(dir, p),
+            (None, Some((_, p))) => Some(p.clone()),
+            (None, None) => None,
+        };
         out.push(Dep {
             key: key.to_owned(),
             package,

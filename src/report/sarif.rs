@@ -48,7 +48,7 @@ pub fn outcome(out: &mut dyn Write, o: &Outcome) -> io::Result<()> {
                 "message": {"text": text},
                 "locations": [{
                     "physicalLocation": {
-                        "artifactLocation": {"uri": f.path, "uriBaseId": "%SRCROOT%"},
+                        "artifactLocation": {"uri": f.path},
                         "region": {"startLine": f.line.max(1), "startColumn": f.column.max(1)},
                     }
                 }],
@@ -66,7 +66,6 @@ pub fn outcome(out: &mut dyn Write, o: &Outcome) -> io::Result<()> {
                 "rules": rule_objs,
             }},
             "columnKind": "unicodeCodePoints",
-            "originalUriBaseIds": {"%SRCROOT%": {"uri": "file:///"}},
             "results": results,
         }],
     });

@@ -52,7 +52,21 @@ pub fn heading_declares(title: &str, strategy: &str) -> bool {
 }
 
 fn normalize(s: &str) -> String {
-    s.trim()
+    // Inline emphasis and code marks, and a leading section number (`1.`, `2)`), are
+    // decoration: `## **1. Retry**` declares Retry.
+    let plain: String = s
+        .chars()
+        .filter(|c| !matches!(c, '*' | '_' | '`'))
+        .collect();
+    let plain = plain.trim_start();
+    let digits = plain.len() - plain.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    let plain = if digits > 0 && plain[digits..].starts_with(['.', ')']) {
+        &plain[digits + 1..]
+    } else {
+        plain
+    };
+    plain
+        .trim()
         .trim_end_matches([':', '.'])
         .split_whitespace()
         .collect::<Vec<_>>()
@@ -125,6 +139,9 @@ mod tests {
         assert!(heading_declares("  retry:", "Retry"));
         assert!(heading_declares("Lag  semantics", "Lag semantics"));
         assert!(!heading_declares("Retrying", "Retry"));
+        assert!(heading_declares("**1. Retry**", "Retry"));
+        assert!(heading_declares("`Idempotency`", "Idempotency"));
+        assert!(heading_declares("2) Lag semantics", "Lag semantics"));
         assert!(!heading_declares("Checkpoint", "Checkpoint strategy"));
     }
 }
