@@ -69,20 +69,18 @@ pub fn extract(text: &str, candidates: &HashSet<String>) -> Result<RustFacts, Pa
     }
     let result = match syn::parse_file(text) {
         Ok(file) => {
+            // Names the file binds itself — modules at any depth and what `use` imports —
+            // shadow crate names in paths; collect them first.
+            let mut locals = LocalNames::default();
+            locals.visit_file(&file);
             let mut v = RefVisitor {
                 candidates,
                 lines: crate::source::SourceFile::new("", text),
                 aliases: Vec::new(),
-                local_mods: HashSet::new(),
+                local_mods: locals.names,
                 test_depth: 0,
                 facts: RustFacts::default(),
             };
-            // Local module names shadow crate names in paths; collect them first.
-            for item in &file.items {
-                if let syn::Item::Mod(m) = item {
-                    v.local_mods.insert(m.ident.to_string());
-                }
-            }
             v.visit_file(&file);
             Ok(v.facts)
         }
@@ -123,6 +121,55 @@ fn too_deep(text: &str) -> Option<usize> {
         }
     }
     None
+}
+
+/// Names a file binds: every `mod` (inline or not, at any depth) and every name a `use`
+/// brings in (`use crate::config;` binds `config`), except a crate imported as itself.
+#[derive(Default)]
+struct LocalNames {
+    names: HashSet<String>,
+}
+
+impl LocalNames {
+    /// Records the names a use tree binds below its first segment.
+    fn walk(&mut self, t: &syn::UseTree) {
+        match t {
+            syn::UseTree::Path(p) => self.walk(&p.tree),
+            syn::UseTree::Name(n) if n.ident != "self" => {
+                self.names.insert(n.ident.to_string());
+            }
+            syn::UseTree::Rename(r) => {
+                self.names.insert(r.rename.to_string());
+            }
+            syn::UseTree::Group(g) => g.items.iter().for_each(|i| self.walk(i)),
+            _ => {}
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for LocalNames {
+    fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
+        self.names.insert(m.ident.to_string());
+        visit::visit_item_mod(self, m);
+    }
+
+    fn visit_item_use(&mut self, u: &'ast syn::ItemUse) {
+        match &u.tree {
+            // `use a::b::c;` binds `c`; `use a;` (a crate imported as itself) binds nothing new.
+            syn::UseTree::Path(p) => self.walk(&p.tree),
+            syn::UseTree::Rename(r) => {
+                self.names.insert(r.rename.to_string());
+            }
+            syn::UseTree::Group(g) => g.items.iter().for_each(|i| {
+                if let syn::UseTree::Path(p) = i {
+                    self.walk(&p.tree);
+                } else if let syn::UseTree::Rename(r) = i {
+                    self.names.insert(r.rename.to_string());
+                }
+            }),
+            _ => {}
+        }
+    }
 }
 
 struct RefVisitor<'a> {
@@ -389,6 +436,24 @@ mod tests {
             ")".repeat(200)
         );
         assert!(extract(&ok, &HashSet::new()).is_ok());
+    }
+
+    #[test]
+    fn names_the_file_binds_shadow_crate_names_in_paths() {
+        let src = "use crate::acme_infra;\nmod outer { mod acme_apps {} fn f() { acme_apps::x(); } }\n\
+                   fn g() { acme_infra::y(); }\nuse acme_om;\nfn h() { acme_om::z(); }\n";
+        let got = names(src);
+        assert!(
+            !got.iter()
+                .any(|r| r.0 == "acme_infra" || r.0 == "acme_apps"),
+            "{got:?}"
+        );
+        // `use acme_om;` imports the crate as itself: still an edge, at the use and the path.
+        assert_eq!(
+            got.iter().filter(|r| r.0 == "acme_om").count(),
+            2,
+            "{got:?}"
+        );
     }
 
     #[test]
