@@ -4,6 +4,8 @@
 //! comment on a line of its own covers the next line that is not itself a comment; a
 //! comment after code covers its own line.
 
+use std::collections::HashMap;
+
 use crate::source::SourceFile;
 
 use super::finding::Location;
@@ -53,12 +55,22 @@ pub fn scan(file: &SourceFile) -> Vec<Suppression> {
         Style::Hash => "#",
         Style::Html => "<!--",
     };
+    let starts = match style {
+        Style::Slash => rust_line_comments(&file.text),
+        Style::Hash => hash_comments(&file.text),
+        Style::Html => HashMap::new(),
+    };
     let mut out = Vec::new();
     for line_no in 1..=file.line_count() {
         let line = file.line(line_no);
         let Some(m) = line.find(MARKER) else { continue };
-        // The marker must sit inside a comment that opens before it on this line.
-        let Some(open) = line[..m].rfind(opener) else {
+        // The marker must sit inside a comment that opens before it on this line (and,
+        // in Rust, YAML, TOML and shell, not inside a string literal).
+        let open = match style {
+            Style::Html => line[..m].rfind(opener),
+            _ => starts.get(&line_no).copied().filter(|o| *o <= m),
+        };
+        let Some(open) = open else {
             continue;
         };
         let between = line[open + opener.len()..m].trim();
@@ -99,9 +111,182 @@ pub fn scan(file: &SourceFile) -> Vec<Suppression> {
     out
 }
 
+/// Where each line comment of a Rust file starts: 1-based line → byte column. String,
+/// raw string, byte string and character literals and block comments are skipped.
+fn rust_line_comments(text: &str) -> HashMap<usize, usize> {
+    let b = text.as_bytes();
+    let mut out = HashMap::new();
+    let (mut i, mut line, mut line_start) = (0usize, 1usize, 0usize);
+    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    while i < b.len() {
+        match b[i] {
+            b'\n' => {
+                line += 1;
+                line_start = i + 1;
+                i += 1;
+            }
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                out.insert(line, i - line_start);
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                let mut depth = 0usize;
+                while i < b.len() {
+                    if b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
+                        depth += 1;
+                        i += 2;
+                    } else if b[i] == b'*' && b.get(i + 1) == Some(&b'/') {
+                        depth -= 1;
+                        i += 2;
+                        if depth == 0 {
+                            break;
+                        }
+                    } else {
+                        if b[i] == b'\n' {
+                            line += 1;
+                            line_start = i + 1;
+                        }
+                        i += 1;
+                    }
+                }
+            }
+            b'r' if (i == 0
+                || !ident(b[i - 1])
+                || (b[i - 1] == b'b' && (i < 2 || !ident(b[i - 2]))))
+                && matches!(b.get(i + 1), Some(b'"' | b'#')) =>
+            {
+                let hashes = b[i + 1..].iter().take_while(|c| **c == b'#').count();
+                if b.get(i + 1 + hashes) != Some(&b'"') {
+                    i += 1;
+                    continue;
+                }
+                i += 2 + hashes;
+                while i < b.len() {
+                    if b[i] == b'"'
+                        && b[i + 1..]
+                            .iter()
+                            .take(hashes)
+                            .filter(|c| **c == b'#')
+                            .count()
+                            == hashes
+                    {
+                        i += 1 + hashes;
+                        break;
+                    }
+                    if b[i] == b'\n' {
+                        line += 1;
+                        line_start = i + 1;
+                    }
+                    i += 1;
+                }
+            }
+            b'"' => {
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    if b[i] == b'\\' {
+                        i += 1;
+                    }
+                    if i < b.len() && b[i] == b'\n' {
+                        line += 1;
+                        line_start = i + 1;
+                    }
+                    i += 1;
+                }
+                i += 1;
+            }
+            b'\'' => {
+                // A character literal ('a', '\n', '\u{..}', 'é') or a lifetime ('a).
+                let rest = &text[i + 1..];
+                let mut chars = rest.char_indices();
+                match chars.next() {
+                    Some((_, '\\')) => {
+                        let end = rest[1..].find('\'').map_or(rest.len(), |e| e + 2);
+                        i += 1 + end;
+                    }
+                    Some((_, c)) if rest[c.len_utf8()..].starts_with('\'') && c != '\n' => {
+                        i += 1 + c.len_utf8() + 1;
+                    }
+                    _ => i += 1,
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    out
+}
+
+/// Where each `#` comment starts in YAML, TOML, shell or HCL: outside quotes, and at the
+/// start of the line or after whitespace (`http://x#frag` is not a comment).
+fn hash_comments(text: &str) -> HashMap<usize, usize> {
+    let mut out = HashMap::new();
+    for (n, line) in text.lines().enumerate() {
+        let mut quote: Option<char> = None;
+        let mut prev = ' ';
+        let mut escaped = false;
+        for (i, c) in line.char_indices() {
+            match quote {
+                Some(q) => {
+                    if escaped {
+                        escaped = false;
+                    } else if c == '\\' && q == '"' {
+                        escaped = true;
+                    } else if c == q {
+                        quote = None;
+                    }
+                }
+                None if c == '"' || c == '\'' => quote = Some(c),
+                None if c == '#' && prev.is_whitespace() => {
+                    out.insert(n + 1, i);
+                    break;
+                }
+                None => {}
+            }
+            prev = c;
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ignores_markers_inside_string_literals() {
+        let rs = SourceFile::new(
+            "src/lib.rs",
+            "const H: &str = \"write // scaffold:allow(import-forbidden) <reason>\";\n\
+             const R: &str = r#\"// scaffold:allow(x) y\"#;\n\
+             let c = '\\''; // scaffold:allow(import-forbidden) real one\n\
+             fn f<'a>(x: &'a str) {} // scaffold:allow(source-unparsed) also real\n\
+             /* // scaffold:allow(x) in a block comment */\n",
+        );
+        let s = scan(&rs);
+        let lines: Vec<usize> = s.iter().map(|s| s.loc.line).collect();
+        assert_eq!(lines, [3, 4], "{s:?}");
+        let yml = SourceFile::new(
+            "a.yml",
+            "url: \"http://x # scaffold:allow(gate-unknown) no\"\nrun: x # scaffold:allow(gate-unknown) yes\n",
+        );
+        let s = scan(&yml);
+        assert_eq!(s.len(), 1);
+        assert_eq!(s[0].loc.line, 2);
+    }
+
+    #[test]
+    fn the_comment_scanner_survives_every_prefix_of_tricky_text() {
+        let tricky = "let a = 'é'; let b = b'\\''; let s = br##\"x\"# \"##; /* /* nested */ */ 'a: loop {} r#\"unterminated \\\" // \u{1F600} '\\u{1F600}' \"";
+        for (i, _) in tricky.char_indices() {
+            let _ = rust_line_comments(&tricky[..i]);
+            let _ = hash_comments(&tricky[..i]);
+        }
+        assert_eq!(
+            rust_line_comments("x // c\n\"//\" // d\n").get(&2),
+            Some(&5)
+        );
+    }
 
     #[test]
     fn reads_comments_in_each_style() {
