@@ -319,12 +319,37 @@ fn run_check(
     let root = repo::discover(&cwd)?;
     let root_display = relative_display(&cwd, &root);
     let style = style(global);
-    let loaded = match Repo::load(&root) {
+    let changes = change_set(&root, &args.changes)?;
+    // A pre-commit run whose staged files only per-file rules can see reads git's file
+    // list instead of walking the tree, and parses the staged files only.
+    let restricted = args.changes.staged
+        && args.rules.is_empty()
+        && changes
+            .as_ref()
+            .is_some_and(|c| check::changes_are_local(&root, c));
+    let loaded = if restricted {
+        Repo::load_listed(&root, changes::tracked_files(&root)?)
+    } else {
+        Repo::load(&root)
+    };
+    let loaded = match loaded {
         Ok(r) => r,
         Err(RepoError::Manifest { problems, .. }) => {
             return manifest_problems(global, &root, &cwd, &problems, out);
         }
         Err(e) => return Err(e.into()),
+    };
+    // Every staged file must belong to a member crate for the per-file view to be whole.
+    let (loaded, restricted) = match &changes {
+        Some(c)
+            if restricted
+                && c.changes
+                    .iter()
+                    .any(|ch| loaded.workspace.crate_of(&ch.path).is_none()) =>
+        {
+            (Repo::load(&root)?, false)
+        }
+        _ => (loaded, restricted),
     };
     if let Some(agent) = &args.agent {
         if !loaded.codemap.agents.contains_key(agent) {
@@ -344,7 +369,6 @@ fn run_check(
     {
         return Err(AppError::PartialBaseline);
     }
-    let changes = change_set(&root, &args.changes)?;
     if args.agent.is_some() && changes.is_none() {
         return Err(AppError::AgentWithoutChanges);
     }
@@ -365,6 +389,7 @@ fn run_check(
         agent: args.agent.clone(),
         baseline: (!args.write_baseline).then_some(baseline.clone()),
         ci,
+        restricted,
     };
     let outcome = check::run(&loaded, &opts);
     if args.write_baseline {

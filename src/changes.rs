@@ -149,6 +149,21 @@ pub fn read(root: &Path, source: &Source) -> Result<ChangeSet, GitError> {
     Ok(finish(changes))
 }
 
+/// Every file git knows under `root` (tracked, plus untracked ones not ignored), relative
+/// to `root`: the tree's file list without walking it.
+pub fn tracked_files(root: &Path) -> Result<Vec<String>, GitError> {
+    Ok(split_z(&git(
+        root,
+        &[
+            "ls-files",
+            "-z",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+        ],
+    )?))
+}
+
 fn finish(mut changes: Vec<Change>) -> ChangeSet {
     changes.sort_by(|a, b| a.path.cmp(&b.path));
     changes.dedup_by(|a, b| a.path == b.path);

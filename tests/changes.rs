@@ -345,3 +345,44 @@ fn schemas_and_completions() {
     assert_eq!(c.code, 0);
     assert!(c.stdout.contains("scaffold") && c.stdout.contains("--staged"));
 }
+
+#[test]
+fn staged_per_file_changes_take_the_fast_path_with_the_same_findings() {
+    let repo = copy_fixture("rules/import-forbidden");
+    commit_all(repo.path());
+    let dns = repo.path().join("workers/maintenance/src/platform/dns.rs");
+    let text = std::fs::read_to_string(&dns).expect("dns.rs");
+    std::fs::write(
+        &dns,
+        format!("{text}\npub fn more() {{\n    infra::resolve();\n}}\n"),
+    )
+    .expect("write");
+    git(repo.path(), &["add", "-A"]);
+    let fast = run_in(repo.path(), &["check", "--staged", "--format", "json"]);
+    let full = run_in(
+        repo.path(),
+        &["check", "--since", "HEAD", "--format", "json"],
+    );
+    assert_eq!(fast.code, 1);
+    let (fast, full) = (json(&fast.stdout), json(&full.stdout));
+    assert_eq!(fast["findings"], full["findings"]);
+    assert_eq!(rules_of(&fast).len(), 3, "{fast}");
+    // Only the staged file and the manifests were read, not the whole tree.
+    assert!(
+        fast["summary"]["files_checked"].as_u64() < full["summary"]["files_checked"].as_u64(),
+        "{fast} vs {full}"
+    );
+
+    // A staged file that could hold a handler is not per-file: the whole check runs.
+    std::fs::write(
+        &dns,
+        format!("{text}\n// implements WorkHandler elsewhere\n"),
+    )
+    .expect("write");
+    git(repo.path(), &["add", "-A"]);
+    let whole = json(&run_in(repo.path(), &["check", "--staged", "--format", "json"]).stdout);
+    assert_eq!(
+        whole["summary"]["files_checked"],
+        full["summary"]["files_checked"]
+    );
+}

@@ -52,6 +52,7 @@ impl<'r> Context<'r> {
         repo: &'r Repo,
         changes: Option<&'r ChangeSet>,
         agent_name: Option<&'r str>,
+        only: Option<&BTreeSet<String>>,
     ) -> Context<'r> {
         let ws = &repo.workspace;
         let crate_layer: Vec<Option<usize>> = ws
@@ -76,7 +77,7 @@ impl<'r> Context<'r> {
         let mut jobs: Vec<(String, usize)> = repo
             .files
             .iter()
-            .filter(|f| f.ends_with(".rs"))
+            .filter(|f| f.ends_with(".rs") && only.is_none_or(|o| o.contains(*f)))
             .filter_map(|f| ws.crate_of(f).map(|k| (f.clone(), k)))
             .collect();
         let mut sources = parse_all(repo, &jobs, &candidates, &mut cache);

@@ -60,6 +60,39 @@ pub struct CheckOptions {
     pub baseline: Option<Baseline>,
     /// `CI=true`.
     pub ci: bool,
+    /// Run only the per-file rules (`LOCAL_RULES`) on the changed files: the change set
+    /// was found to touch nothing a repo-wide rule reads (see `changes_are_local`).
+    pub restricted: bool,
+}
+
+/// Text a repo-wide rule looks for: a changed file holding any of it is not local.
+const REPO_WIDE_TOKENS: &[&str] = &[
+    "WorkHandler",
+    "WorkContext",
+    "WorkKindSpec",
+    "KINDS",
+    "Command",
+    "enqueue",
+    "struct Settings",
+];
+
+/// Whether a change set can only affect per-file rules: every change adds or modifies a
+/// `.rs` file or a README.md (no deletion or rename), outside `om/`, `platform/runtime/`
+/// and any `tests/` folder, whose text holds nothing a repo-wide rule reads. Manifests,
+/// Cargo.toml, deployment files and `.env.example` never qualify.
+pub fn changes_are_local(root: &std::path::Path, changes: &ChangeSet) -> bool {
+    use crate::changes::ChangeKind;
+    !changes.changes.is_empty()
+        && changes.changes.iter().all(|c| {
+            let p = c.path.as_str();
+            matches!(c.kind, ChangeKind::Added | ChangeKind::Modified)
+                && (p.ends_with(".rs") || p.ends_with("/README.md"))
+                && !p.starts_with("om/")
+                && !p.starts_with("platform/runtime/")
+                && !p.split('/').any(|seg| seg == "tests")
+                && std::fs::read_to_string(root.join(p))
+                    .is_ok_and(|t| !REPO_WIDE_TOKENS.iter().any(|k| t.contains(k)))
+        })
 }
 
 #[derive(Debug, Error, Diagnostic)]
@@ -95,13 +128,34 @@ pub fn validate_rule_ids(ids: &[String]) -> Result<(), Vec<CheckError>> {
 /// Runs every enabled rule over `repo`.
 pub fn run(repo: &Repo, opts: &CheckOptions) -> Outcome {
     let mut severities = Severities::new(&repo.codemap.policy, &opts.only);
+    if opts.restricted {
+        let others: Vec<&str> = catalogue::rules()
+            .iter()
+            .map(|r| r.id)
+            .filter(|id| !LOCAL_RULES.contains(id))
+            .collect();
+        severities.disable(&others);
+    }
     if opts.agent.is_none() {
         severities.disable(&[
             rules::ownership_forbidden::ID,
             rules::ownership_outside_writable::ID,
         ]);
     }
-    let ctx = Context::build(repo, opts.changes.as_ref(), opts.agent.as_deref());
+    let only: Option<BTreeSet<String>> = opts
+        .restricted
+        .then(|| {
+            opts.changes
+                .as_ref()
+                .map(|c| c.changes.iter().map(|c| c.path.clone()).collect())
+        })
+        .flatten();
+    let ctx = Context::build(
+        repo,
+        opts.changes.as_ref(),
+        opts.agent.as_deref(),
+        only.as_ref(),
+    );
     let mut sink = Sink::default();
     for rule in rules::RULES {
         if let Some(run) = rule.run {

@@ -85,7 +85,23 @@ impl Repo {
         read_in(&self.root, rel)
     }
 
+    /// Loads the repository, walking its whole tree (and reading its Rust sources).
     pub fn load(root: &Path) -> Result<Repo, RepoError> {
+        Self::load_with(root, || files::walk(root))
+    }
+
+    /// Loads the repository with a file list given by the caller (e.g. git's index) and
+    /// no source read up front: for runs that look at a few files only.
+    pub fn load_listed(root: &Path, mut files: Vec<String>) -> Result<Repo, RepoError> {
+        files.sort_unstable();
+        files.dedup();
+        Self::load_with(root, || files::Walk {
+            files,
+            rust: Default::default(),
+        })
+    }
+
+    fn load_with(root: &Path, walk: impl FnOnce() -> files::Walk) -> Result<Repo, RepoError> {
         let read_required = |rel: &str| -> Result<SourceFile, RepoError> {
             let path = root.join(rel);
             let bytes = std::fs::read(&path).map_err(|source| RepoError::Read {
@@ -122,7 +138,7 @@ impl Repo {
             sources.extend(gm_file);
             return Err(RepoError::Manifest { problems, sources });
         }
-        let walk = files::walk(root);
+        let walk = walk();
         let files = walk.files;
         let (workspace, workspace_findings) = Workspace::load(&|rel| read_in(root, rel), &files);
         Ok(Repo {
