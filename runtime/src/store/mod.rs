@@ -10,6 +10,7 @@
 //! lease expiry and `run_at` on every backend the same way.
 
 pub mod memory;
+pub mod postgres;
 pub mod sqlite;
 
 use std::fmt;
@@ -141,8 +142,8 @@ impl fmt::Debug for Store {
 }
 
 impl Store {
-    /// Opens `sqlite://PATH` (the file and its folder are created when missing) or
-    /// `memory://`. A file that is not a SQLite database, or one with a newer schema, is
+    /// Opens `sqlite://PATH` (the file and its folder are created when missing),
+    /// `postgres://USER@HOST:PORT/DB[?schema=NAME&pool_size=N]` or `memory://`. A file that is not a SQLite database, or one with a newer schema, is
     /// refused and left untouched.
     pub async fn open(url: &str) -> StoreResult<Store> {
         Self::open_with_clock(url, Arc::new(SystemClock)).await
@@ -157,6 +158,9 @@ impl Store {
                 });
             }
             let backend = sqlite::SqliteBackend::open(std::path::Path::new(path)).await?;
+            Ok(Self::from_backend(Arc::new(backend), clock))
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            let backend = postgres::PostgresBackend::connect(url).await?;
             Ok(Self::from_backend(Arc::new(backend), clock))
         } else if url == "memory://" || url == "memory:" {
             Ok(Self::from_backend(
