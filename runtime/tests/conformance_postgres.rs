@@ -2,85 +2,19 @@
 //! `SCAFFOLD_TEST_DATABASE_URL` names (tests run in parallel), dropped when the test ends.
 //! Without the variable every test prints that it was skipped and returns.
 
-use std::io::Write;
+mod pg_common;
+
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use scaffold_runtime::testing::conformance::TestBackend;
 use scaffold_runtime::{ManualClock, Store};
 
-const ENV: &str = "SCAFFOLD_TEST_DATABASE_URL";
-
-/// Drops the test's schema when the test ends (on a thread of its own: the test's runtime
-/// may be shutting down).
-struct SchemaGuard {
-    url: String,
-    schema: String,
-}
-
-impl Drop for SchemaGuard {
-    fn drop(&mut self) {
-        let url = self.url.clone();
-        let schema = self.schema.clone();
-        let dropped = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .ok()?;
-            rt.block_on(async {
-                let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-                    .await
-                    .ok()?;
-                tokio::spawn(conn);
-                client
-                    .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
-                    .await
-                    .ok()
-            })
-        })
-        .join();
-        if !matches!(dropped, Ok(Some(()))) {
-            eprintln!("could not drop test schema {}", self.schema);
-        }
-    }
-}
-
-fn unique_schema() -> String {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or_default();
-    format!(
-        "scaffold_test_{}_{}_{}",
-        std::process::id(),
-        nanos % 1_000_000_000,
-        NEXT.fetch_add(1, Ordering::SeqCst)
-    )
-}
-
-/// Whether a server is named; prints that the test is skipped when not.
-fn database_named() -> bool {
-    let named = std::env::var(ENV).is_ok_and(|url| !url.is_empty());
-    if !named {
-        // Straight to the process's stderr: the test harness captures `eprintln!` of a
-        // passing test, and a skip must not pass silently.
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED: {ENV} is not set; this PostgreSQL conformance test did not run"
-        );
-    }
-    named
-}
-
 mod postgres {
     use super::*;
+    use crate::pg_common::{database_named, fresh_url};
 
     async fn make() -> TestBackend {
-        let base = std::env::var(ENV).expect("run_if checked the variable");
-        let schema = unique_schema();
-        let sep = if base.contains('?') { '&' } else { '?' };
-        let url = format!("{base}{sep}schema={schema}&pool_size=4");
+        let (url, guard) = fresh_url("&pool_size=4");
         let clock = ManualClock::starting_now();
         let store = Store::open_with_clock(&url, clock.clone() as Arc<_>)
             .await
@@ -89,7 +23,7 @@ mod postgres {
         TestBackend {
             store,
             clock,
-            guard: Box::new(SchemaGuard { url: base, schema }),
+            guard: Box::new(guard),
         }
     }
 

@@ -124,6 +124,12 @@ pub trait Backend: Send + Sync + fmt::Debug {
     fn put_worker(&self, worker: WorkerRecord) -> BoxFuture<'_, StoreResult<()>>;
     /// Every worker row, by id.
     fn workers(&self) -> BoxFuture<'_, StoreResult<Vec<WorkerRecord>>>;
+    /// Resolves when items may have become claimable on `lane`, or after `max` at the
+    /// latest. Backends without wake-ups (SQLite, memory) just wait `max`: the poll.
+    fn wait_for_work(&self, lane: String, max: Duration) -> BoxFuture<'_, ()> {
+        let _ = lane;
+        Box::pin(tokio::time::sleep(max))
+    }
 }
 
 /// The queue: a cheap, clonable handle over one backend and one clock.
@@ -407,6 +413,12 @@ impl Store {
     /// Inserts or replaces a worker row.
     pub async fn put_worker(&self, worker: WorkerRecord) -> StoreResult<()> {
         self.backend.put_worker(worker).await
+    }
+
+    /// Waits until items may have become claimable on `lane` (a wake-up from the backend,
+    /// on PostgreSQL a notification), or `max` at the latest.
+    pub async fn wait_for_work(&self, lane: &str, max: Duration) {
+        self.backend.wait_for_work(lane.to_owned(), max).await;
     }
 
     /// Every worker row.

@@ -16,13 +16,21 @@
 //!   (`Handle::block_on`) while the connection's own task keeps running on the runtime's
 //!   workers. No second runtime or driver is needed, and the async paths stay async.
 //! - **One sweeper and one relay at a time** across all hosts: each pass runs in a
-//!   transaction that first takes `pg_try_advisory_xact_lock` on a key derived from the
-//!   schema; a host that does not get it skips the pass. A transaction-scoped lock has no
-//!   holder to fail over from: when a host dies mid-pass its transaction aborts, the lock is
-//!   released and the next host's tick does the work.
+//!   transaction that first takes `pg_advisory_xact_lock` on a key derived from the schema,
+//!   so passes are serialised; a later pass finds (through the lease index) little left to
+//!   do. A transaction-scoped lock has no holder to fail over from: when a host dies
+//!   mid-pass its transaction aborts, the lock is freed and the next pass goes ahead. (A
+//!   `try` lock that skips the pass was tried and dropped: a skipped `sweep()` could return
+//!   while a pass with an earlier `now` left just-expired leases in place.)
+//! - **Wake-ups**: every write that makes items claimable sends `pg_notify` on the schema's
+//!   channel (payload: the lane, or `*`), delivered at commit; an idle claimer waits on a
+//!   dedicated `LISTEN` connection (opened by the first waiter, re-opened with backoff) and
+//!   the work loop's poll interval is only the fallback (items whose `run_at` or backoff
+//!   comes due are found by it).
 //! - Tables live in the schema named by `?schema=NAME` (default `public`): tests isolate
 //!   each run in a fresh schema. The backend never reads the server's clock.
 
+mod listen;
 mod ops;
 mod schema;
 
@@ -87,7 +95,9 @@ impl PgTarget {
         };
         let mut config = tokio_postgres::Config::from_str(&driver_url).map_err(|_| invalid())?;
         config.options(format!("-c search_path={schema}"));
-        config.application_name("scaffold-runtime");
+        if config.get_application_name().is_none() {
+            config.application_name("scaffold-runtime");
+        }
         config.connect_timeout(Duration::from_secs(10));
         Ok(PgTarget {
             config,
@@ -112,6 +122,7 @@ pub struct PostgresBackend {
     pub(crate) target: Arc<PgTarget>,
     pub(crate) keys: LockKeys,
     channel: Arc<str>,
+    pub(crate) wake: Arc<listen::Wakeups>,
 }
 
 /// Advisory lock keys of one schema.
@@ -157,6 +168,10 @@ impl PostgresBackend {
                 relay: stable_key(&format!("scaffold:{schema}:relay")),
             },
             channel: Arc::from(format!("scaffold_{schema}")),
+            wake: Arc::new(listen::Wakeups::new(
+                target.config.clone(),
+                format!("scaffold_{schema}"),
+            )),
             target: Arc::new(target),
         };
         let conn = backend.conn().await?;
@@ -307,5 +322,9 @@ impl Backend for PostgresBackend {
 
     fn workers(&self) -> BoxFuture<'_, StoreResult<Vec<WorkerRecord>>> {
         Box::pin(async move { ops::workers(self).await })
+    }
+
+    fn wait_for_work(&self, lane: String, max: Duration) -> BoxFuture<'_, ()> {
+        Box::pin(async move { self.wake.wait(&lane, max).await })
     }
 }

@@ -231,6 +231,7 @@ pub(crate) async fn claim(
     req: &ClaimRequest,
     now: Timestamp,
 ) -> StoreResult<Vec<Claimed>> {
+    db.wake.claim_started(&req.lane).await;
     let conn = db.conn().await?;
     let stmt = conn
         .prepare_cached(&format!(
@@ -473,21 +474,23 @@ async fn complete_bulk(
         .collect()
 }
 
-/// Takes the transaction-scoped advisory lock `key` if free; false when another session
-/// holds it (another host is doing this pass).
-async fn try_lock(tx: &Transaction<'_>, key: i64) -> StoreResult<bool> {
+/// Takes the transaction-scoped advisory lock `key`, waiting while another session (another
+/// host's sweep or relay) holds it: passes run one at a time across hosts. Waiting rather
+/// than skipping keeps `sweep()` meaning "expired leases are back when it returns": a pass
+/// skipped because another host's pass (with an earlier `now`) held the lock would not.
+/// The lock ends with the transaction, so a host that dies mid-pass frees it at once.
+async fn lock(tx: &Transaction<'_>, key: i64) -> StoreResult<()> {
     let stmt = tx
-        .prepare_cached("SELECT pg_try_advisory_xact_lock($1)")
+        .prepare_cached("SELECT pg_advisory_xact_lock($1)")
         .await?;
-    Ok(tx.query_one(&stmt, &[&key]).await?.try_get(0)?)
+    tx.execute(&stmt, &[&key]).await?;
+    Ok(())
 }
 
 pub(crate) async fn sweep(db: &PostgresBackend, now: Timestamp) -> StoreResult<u64> {
     let mut conn = db.conn().await?;
     let tx = conn.transaction().await?;
-    if !try_lock(&tx, db.keys.sweep).await? {
-        return Ok(0);
-    }
+    lock(&tx, db.keys.sweep).await?;
     let stmt = tx
         .prepare_cached(
             "UPDATE work_items SET state = CASE WHEN attempt >= max_attempts THEN 'dead' \
@@ -496,11 +499,10 @@ pub(crate) async fn sweep(db: &PostgresBackend, now: Timestamp) -> StoreResult<u
              WHERE state = 'running' AND lease_expires_at <= $1",
         )
         .await?;
+    // No wake-up: an item back from an expired lease has already waited a lease; the next
+    // poll finds it. (Waking here would also hand it straight back to an idle claimer of the
+    // host whose handler may still be running it.)
     let changed = tx.execute(&stmt, &[&now.as_millis()]).await?;
-    if changed > 0 {
-        let stmt = tx.prepare_cached("SELECT pg_notify($1, '*')").await?;
-        tx.execute(&stmt, &[&db.channel()]).await?;
-    }
     tx.commit().await?;
     Ok(changed)
 }
@@ -796,9 +798,7 @@ pub(crate) async fn relay_outbox(
 ) -> StoreResult<u64> {
     let mut conn = db.conn().await?;
     let tx = conn.transaction().await?;
-    if !try_lock(&tx, db.keys.relay).await? {
-        return Ok(0);
-    }
+    lock(&tx, db.keys.relay).await?;
     let stmt = tx
         .prepare_cached(
             "SELECT id, kind, lane, payload, dedupe_key, run_at, priority, max_attempts \
