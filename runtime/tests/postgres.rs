@@ -221,3 +221,69 @@ async fn a_worker_survives_its_connections_being_cut() {
         lp.counters().leases_lost.load(Ordering::SeqCst),
     );
 }
+
+/// Retention: a loop with `retain_completed(ZERO)` deletes items (and their effects) once
+/// completed, so the table ends empty after a run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retention_empties_the_table_behind_the_loop() {
+    if !database_named() {
+        return;
+    }
+    let (url, _guard) = fresh_url("");
+    let store = Store::open(&url).await.expect("open");
+    store.migrate().await.expect("migrate");
+    const ITEMS: u32 = 300;
+    store
+        .enqueue_many(
+            (0..ITEMS)
+                .map(|n| NewItem::new("PG", serde_json::json!({ "n": n })))
+                .collect(),
+        )
+        .await
+        .expect("enqueue");
+    let runs = Arc::new(AtomicUsize::new(0));
+    let lp = WorkLoop::builder(store.clone(), KINDS)
+        .handler(CountingHandler {
+            runs: Arc::clone(&runs),
+        })
+        .retain_completed(Duration::ZERO)
+        .sweep_interval(Duration::from_millis(20))
+        .build()
+        .expect("build");
+    let watcher = store.clone();
+    let emptied = async move {
+        while !watcher
+            .list(ListFilter::default())
+            .await
+            .expect("list")
+            .is_empty()
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    // A guard against a hang (retention that never runs), not a timing assertion.
+    tokio::time::timeout(Duration::from_secs(120), lp.run(emptied))
+        .await
+        .expect("the table emptied")
+        .expect("run");
+    assert_eq!(runs.load(Ordering::SeqCst), ITEMS as usize);
+    assert_eq!(
+        lp.counters().completed.load(Ordering::SeqCst),
+        u64::from(ITEMS)
+    );
+    let client = raw().await;
+    let schema = url
+        .split("schema=")
+        .nth(1)
+        .and_then(|s| s.split('&').next())
+        .expect("the schema in the URL");
+    let effects: i64 = client
+        .query_one(
+            &format!("SELECT count(*) FROM \"{schema}\".work_effects"),
+            &[],
+        )
+        .await
+        .expect("count effects")
+        .get(0);
+    assert_eq!(effects, 0, "effects go with their items");
+}

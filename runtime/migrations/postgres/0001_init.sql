@@ -37,6 +37,10 @@ CREATE INDEX work_items_lease ON work_items (lease_expires_at) WHERE state = 'ru
 CREATE UNIQUE INDEX work_items_dedupe ON work_items (dedupe_key)
     WHERE dedupe_key IS NOT NULL AND state IN ('available', 'running', 'failed', 'parked');
 
+-- What retention reads: completed items by age. (Updates that change `state` are never HOT
+-- here anyway: `state` is in the partial indexes' predicates.)
+CREATE INDEX work_items_completed ON work_items (updated_at) WHERE state = 'completed';
+
 CREATE TABLE work_effects (
     item_id     BIGINT NOT NULL,
     effect_key  TEXT   NOT NULL,

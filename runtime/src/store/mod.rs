@@ -124,6 +124,9 @@ pub trait Backend: Send + Sync + fmt::Debug {
     fn put_worker(&self, worker: WorkerRecord) -> BoxFuture<'_, StoreResult<()>>;
     /// Every worker row, by id.
     fn workers(&self) -> BoxFuture<'_, StoreResult<Vec<WorkerRecord>>>;
+    /// Deletes up to `limit` completed items last updated before `before`, with their
+    /// effects (retention); returns how many items it deleted.
+    fn purge_completed(&self, before: Timestamp, limit: usize) -> BoxFuture<'_, StoreResult<u64>>;
     /// Resolves when items may have become claimable on `lane`, or after `max` at the
     /// latest. Backends without wake-ups (SQLite, memory) just wait `max`: the poll.
     fn wait_for_work(&self, lane: String, max: Duration) -> BoxFuture<'_, ()> {
@@ -413,6 +416,17 @@ impl Store {
     /// Inserts or replaces a worker row.
     pub async fn put_worker(&self, worker: WorkerRecord) -> StoreResult<()> {
         self.backend.put_worker(worker).await
+    }
+
+    /// Deletes up to `limit` items completed more than `older_than` ago, with their effects;
+    /// returns how many. What [`crate::WorkLoopBuilder::retain_completed`] runs each sweep.
+    pub async fn purge_completed(&self, older_than: Duration, limit: usize) -> StoreResult<u64> {
+        let before = Timestamp::from_millis(
+            self.now()
+                .as_millis()
+                .saturating_sub(crate::time::duration_ms(older_than)),
+        );
+        self.backend.purge_completed(before, limit).await
     }
 
     /// Waits until items may have become claimable on `lane` (a wake-up from the backend,

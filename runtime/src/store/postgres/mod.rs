@@ -273,6 +273,10 @@ impl Backend for PostgresBackend {
         Box::pin(async move { ops::retry_all_dead(self, now).await })
     }
 
+    fn purge_completed(&self, before: Timestamp, limit: usize) -> BoxFuture<'_, StoreResult<u64>> {
+        Box::pin(async move { ops::purge_completed(self, before, limit).await })
+    }
+
     fn discard(&self, id: ItemId) -> BoxFuture<'_, StoreResult<()>> {
         Box::pin(async move { ops::discard(self, id).await })
     }

@@ -588,6 +588,29 @@ pub(crate) async fn discard(db: &PostgresBackend, id: ItemId) -> StoreResult<()>
     Ok(())
 }
 
+pub(crate) async fn purge_completed(
+    db: &PostgresBackend,
+    before: Timestamp,
+    limit: usize,
+) -> StoreResult<u64> {
+    let conn = db.conn().await?;
+    // One statement: the items and their effects go together. SKIP LOCKED lets purges on
+    // several hosts share the work; the partial index `work_items_completed` finds them.
+    let stmt = conn
+        .prepare_cached(
+            "WITH gone AS (DELETE FROM work_items WHERE id IN ( \
+                 SELECT id FROM work_items WHERE state = 'completed' AND updated_at < $1 \
+                 ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED) RETURNING id), \
+             fx AS (DELETE FROM work_effects e USING gone WHERE e.item_id = gone.id) \
+             SELECT count(*) FROM gone",
+        )
+        .await?;
+    let row = conn
+        .query_one(&stmt, &[&before.as_millis(), &limit_of(limit)])
+        .await?;
+    Ok(u64::try_from(row.try_get::<_, i64>(0)?).unwrap_or(0))
+}
+
 pub(crate) async fn signal(db: &PostgresBackend, signal: &str, now: Timestamp) -> StoreResult<u64> {
     let mut conn = db.conn().await?;
     let tx = conn.transaction().await?;

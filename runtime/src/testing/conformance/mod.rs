@@ -78,6 +78,7 @@ macro_rules! conformance_suite {
             orchestration_resumes_at_last_checkpoint,
             park_until_time_and_signal,
             stats_per_lane_and_state,
+            retention_purges_old_completed_items,
             loop_build_refusals,
             loop_drains_all_items,
             loop_unknown_kind_and_undecodable_payload_are_dead,
