@@ -391,3 +391,110 @@ fn the_default_database_is_relative_to_the_working_directory_after_dash_c() {
     assert!(dir.path().join("svc/.scaffold/queue.db").is_file());
     assert!(!dir.path().join(".scaffold").exists());
 }
+
+/// Drops a test schema on the PostgreSQL server when the test ends.
+struct PgSchema {
+    server: String,
+    schema: String,
+}
+
+impl Drop for PgSchema {
+    fn drop(&mut self) {
+        let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        else {
+            return;
+        };
+        rt.block_on(async {
+            if let Ok((client, conn)) =
+                tokio_postgres::connect(&self.server, tokio_postgres::NoTls).await
+            {
+                tokio::spawn(conn);
+                let _ = client
+                    .batch_execute(&format!(
+                        "DROP SCHEMA IF EXISTS \"{}\" CASCADE",
+                        self.schema
+                    ))
+                    .await;
+            }
+        });
+    }
+}
+
+#[test]
+fn queue_commands_take_a_postgres_database() {
+    use std::io::Write;
+    let Ok(server) = std::env::var("SCAFFOLD_TEST_DATABASE_URL") else {
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED: SCAFFOLD_TEST_DATABASE_URL is not set; the PostgreSQL CLI test did not run"
+        );
+        return;
+    };
+    let schema = format!("scaffold_cli_{}", std::process::id());
+    let sep = if server.contains('?') { '&' } else { '?' };
+    let url = format!("{server}{sep}schema={schema}");
+    let _guard = PgSchema {
+        server: server.clone(),
+        schema,
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = ["--database", url.as_str()];
+    let migrated = json_out(
+        scaffold(dir.path())
+            .args(["queue", "migrate", "--format", "json"])
+            .args(db),
+    );
+    assert_eq!(migrated["schema_version"], 1);
+    let enqueue = |key: &str| {
+        json_out(
+            scaffold(dir.path())
+                .args([
+                    "queue",
+                    "enqueue",
+                    "NOTIFY_SHIPMENT",
+                    "--payload",
+                    r#"{"shipment_id":"s-1"}"#,
+                    "--dedupe-key",
+                    key,
+                    "--format",
+                    "json",
+                ])
+                .args(db),
+        )
+    };
+    let first = enqueue("s-1");
+    assert_eq!(
+        first["id"],
+        enqueue("s-1")["id"],
+        "dedupe holds on PostgreSQL"
+    );
+    assert_ne!(first["id"], enqueue("s-2")["id"]);
+    let listed = json_out(
+        scaffold(dir.path())
+            .args(["queue", "list", "--format", "json"])
+            .args(db),
+    );
+    assert_eq!(listed["items"].as_array().map(Vec::len), Some(2));
+    let bench = json_out(
+        scaffold(dir.path())
+            .args([
+                "queue",
+                "bench",
+                "--jobs",
+                "300",
+                "--concurrency",
+                "4",
+                "--format",
+                "json",
+            ])
+            .args(db),
+    );
+    assert_eq!(bench["backend"], "postgres");
+    assert_eq!(bench["completed"], 300);
+    assert!(
+        !dir.path().join(".scaffold").exists(),
+        "nothing was written to the default SQLite file"
+    );
+}

@@ -22,7 +22,7 @@ pub enum StoreError {
         state: ItemState,
         expected: &'static str,
     },
-    #[error("`{url}` is not a queue URL (expected sqlite://PATH or memory://)")]
+    #[error("`{url}` is not a queue URL (expected sqlite://PATH, postgres://… or memory://)")]
     InvalidUrl { url: String },
     #[error("{} is not a SQLite database; it was left untouched", path.display())]
     NotADatabase { path: PathBuf },
@@ -40,6 +40,10 @@ pub enum StoreError {
     },
     #[error("the SQLite backend failed: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    #[error("the PostgreSQL backend failed: {0}")]
+    Postgres(#[from] tokio_postgres::Error),
+    #[error("no PostgreSQL connection could be had: {0}")]
+    PostgresPool(#[from] deadpool_postgres::PoolError),
     #[error("a JSON value could not be encoded or decoded: {0}")]
     Json(#[from] serde_json::Error),
     #[error("a store task stopped unexpectedly: {0}")]

@@ -26,6 +26,11 @@ pub struct Tx<'a> {
 pub(crate) enum TxInner<'a> {
     Sqlite(&'a rusqlite::Connection),
     Memory(&'a mut crate::store::memory::PendingOutbox),
+    /// A PostgreSQL transaction, driven from a blocking thread through the runtime's handle.
+    Postgres {
+        tx: &'a deadpool_postgres::Transaction<'a>,
+        handle: &'a tokio::runtime::Handle,
+    },
 }
 
 impl<'a> Tx<'a> {
@@ -43,7 +48,7 @@ impl<'a> Tx<'a> {
     pub fn connection(&self) -> Option<&rusqlite::Connection> {
         match &self.inner {
             TxInner::Sqlite(conn) => Some(conn),
-            TxInner::Memory(_) => None,
+            TxInner::Memory(_) | TxInner::Postgres { .. } => None,
         }
     }
 
@@ -53,6 +58,9 @@ impl<'a> Tx<'a> {
         match &mut self.inner {
             TxInner::Sqlite(conn) => crate::store::sqlite::insert_outbox(conn, &item, now),
             TxInner::Memory(pending) => Ok(pending.push(item)),
+            TxInner::Postgres { tx, handle } => {
+                crate::store::postgres::insert_outbox(tx, handle, &item, now)
+            }
         }
     }
 }

@@ -1,10 +1,13 @@
-//! Process-kill chaos: worker processes on one SQLite file, SIGKILLed and restarted while
-//! items run, some of them stalling past their lease (a blocked executor, as in a long GC
-//! pause) so their late completions are stale. At the end every item is completed, every
-//! effect is recorded exactly once, no stale completion was accepted, and the file passes
+//! Process-kill chaos: worker processes on one queue (a SQLite file, or a PostgreSQL schema
+//! when `SCAFFOLD_TEST_DATABASE_URL` names a server), SIGKILLed and restarted while items
+//! run, some of them stalling past their lease (a blocked executor, as in a long GC pause)
+//! so their late completions are stale. At the end every item is completed, every effect is
+//! recorded exactly once, no stale completion was accepted, and the SQLite file passes
 //! `PRAGMA integrity_check`.
 //!
 //! The workers are this test binary re-executed on the ignored test `chaos_worker_process`.
+
+mod pg_common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -18,7 +21,7 @@ use scaffold_runtime::{
 };
 use serde::{Deserialize, Serialize};
 
-const WORKER_ENV: &str = "SCAFFOLD_CHAOS_WORKER_DB";
+const WORKER_ENV: &str = "SCAFFOLD_CHAOS_WORKER_URL";
 const ITEMS: u32 = 2_000;
 const WORKERS: usize = 3;
 const MIN_KILLS: usize = 12;
@@ -66,7 +69,7 @@ fn mix(mut x: u64) -> u64 {
 #[test]
 #[ignore = "a worker process of chaos_kill_workers, which runs it"]
 fn chaos_worker_process() {
-    let Ok(db) = std::env::var(WORKER_ENV) else {
+    let Ok(url) = std::env::var(WORKER_ENV) else {
         return;
     };
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -74,9 +77,7 @@ fn chaos_worker_process() {
         .build()
         .expect("a tokio runtime");
     rt.block_on(async move {
-        let store = Store::open(&format!("sqlite://{db}"))
-            .await
-            .expect("the worker opens the queue");
+        let store = Store::open(&url).await.expect("the worker opens the queue");
         let loop_ = WorkLoop::builder(store, KINDS)
             .handler(ChaosHandler)
             .lane("default")
@@ -111,7 +112,7 @@ struct Log {
     leases_lost: usize,
 }
 
-fn spawn_worker(db: &str, log: &Arc<Mutex<Log>>) -> Child {
+fn spawn_worker(url: &str, log: &Arc<Mutex<Log>>) -> Child {
     let exe = std::env::current_exe().expect("the test binary's path");
     let mut child = Command::new(exe)
         .args([
@@ -120,7 +121,7 @@ fn spawn_worker(db: &str, log: &Arc<Mutex<Log>>) -> Child {
             "--nocapture",
             "--ignored",
         ])
-        .env(WORKER_ENV, db)
+        .env(WORKER_ENV, url)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -166,7 +167,64 @@ async fn remaining(store: &Store) -> u64 {
 async fn chaos_kill_workers() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let db = dir.path().join("chaos.db").display().to_string();
-    let store = Store::open(&format!("sqlite://{db}")).await.expect("open");
+    let all = chaos(&format!("sqlite://{db}")).await;
+    let conn = rusqlite::Connection::open(&db).expect("open for checks");
+    let (effects, distinct): (i64, i64) = conn
+        .query_row(
+            "SELECT count(*), count(DISTINCT item_id) FROM work_effects WHERE effect_key = 'effect'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("count effects");
+    assert_eq!(
+        (effects, distinct),
+        (i64::from(ITEMS), i64::from(ITEMS)),
+        "every effect recorded exactly once"
+    );
+    let integrity: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .expect("integrity_check");
+    assert_eq!(integrity, "ok");
+    assert_eq!(all.len(), ITEMS as usize);
+}
+
+/// The same chaos on PostgreSQL: worker processes share one schema.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chaos_kill_workers_postgres() {
+    if !pg_common::database_named() {
+        return;
+    }
+    let (url, guard) = pg_common::fresh_url("&pool_size=4");
+    let all = chaos(&url).await;
+    let base = std::env::var(pg_common::ENV).expect("checked");
+    let (client, conn) = tokio_postgres::connect(&base, tokio_postgres::NoTls)
+        .await
+        .expect("a raw connection");
+    tokio::spawn(conn);
+    let row = client
+        .query_one(
+            &format!(
+                "SELECT count(*), count(DISTINCT item_id) FROM \"{}\".work_effects \
+                 WHERE effect_key = 'effect'",
+                guard.schema
+            ),
+            &[],
+        )
+        .await
+        .expect("count effects");
+    let (effects, distinct): (i64, i64) = (row.get(0), row.get(1));
+    assert_eq!(
+        (effects, distinct),
+        (i64::from(ITEMS), i64::from(ITEMS)),
+        "every effect recorded exactly once"
+    );
+    assert_eq!(all.len(), ITEMS as usize);
+}
+
+/// Runs the chaos on the queue at `url`; returns every item, after checking that all
+/// completed and that no stale completion was accepted.
+async fn chaos(url: &str) -> Vec<scaffold_runtime::ItemRecord> {
+    let store = Store::open(url).await.expect("open");
     store.migrate().await.expect("migrate");
     let items = (0..ITEMS)
         .map(|n| NewItem::new("CHAOS", serde_json::json!({ "n": n })))
@@ -174,7 +232,7 @@ async fn chaos_kill_workers() {
     store.enqueue_many(items).await.expect("enqueue");
 
     let log = Arc::new(Mutex::new(Log::default()));
-    let mut workers: Vec<Child> = (0..WORKERS).map(|_| spawn_worker(&db, &log)).collect();
+    let mut workers: Vec<Child> = (0..WORKERS).map(|_| spawn_worker(url, &log)).collect();
     let mut kills = 0;
     let mut rng = mix(u64::from(std::process::id()) | 1);
     // A guard against a hang, not a timing assertion: the run takes a few seconds.
@@ -195,7 +253,7 @@ async fn chaos_kill_workers() {
             workers[victim].kill().expect("SIGKILL a worker");
             workers[victim].wait().expect("reap the killed worker");
             kills += 1;
-            workers[victim] = spawn_worker(&db, &log);
+            workers[victim] = spawn_worker(url, &log);
         }
     }
     for w in &mut workers {
@@ -212,24 +270,6 @@ async fn chaos_kill_workers() {
         .collect();
     assert!(not_done.is_empty(), "items not completed: {not_done:?}");
 
-    let conn = rusqlite::Connection::open(&db).expect("open for checks");
-    let (effects, distinct): (i64, i64) = conn
-        .query_row(
-            "SELECT count(*), count(DISTINCT item_id) FROM work_effects WHERE effect_key = 'effect'",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .expect("count effects");
-    assert_eq!(
-        (effects, distinct),
-        (i64::from(ITEMS), i64::from(ITEMS)),
-        "every effect recorded exactly once"
-    );
-    let integrity: String = conn
-        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-        .expect("integrity_check");
-    assert_eq!(integrity, "ok");
-
     let fences: std::collections::HashMap<i64, i64> = all.iter().map(|i| (i.id, i.fence)).collect();
     let log = log.lock().expect("the log");
     let stale_accepted = log
@@ -239,8 +279,9 @@ async fn chaos_kill_workers() {
         .count();
     let reclaimed = all.iter().filter(|i| i.fence > 1).count();
     println!(
-        "chaos: {ITEMS} items, {WORKERS} workers, {kills} SIGKILLs, {reclaimed} items claimed more than once, \
+        "chaos ({}): {ITEMS} items, {WORKERS} workers, {kills} SIGKILLs, {reclaimed} items claimed more than once, \
          {} completions logged, stale completions rejected {}, leases lost {}, stale completions accepted {stale_accepted}",
+        store.backend_name(),
         log.completed.len(),
         log.stale_rejected,
         log.leases_lost
@@ -253,4 +294,6 @@ async fn chaos_kill_workers() {
         reclaimed > 0,
         "the kills took items away from their workers"
     );
+    drop(log);
+    all
 }

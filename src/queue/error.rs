@@ -19,7 +19,9 @@ pub enum QueueError {
     #[error("`{url}` is not a queue database URL")]
     #[diagnostic(
         code(scaffold::queue::url),
-        help("use sqlite://PATH (relative to the working directory) or memory://")
+        help(
+            "use sqlite://PATH (relative to the working directory), postgres://USER@HOST:PORT/DB[?schema=NAME] or memory://"
+        )
     )]
     InvalidUrl { url: String },
     #[error("there is no queue database at {}", path.display())]

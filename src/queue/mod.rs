@@ -23,7 +23,8 @@ pub const DEFAULT_DATABASE: &str = "sqlite://.scaffold/queue.db";
 
 #[derive(Debug, Args)]
 pub struct QueueArgs {
-    /// The queue database: sqlite://PATH (relative to the working directory) or memory://
+    /// The queue database: sqlite://PATH (relative to the working directory),
+    /// postgres://USER@HOST:PORT/DB[?schema=NAME] or memory://
     /// [default: sqlite://.scaffold/queue.db]
     #[arg(
         long,
@@ -142,7 +143,8 @@ fn working_dir(global: &GlobalArgs) -> Result<PathBuf, QueueError> {
     }
 }
 
-/// The database URL with a relative SQLite path made absolute against `cwd`, and that path.
+/// The database URL with a relative SQLite path made absolute against `cwd`, and that path
+/// (PostgreSQL and memory URLs pass through unchanged).
 fn resolve(url: &str, cwd: &Path) -> Result<(String, Option<PathBuf>), QueueError> {
     if let Some(path) = url.strip_prefix("sqlite://") {
         if path.is_empty() {
@@ -152,7 +154,10 @@ fn resolve(url: &str, cwd: &Path) -> Result<(String, Option<PathBuf>), QueueErro
         }
         let path = cwd.join(path);
         Ok((format!("sqlite://{}", path.display()), Some(path)))
-    } else if url == "memory://" {
+    } else if url == "memory://"
+        || url.starts_with("postgres://")
+        || url.starts_with("postgresql://")
+    {
         Ok((url.to_owned(), None))
     } else {
         Err(QueueError::InvalidUrl {

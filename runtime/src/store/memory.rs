@@ -362,6 +362,24 @@ impl Backend for MemoryBackend {
         self.ready(Ok(n))
     }
 
+    fn purge_completed(&self, before: Timestamp, limit: usize) -> BoxFuture<'_, StoreResult<u64>> {
+        let mut st = self.lock();
+        let gone: Vec<ItemId> = st
+            .items
+            .values()
+            .filter(|r| r.state == ItemState::Completed && r.updated_at < before)
+            .map(|r| r.id)
+            .take(limit)
+            .collect();
+        for id in &gone {
+            st.items.remove(id);
+        }
+        let set: std::collections::BTreeSet<ItemId> = gone.iter().copied().collect();
+        st.effects.retain(|(item, _), _| !set.contains(item));
+        drop(st);
+        self.ready(Ok(gone.len() as u64))
+    }
+
     fn discard(&self, id: ItemId) -> BoxFuture<'_, StoreResult<()>> {
         let mut st = self.lock();
         let out = match st.items.get(&id).map(|r| r.state) {

@@ -10,6 +10,7 @@
 //! lease expiry and `run_at` on every backend the same way.
 
 pub mod memory;
+pub mod postgres;
 pub mod sqlite;
 
 use std::fmt;
@@ -123,6 +124,15 @@ pub trait Backend: Send + Sync + fmt::Debug {
     fn put_worker(&self, worker: WorkerRecord) -> BoxFuture<'_, StoreResult<()>>;
     /// Every worker row, by id.
     fn workers(&self) -> BoxFuture<'_, StoreResult<Vec<WorkerRecord>>>;
+    /// Deletes up to `limit` completed items last updated before `before`, with their
+    /// effects (retention); returns how many items it deleted.
+    fn purge_completed(&self, before: Timestamp, limit: usize) -> BoxFuture<'_, StoreResult<u64>>;
+    /// Resolves when items may have become claimable on `lane`, or after `max` at the
+    /// latest. Backends without wake-ups (SQLite, memory) just wait `max`: the poll.
+    fn wait_for_work(&self, lane: String, max: Duration) -> BoxFuture<'_, ()> {
+        let _ = lane;
+        Box::pin(tokio::time::sleep(max))
+    }
 }
 
 /// The queue: a cheap, clonable handle over one backend and one clock.
@@ -141,8 +151,8 @@ impl fmt::Debug for Store {
 }
 
 impl Store {
-    /// Opens `sqlite://PATH` (the file and its folder are created when missing) or
-    /// `memory://`. A file that is not a SQLite database, or one with a newer schema, is
+    /// Opens `sqlite://PATH` (the file and its folder are created when missing),
+    /// `postgres://USER@HOST:PORT/DB[?schema=NAME&pool_size=N]` or `memory://`. A file that is not a SQLite database, or one with a newer schema, is
     /// refused and left untouched.
     pub async fn open(url: &str) -> StoreResult<Store> {
         Self::open_with_clock(url, Arc::new(SystemClock)).await
@@ -157,6 +167,9 @@ impl Store {
                 });
             }
             let backend = sqlite::SqliteBackend::open(std::path::Path::new(path)).await?;
+            Ok(Self::from_backend(Arc::new(backend), clock))
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            let backend = postgres::PostgresBackend::connect(url).await?;
             Ok(Self::from_backend(Arc::new(backend), clock))
         } else if url == "memory://" || url == "memory:" {
             Ok(Self::from_backend(
@@ -403,6 +416,23 @@ impl Store {
     /// Inserts or replaces a worker row.
     pub async fn put_worker(&self, worker: WorkerRecord) -> StoreResult<()> {
         self.backend.put_worker(worker).await
+    }
+
+    /// Deletes up to `limit` items completed more than `older_than` ago, with their effects;
+    /// returns how many. What [`crate::WorkLoopBuilder::retain_completed`] runs each sweep.
+    pub async fn purge_completed(&self, older_than: Duration, limit: usize) -> StoreResult<u64> {
+        let before = Timestamp::from_millis(
+            self.now()
+                .as_millis()
+                .saturating_sub(crate::time::duration_ms(older_than)),
+        );
+        self.backend.purge_completed(before, limit).await
+    }
+
+    /// Waits until items may have become claimable on `lane` (a wake-up from the backend,
+    /// on PostgreSQL a notification), or `max` at the latest.
+    pub async fn wait_for_work(&self, lane: &str, max: Duration) {
+        self.backend.wait_for_work(lane.to_owned(), max).await;
     }
 
     /// Every worker row.

@@ -123,6 +123,15 @@ impl WorkLoopBuilder {
         self
     }
 
+    /// Retention: each sweep tick deletes items completed more than `keep` ago, with their
+    /// effects, so the table does not grow without bound (default: keep everything).
+    /// `Duration::ZERO` deletes completed items at the next tick.
+    #[must_use]
+    pub fn retain_completed(mut self, keep: Duration) -> Self {
+        self.config.retain_completed = Some(keep);
+        self
+    }
+
     /// The worker's id in `workers` (default: `worker-<pid>-<random>`).
     #[must_use]
     pub fn worker_id(mut self, id: impl Into<String>) -> Self {

@@ -64,7 +64,7 @@ pub(crate) async fn claimer(shared: Arc<Shared>, lane: String, mut ch: Channels)
         };
         if claimed.is_empty() {
             tokio::select! {
-                () = tokio::time::sleep(shared.config.poll_interval) => {}
+                () = shared.store.wait_for_work(&lane, shared.config.poll_interval) => {}
                 _ = ch.stop.wait_for(|s| *s) => return,
             }
             continue;

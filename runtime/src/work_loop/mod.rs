@@ -54,6 +54,7 @@ pub(crate) struct Config {
     pub sweep_interval: Duration,
     pub worker_id: Option<String>,
     pub relay: bool,
+    pub retain_completed: Option<Duration>,
 }
 
 impl Default for Config {
@@ -68,6 +69,7 @@ impl Default for Config {
             sweep_interval: Duration::from_secs(1),
             worker_id: None,
             relay: true,
+            retain_completed: None,
         }
     }
 }
@@ -279,6 +281,9 @@ async fn wait_idle(shared: &Shared) {
     }
 }
 
+/// Completed items deleted per retention statement.
+const PURGE_BATCH: usize = 5000;
+
 /// Outbox rows relayed per sweep tick.
 const RELAY_BATCH: usize = 1000;
 
@@ -302,6 +307,23 @@ async fn sweeper(
                 Ok(0) => {}
                 Ok(n) => tracing::debug!(count = n, "relayed outbox rows"),
                 Err(e) => tracing::warn!(error = %e, "outbox relay failed"),
+            }
+        }
+        if let Some(keep) = shared.config.retain_completed {
+            // In batches, so one tick never holds a long transaction.
+            loop {
+                match shared.store.purge_completed(keep, PURGE_BATCH).await {
+                    Ok(n) if n as usize >= PURGE_BATCH => continue,
+                    Ok(0) => break,
+                    Ok(n) => {
+                        tracing::debug!(count = n, "purged completed items");
+                        break;
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "purging completed items failed");
+                        break;
+                    }
+                }
             }
         }
         let now = shared.store.now();

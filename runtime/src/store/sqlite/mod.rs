@@ -133,6 +133,10 @@ impl Backend for SqliteBackend {
         self.run(move |c| ops::retry_all_dead(c, now))
     }
 
+    fn purge_completed(&self, before: Timestamp, limit: usize) -> BoxFuture<'_, StoreResult<u64>> {
+        self.run(move |c| ops::purge_completed(c, before, limit))
+    }
+
     fn discard(&self, id: ItemId) -> BoxFuture<'_, StoreResult<()>> {
         self.run(move |c| ops::discard(c, id))
     }

@@ -425,6 +425,27 @@ pub(crate) fn discard(conn: &mut Connection, id: ItemId) -> StoreResult<()> {
     Ok(())
 }
 
+pub(crate) fn purge_completed(
+    conn: &mut Connection,
+    before: Timestamp,
+    limit: usize,
+) -> StoreResult<u64> {
+    let tx = write(conn)?;
+    let picked = "SELECT id FROM work_items WHERE state = 'completed' AND updated_at < ?1 \
+                  ORDER BY id LIMIT ?2";
+    let args = params![before.as_millis(), i64::try_from(limit).unwrap_or(i64::MAX)];
+    tx.execute(
+        &format!("DELETE FROM work_effects WHERE item_id IN ({picked})"),
+        args,
+    )?;
+    let changed = tx.execute(
+        &format!("DELETE FROM work_items WHERE id IN ({picked})"),
+        args,
+    )?;
+    tx.commit()?;
+    Ok(changed as u64)
+}
+
 pub(crate) fn signal(conn: &mut Connection, signal: &str, now: Timestamp) -> StoreResult<u64> {
     let tx = write(conn)?;
     let changed = tx.execute(

@@ -1,0 +1,334 @@
+//! The PostgreSQL backend (`postgres://…`): one queue shared by worker processes on many
+//! hosts.
+//!
+//! - **Driver and pool**: `tokio-postgres` (async, binary protocol, statement pipelining,
+//!   no compile-time database) behind a `deadpool-postgres` pool with cached prepared
+//!   statements. The pool's "fast" recycling drops a connection whose socket closed (for
+//!   instance one cut by `pg_terminate_backend`), so the next call reconnects.
+//! - **Claims** are one statement: `UPDATE … FROM (SELECT … FOR UPDATE SKIP LOCKED)`, which
+//!   sets the lease and increments the fence of every row it takes; concurrent claimers skip
+//!   each other's rows instead of waiting.
+//! - **Completions** are batched in one `UPDATE … FROM unnest($ids, $fences)` that still
+//!   matches each row's own fence, state and lease.
+//! - **Producer transactions** ([`crate::Store::transaction`]) take a synchronous body: the
+//!   backend takes a pooled connection, opens the transaction, and runs the body on tokio's
+//!   blocking pool, where the outbox insert blocks on the runtime's handle
+//!   (`Handle::block_on`) while the connection's own task keeps running on the runtime's
+//!   workers. No second runtime or driver is needed, and the async paths stay async.
+//! - **One sweeper and one relay at a time** across all hosts: each pass runs in a
+//!   transaction that first takes `pg_advisory_xact_lock` on a key derived from the schema,
+//!   so passes are serialised; a later pass finds (through the lease index) little left to
+//!   do. A transaction-scoped lock has no holder to fail over from: when a host dies
+//!   mid-pass its transaction aborts, the lock is freed and the next pass goes ahead. (A
+//!   `try` lock that skips the pass was tried and dropped: a skipped `sweep()` could return
+//!   while a pass with an earlier `now` left just-expired leases in place.)
+//! - **Wake-ups**: every write that makes items claimable sends `pg_notify` on the schema's
+//!   channel (payload: the lane, or `*`), delivered at commit; an idle claimer waits on a
+//!   dedicated `LISTEN` connection (opened by the first waiter, re-opened with backoff) and
+//!   the work loop's poll interval is only the fallback (items whose `run_at` or backoff
+//!   comes due are found by it).
+//! - Tables live in the schema named by `?schema=NAME` (default `public`): tests isolate
+//!   each run in a fresh schema. The backend never reads the server's clock.
+
+mod listen;
+mod ops;
+mod schema;
+
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
+use serde_json::Value;
+use tokio_postgres::NoTls;
+
+use crate::error::StoreError;
+use crate::item::{
+    Claimed, Fence, Finish, ItemId, ItemRecord, LaneStats, ListFilter, NewItem, WorkerRecord,
+};
+use crate::store::{Backend, BoxFuture, ClaimRequest, StoreResult, TxBody};
+use crate::time::Timestamp;
+
+pub(crate) use ops::insert_outbox;
+
+/// Connections a backend keeps at most unless `?pool_size=N` says otherwise.
+pub const DEFAULT_POOL_SIZE: usize = 10;
+
+/// Where the queue lives: the server, the schema and the pool size, parsed from a URL.
+#[derive(Debug, Clone)]
+pub struct PgTarget {
+    pub config: tokio_postgres::Config,
+    pub schema: String,
+    pub pool_size: usize,
+}
+
+impl PgTarget {
+    /// Parses `postgres://user@host:port/db?schema=NAME&pool_size=N` (any other query
+    /// parameter goes to the driver). The schema name must be a plain identifier.
+    pub fn parse(url: &str) -> StoreResult<PgTarget> {
+        let invalid = || StoreError::InvalidUrl {
+            url: url.to_owned(),
+        };
+        let (base, query) = match url.split_once('?') {
+            Some((b, q)) => (b, q),
+            None => (url, ""),
+        };
+        let mut schema = "public".to_owned();
+        let mut pool_size = DEFAULT_POOL_SIZE;
+        let mut rest = Vec::new();
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            match pair.split_once('=') {
+                Some(("schema", v)) => schema = v.to_owned(),
+                Some(("pool_size", v)) => {
+                    pool_size = v.parse().ok().filter(|n| *n > 0).ok_or_else(invalid)?;
+                }
+                _ => rest.push(pair),
+            }
+        }
+        if !is_identifier(&schema) {
+            return Err(invalid());
+        }
+        let driver_url = if rest.is_empty() {
+            base.to_owned()
+        } else {
+            format!("{base}?{}", rest.join("&"))
+        };
+        let mut config = tokio_postgres::Config::from_str(&driver_url).map_err(|_| invalid())?;
+        config.options(format!("-c search_path={schema}"));
+        if config.get_application_name().is_none() {
+            config.application_name("scaffold-runtime");
+        }
+        config.connect_timeout(Duration::from_secs(10));
+        Ok(PgTarget {
+            config,
+            schema,
+            pool_size,
+        })
+    }
+}
+
+/// A lower-case-safe SQL identifier: letters, digits and `_`, not starting with a digit.
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && s.len() <= 63
+}
+
+/// The PostgreSQL backend.
+#[derive(Debug, Clone)]
+pub struct PostgresBackend {
+    pub(crate) pool: Pool,
+    pub(crate) target: Arc<PgTarget>,
+    pub(crate) keys: LockKeys,
+    channel: Arc<str>,
+    pub(crate) wake: Arc<listen::Wakeups>,
+}
+
+/// Advisory lock keys of one schema.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LockKeys {
+    pub migrate: i64,
+    pub sweep: i64,
+    pub relay: i64,
+}
+
+/// FNV-1a: a stable 64-bit hash (advisory lock keys must agree across hosts and builds).
+fn stable_key(s: &str) -> i64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in s.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    i64::from_ne_bytes(h.to_ne_bytes())
+}
+
+impl PostgresBackend {
+    /// Connects to the server `url` names (one connection is opened to check it), and
+    /// refuses a schema newer than this runtime writes.
+    pub async fn connect(url: &str) -> StoreResult<Self> {
+        let target = PgTarget::parse(url)?;
+        let mgr = Manager::from_config(
+            target.config.clone(),
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(mgr)
+            .max_size(target.pool_size)
+            .build()
+            .map_err(|e| StoreError::Task(format!("building the PostgreSQL pool: {e}")))?;
+        let schema = target.schema.clone();
+        let backend = PostgresBackend {
+            pool,
+            keys: LockKeys {
+                migrate: stable_key(&format!("scaffold:{schema}:migrate")),
+                sweep: stable_key(&format!("scaffold:{schema}:sweep")),
+                relay: stable_key(&format!("scaffold:{schema}:relay")),
+            },
+            channel: Arc::from(format!("scaffold_{schema}")),
+            wake: Arc::new(listen::Wakeups::new(
+                target.config.clone(),
+                format!("scaffold_{schema}"),
+            )),
+            target: Arc::new(target),
+        };
+        let conn = backend.conn().await?;
+        let found = schema::version(&conn).await?;
+        if found > schema::LATEST_VERSION {
+            return Err(StoreError::SchemaTooNew {
+                found,
+                supported: schema::LATEST_VERSION,
+            });
+        }
+        Ok(backend)
+    }
+
+    /// The schema the queue's tables live in.
+    pub fn schema(&self) -> &str {
+        &self.target.schema
+    }
+
+    /// The channel `pg_notify` wakes this schema's workers on (the payload is the lane, or
+    /// `*` for any lane).
+    pub fn channel(&self) -> &str {
+        &self.channel
+    }
+
+    /// A pooled connection.
+    pub(crate) async fn conn(&self) -> StoreResult<Object> {
+        Ok(self.pool.get().await?)
+    }
+}
+
+impl Backend for PostgresBackend {
+    fn name(&self) -> &'static str {
+        "postgres"
+    }
+
+    fn migrate(&self) -> BoxFuture<'_, StoreResult<i64>> {
+        Box::pin(async move {
+            let mut conn = self.conn().await?;
+            schema::migrate(&mut conn, &self.target.schema, self.keys.migrate).await
+        })
+    }
+
+    fn schema_version(&self) -> BoxFuture<'_, StoreResult<i64>> {
+        Box::pin(async move {
+            let conn = self.conn().await?;
+            schema::version(&conn).await
+        })
+    }
+
+    fn enqueue_many(
+        &self,
+        items: Vec<NewItem>,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<Vec<ItemId>>> {
+        Box::pin(async move { ops::enqueue_many(self, &items, now).await })
+    }
+
+    fn claim(&self, req: ClaimRequest, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<Claimed>>> {
+        Box::pin(async move { ops::claim(self, &req, now).await })
+    }
+
+    fn heartbeat(
+        &self,
+        id: ItemId,
+        fence: Fence,
+        lease_until: Timestamp,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<Timestamp>> {
+        Box::pin(async move { ops::heartbeat(self, id, fence, lease_until, now).await })
+    }
+
+    fn checkpoint(
+        &self,
+        id: ItemId,
+        fence: Fence,
+        state: Value,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<()>> {
+        Box::pin(async move { ops::checkpoint(self, id, fence, state, now).await })
+    }
+
+    fn finish_many(
+        &self,
+        batch: Vec<Finish>,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<Vec<StoreResult<()>>>> {
+        Box::pin(async move { ops::finish_many(self, &batch, now).await })
+    }
+
+    fn sweep(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>> {
+        Box::pin(async move { ops::sweep(self, now).await })
+    }
+
+    fn retry(&self, id: ItemId, now: Timestamp) -> BoxFuture<'_, StoreResult<()>> {
+        Box::pin(async move { ops::retry(self, id, now).await })
+    }
+
+    fn retry_all_dead(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>> {
+        Box::pin(async move { ops::retry_all_dead(self, now).await })
+    }
+
+    fn purge_completed(&self, before: Timestamp, limit: usize) -> BoxFuture<'_, StoreResult<u64>> {
+        Box::pin(async move { ops::purge_completed(self, before, limit).await })
+    }
+
+    fn discard(&self, id: ItemId) -> BoxFuture<'_, StoreResult<()>> {
+        Box::pin(async move { ops::discard(self, id).await })
+    }
+
+    fn signal(&self, signal: String, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>> {
+        Box::pin(async move { ops::signal(self, &signal, now).await })
+    }
+
+    fn get(&self, id: ItemId) -> BoxFuture<'_, StoreResult<Option<ItemRecord>>> {
+        Box::pin(async move { ops::get(self, id).await })
+    }
+
+    fn list(&self, filter: ListFilter) -> BoxFuture<'_, StoreResult<Vec<ItemRecord>>> {
+        Box::pin(async move { ops::list(self, &filter).await })
+    }
+
+    fn stats(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<LaneStats>>> {
+        Box::pin(async move { ops::stats(self, now).await })
+    }
+
+    fn effect(&self, id: ItemId, key: String) -> BoxFuture<'_, StoreResult<Option<Value>>> {
+        Box::pin(async move { ops::effect(self, id, &key).await })
+    }
+
+    fn record_effect(
+        &self,
+        id: ItemId,
+        fence: Fence,
+        key: String,
+        output: Value,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<()>> {
+        Box::pin(async move { ops::record_effect(self, id, fence, &key, output, now).await })
+    }
+
+    fn transaction(&self, body: TxBody, now: Timestamp) -> BoxFuture<'_, StoreResult<()>> {
+        Box::pin(async move { ops::transaction(self, body, now).await })
+    }
+
+    fn relay_outbox(&self, limit: usize, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>> {
+        Box::pin(async move { ops::relay_outbox(self, limit, now).await })
+    }
+
+    fn put_worker(&self, worker: WorkerRecord) -> BoxFuture<'_, StoreResult<()>> {
+        Box::pin(async move { ops::put_worker(self, &worker).await })
+    }
+
+    fn workers(&self) -> BoxFuture<'_, StoreResult<Vec<WorkerRecord>>> {
+        Box::pin(async move { ops::workers(self).await })
+    }
+
+    fn wait_for_work(&self, lane: String, max: Duration) -> BoxFuture<'_, ()> {
+        Box::pin(async move { self.wake.wait(&lane, max).await })
+    }
+}
