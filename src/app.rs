@@ -100,6 +100,17 @@ pub enum AppError {
     Queue(#[from] crate::queue::QueueError),
 }
 
+impl AppError {
+    /// The exit code of a run that ends in this error: a failing gate is a finding (1),
+    /// everything else a usage, configuration or I/O error (2).
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            AppError::Gate(crate::gates::GateError::Failed { .. }) => EXIT_FINDINGS,
+            _ => EXIT_ERROR,
+        }
+    }
+}
+
 fn format_name(f: Format) -> &'static str {
     match f {
         Format::Human => "--format human",
@@ -242,26 +253,11 @@ fn run_gates(
             write_or_quiet(report::gates_passed(out, planned.len()))?;
             Ok(ExitCode::from(EXIT_OK))
         }
-        Err(e @ crate::gates::GateError::Failed { .. }) => {
+        Err(e) => {
             let _ = out.flush();
-            Err(AppError::Gate(e)).or_else(|e| {
-                render_error_to_stderr(&e);
-                Ok(ExitCode::from(EXIT_FINDINGS))
-            })
+            Err(e.into())
         }
-        Err(e) => Err(e.into()),
     }
-}
-
-/// Prints an error the way `main` does (used where the exit code is not 2).
-fn render_error_to_stderr(e: &AppError) {
-    let mut s = String::new();
-    let handler =
-        miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor());
-    if handler.render_report(&mut s, e).is_err() {
-        s = format!("error: {e}\n");
-    }
-    let _ = write!(io::stderr(), "{s}");
 }
 
 fn manifest_problems(

@@ -49,6 +49,7 @@ fn main() -> ExitCode {
             code
         }
         Err(e) => {
+            let code = e.exit_code();
             let report = miette::Report::new(e);
             let theme = if no_color || !style.color {
                 miette::GraphicalTheme::unicode_nocolor()
@@ -61,7 +62,7 @@ fn main() -> ExitCode {
                 s = format!("error: {report}\n");
             }
             let _ = write!(io::stderr(), "{s}");
-            ExitCode::from(app::EXIT_ERROR)
+            ExitCode::from(code)
         }
     }
 }
