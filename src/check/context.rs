@@ -43,6 +43,7 @@ pub struct Context<'r> {
     pub changes: Option<&'r ChangeSet>,
     /// `--as <agent>`: a name the codemap declares (validated before the run).
     pub agent_name: Option<&'r str>,
+    edges: std::sync::OnceLock<Vec<super::edges::Edge<'r>>>,
     /// The work-queue model, built on first use by the rules that read it.
     pub workqueue: super::workqueue::Slot,
 }
@@ -130,6 +131,7 @@ impl<'r> Context<'r> {
             readmes,
             changes,
             agent_name,
+            edges: std::sync::OnceLock::new(),
             workqueue: Default::default(),
         }
     }
@@ -140,8 +142,14 @@ impl<'r> Context<'r> {
         self.repo.codemap.agents.get(name).map(|a| (name, a))
     }
 
-    pub fn layer(&self, krate: usize) -> Option<&Layer> {
-        self.crate_layer[krate].map(|i| &self.repo.codemap.layers[i])
+    pub fn layer(&self, krate: usize) -> Option<&'r Layer> {
+        let repo: &'r Repo = self.repo;
+        self.crate_layer[krate].map(|i| &repo.codemap.layers[i])
+    }
+
+    /// Every import edge between layers, computed once for the rules that read them.
+    pub fn edges(&self) -> &[super::edges::Edge<'r>] {
+        self.edges.get_or_init(|| super::edges::all(self))
     }
 
     /// Crates in a layer whose crates are workers.

@@ -59,10 +59,12 @@ impl Edge<'_> {
     }
 }
 
-/// Every edge of the repository whose two ends both sit in a layer.
-pub fn all<'c>(ctx: &'c Context<'_>) -> Vec<Edge<'c>> {
-    let codemap = &ctx.repo.codemap;
-    let crates = &ctx.repo.workspace.crates;
+/// Every edge of the repository whose two ends both sit in a layer; rules read them
+/// through `Context::edges`, which computes this once.
+pub(super) fn all<'r>(ctx: &Context<'r>) -> Vec<Edge<'r>> {
+    let repo: &'r crate::repo::Repo = ctx.repo;
+    let codemap = &repo.codemap;
+    let crates = &repo.workspace.crates;
     let mut edges = Vec::new();
     for (i, c) in crates.iter().enumerate() {
         let Some(from_layer) = ctx.layer(i) else {

@@ -32,14 +32,14 @@
 //! `agent/codemap.yml` in a reviewed change.
 
 use super::super::context::Context;
-use super::super::edges::{self, EdgeVia, Verdict};
+use super::super::edges::{EdgeVia, Verdict};
 use super::super::finding::Finding;
 use super::super::sink::Sink;
 
 pub const ID: &str = "import-forbidden";
 
 pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
-    for e in edges::all(ctx) {
+    for e in ctx.edges() {
         if e.via != EdgeVia::Reference || e.verdict() != Verdict::Forbidden {
             continue;
         }

@@ -26,14 +26,14 @@
 //! error with `policy: {import-undeclared: error}` once the codemap is complete.
 
 use super::super::context::Context;
-use super::super::edges::{self, EdgeVia, Verdict};
+use super::super::edges::{EdgeVia, Verdict};
 use super::super::finding::Finding;
 use super::super::sink::Sink;
 
 pub const ID: &str = "import-undeclared";
 
 pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
-    for e in edges::all(ctx) {
+    for e in ctx.edges() {
         if e.verdict() != Verdict::Undeclared {
             continue;
         }
