@@ -30,6 +30,57 @@ fn main() {
     };
     println!("cargo:rustc-env=SCAFFOLD_RUNTIME_VERSION={version}");
     println!("cargo:rustc-env=SCAFFOLD_RUNTIME_HASH={hash}");
+    embed(&root, &files);
+}
+
+/// Writes `$OUT_DIR/embedded.rs`: every file under `templates/` (the generator's
+/// templates) and the runtime's hashed files (the copy `scaffold init` vendors into
+/// `platform/runtime/`), each as `(relative path, include_bytes!(absolute path))`, sorted.
+fn embed(runtime_root: &Path, runtime_files: &[(String, Vec<u8>)]) {
+    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let templates_root = manifest_dir.join("templates");
+    println!("cargo:rerun-if-changed=templates");
+    let mut templates = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(&templates_root) {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            match e.file_type() {
+                Ok(t) if t.is_dir() => walk(&templates_root, &name, &mut templates),
+                Ok(t) if t.is_file() => {
+                    if let Ok(bytes) = std::fs::read(e.path()) {
+                        templates.push((name, bytes));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    templates.sort();
+    let mut runtime: Vec<&String> = runtime_files.iter().map(|(p, _)| p).collect();
+    runtime.sort();
+    let mut out = String::from("/// Every template, by its path under `templates/`.\n");
+    out.push_str("pub static TEMPLATES: &[(&str, &[u8])] = &[\n");
+    for (rel, _) in &templates {
+        let abs = templates_root.join(rel);
+        out.push_str(&format!(
+            "    ({rel:?}, include_bytes!({:?})),\n",
+            abs.display().to_string()
+        ));
+    }
+    out.push_str("];\n/// The runtime's hashed files, by their path under `runtime/`.\n");
+    out.push_str("pub static RUNTIME_FILES: &[(&str, &[u8])] = &[\n");
+    for rel in runtime {
+        let abs = runtime_root.join(rel);
+        out.push_str(&format!(
+            "    ({rel:?}, include_bytes!({:?})),\n",
+            abs.display().to_string()
+        ));
+    }
+    out.push_str("];\n");
+    let dest = Path::new(&std::env::var("OUT_DIR").unwrap_or_default()).join("embedded.rs");
+    if let Err(e) = std::fs::write(&dest, out) {
+        panic!("cannot write {}: {e}", dest.display());
+    }
 }
 
 /// `version = "…"` of the `[package]` table.

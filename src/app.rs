@@ -98,6 +98,15 @@ pub enum AppError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Queue(#[from] crate::queue::QueueError),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Generate(Box<crate::generate::GenerateError>),
+}
+
+impl From<crate::generate::GenerateError> for AppError {
+    fn from(e: crate::generate::GenerateError) -> Self {
+        AppError::Generate(Box::new(e))
+    }
 }
 
 impl AppError {
@@ -106,6 +115,7 @@ impl AppError {
     pub fn exit_code(&self) -> u8 {
         match self {
             AppError::Gate(crate::gates::GateError::Failed { .. }) => EXIT_FINDINGS,
+            AppError::Generate(e) => e.exit_code(),
             _ => EXIT_ERROR,
         }
     }
@@ -194,6 +204,27 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, AppError> {
             Ok(ExitCode::from(EXIT_OK))
         }
         Command::Queue(args) => Ok(crate::queue::run(args, &global, out)?),
+        Command::Init(args) => {
+            refuse_check_formats(global.format)?;
+            let opts = crate::generate::init::InitOptions {
+                dir: args.dir,
+                name: args.name,
+                dry_run: args.dry_run,
+            };
+            let done = crate::generate::init::init(&working_dir(&global)?, &opts)?;
+            write_or_quiet(report::generated(out, global.format, &done))?;
+            Ok(ExitCode::from(EXIT_OK))
+        }
+        Command::Namespace(args) => {
+            refuse_check_formats(global.format)?;
+            let done = crate::generate::namespace::namespace(
+                &working_dir(&global)?,
+                &args.ns,
+                args.dry_run,
+            )?;
+            write_or_quiet(report::generated(out, global.format, &done))?;
+            Ok(ExitCode::from(EXIT_OK))
+        }
     }
 }
 

@@ -76,6 +76,11 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+    /// Create a new repository in the reference shape (workspace, om, workers, runtime,
+    /// deployment), green from its first minute.
+    Init(InitArgs),
+    /// Add a namespace of kinds to om: om/src/<ns>/ and its module line.
+    Namespace(NamespaceArgs),
     // scaffold:queue-wiring
     /// Operate the work queue: migrate, enqueue, status, list, retry, discard, bench.
     Queue(crate::queue::QueueArgs),
@@ -136,4 +141,25 @@ pub struct GatesArgs {
     /// Run the gates in order, stopping at the first failure.
     #[arg(long)]
     pub run: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct InitArgs {
+    /// The directory to create (or an empty one).
+    pub dir: PathBuf,
+    /// The project name (crate prefix and env prefix); default: the directory's name.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Print the plan as unified diffs; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct NamespaceArgs {
+    /// The namespace (lower snake case, e.g. shipping).
+    pub ns: String,
+    /// Print the plan as unified diffs; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }

@@ -6,6 +6,7 @@ pub mod changes;
 pub mod check;
 pub mod cli;
 pub mod gates;
+pub mod generate;
 pub mod hook;
 pub mod queue;
 pub mod repo;

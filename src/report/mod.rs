@@ -189,3 +189,65 @@ fn summary_line(o: &Outcome) -> String {
 fn sorted(o: &Outcome) -> impl Iterator<Item = &Finding> {
     o.findings.iter()
 }
+
+/// What a generator command created and changed (with `--dry-run`: the plan's diffs first),
+/// and the commands to run next.
+pub fn generated(
+    out: &mut dyn Write,
+    format: Format,
+    done: &crate::generate::Generated,
+) -> io::Result<()> {
+    if format == Format::Json {
+        let mut v = serde_json::json!({
+            "version": 1,
+            "command": done.command,
+            "dry_run": done.dry_run,
+            "created": done.created,
+            "changed": done.changed,
+            "next": done.next,
+        });
+        if let Some(diff) = &done.diff {
+            v["diff"] = serde_json::Value::from(diff.as_str());
+        }
+        return json::value(out, &v);
+    }
+    if let Some(diff) = &done.diff {
+        out.write_all(diff.as_bytes())?;
+        writeln!(out)?;
+    }
+    let verb = if done.dry_run {
+        "would create"
+    } else {
+        "created"
+    };
+    writeln!(out, "{verb} {} file(s):", done.created.len())?;
+    for p in &done.created {
+        writeln!(out, "  {p}")?;
+    }
+    if !done.changed.is_empty() {
+        let verb = if done.dry_run {
+            "would change"
+        } else {
+            "changed"
+        };
+        writeln!(out, "{verb} {} file(s):", done.changed.len())?;
+        for p in &done.changed {
+            writeln!(out, "  {p}")?;
+        }
+    }
+    if done.formatted == crate::generate::rustfmt::Formatted::NoRustfmt {
+        writeln!(
+            out,
+            "note: rustfmt is not on PATH; the Rust files are as the templates wrote them"
+        )?;
+    }
+    if done.dry_run {
+        writeln!(out, "dry run: nothing was written")?;
+    } else {
+        writeln!(out, "next:")?;
+        for n in &done.next {
+            writeln!(out, "  {n}")?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,166 @@
+//! What can stop a generator command. Refused requests (a bad name, a target that is not
+//! empty, a kind or namespace that exists) exit 1; a broken template, a repository without
+//! a marker, a file that cannot be written exit 2. Every one leaves the tree as it was.
+
+use std::io;
+use std::path::PathBuf;
+
+use miette::{Diagnostic, NamedSource, SourceSpan};
+use thiserror::Error;
+
+#[derive(Debug, Error, Diagnostic)]
+pub enum GenerateError {
+    #[error("invalid {what} `{name}`: {reason}")]
+    #[diagnostic(code(scaffold::invalid_name), help("a {what} is {rule}"))]
+    InvalidName {
+        what: &'static str,
+        name: String,
+        reason: String,
+        rule: &'static str,
+    },
+    #[error("{} is not empty", dir.display())]
+    #[diagnostic(
+        code(scaffold::target_not_empty),
+        help(
+            "`scaffold init` creates a new repository: pass a new or empty directory (one holding only .scaffold/templates overrides is fine)"
+        )
+    )]
+    TargetNotEmpty { dir: PathBuf },
+    #[error("cannot name the project after {}: {cause}", dir.display())]
+    #[diagnostic(code(scaffold::invalid_name), help("pass --name, e.g. --name acme"))]
+    NoProjectName { dir: PathBuf, cause: String },
+    #[error("namespace `{ns}` exists: {path}")]
+    #[diagnostic(
+        code(scaffold::namespace_exists),
+        help("add kinds to it with `scaffold worker <worker> <KIND> --namespace {ns}`")
+    )]
+    NamespaceExists { ns: String, path: String },
+    #[error("{path} exists without kinds.rs and README.md")]
+    #[diagnostic(
+        code(scaffold::namespace_bare),
+        help(
+            "move or remove the folder, then run `scaffold namespace {ns}`; the generator does not adopt a bare folder"
+        )
+    )]
+    NamespaceBare { ns: String, path: String },
+    #[error("template {template}: {message}")]
+    #[diagnostic(
+        code(scaffold::template),
+        help("{origin}; fix the template, or delete the override to use the embedded one")
+    )]
+    Template {
+        template: String,
+        origin: String,
+        message: String,
+    },
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    InvalidOutput(Box<InvalidOutput>),
+    #[error("{path} has no `{marker}` line")]
+    #[diagnostic(
+        code(scaffold::marker_missing),
+        help(
+            "the generator inserts below this marker comment and never guesses a place; put the line `{marker}` back where {place}"
+        )
+    )]
+    MarkerMissing {
+        path: String,
+        marker: String,
+        place: &'static str,
+    },
+    #[error("{path} has `{marker}` {count} times")]
+    #[diagnostic(
+        code(scaffold::marker_ambiguous),
+        help("keep exactly one `{marker}` line so the generator knows where to insert")
+    )]
+    MarkerAmbiguous {
+        path: String,
+        marker: String,
+        count: usize,
+    },
+    #[error("{path} is read-only")]
+    #[diagnostic(
+        code(scaffold::read_only),
+        help("make it writable (chmod u+w {path}) and run the command again; nothing was written")
+    )]
+    ReadOnly { path: String },
+    #[error("{path} leaves the repository")]
+    #[diagnostic(
+        code(scaffold::path_escapes),
+        help("the generator writes only inside the repository root and never through symlinks")
+    )]
+    PathEscapes { path: String },
+    #[error("{path} exists")]
+    #[diagnostic(
+        code(scaffold::file_exists),
+        help("the generator never overwrites a file it would create; move it away first")
+    )]
+    FileExists { path: String },
+    #[error("cannot {op} {}", path.display())]
+    #[diagnostic(
+        code(scaffold::io),
+        help("check the permissions of the directory; nothing was left half-written")
+    )]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{path} is not valid UTF-8")]
+    #[diagnostic(code(scaffold::io), help("the generator edits text files only"))]
+    NotUtf8 { path: String },
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Repo(#[from] crate::repo::RepoError),
+    #[error("agent/codemap.yml has no valid `name:`")]
+    #[diagnostic(
+        code(scaffold::manifest_invalid),
+        help("run `scaffold check` to see what is wrong with agent/codemap.yml")
+    )]
+    NoCodemapName,
+}
+
+impl GenerateError {
+    /// 1 for a refused request, 2 for a usage, configuration or I/O error (DESIGN §4).
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            GenerateError::InvalidName { .. }
+            | GenerateError::TargetNotEmpty { .. }
+            | GenerateError::NoProjectName { .. }
+            | GenerateError::NamespaceExists { .. }
+            | GenerateError::NamespaceBare { .. }
+            | GenerateError::FileExists { .. } => 1,
+            _ => 2,
+        }
+    }
+
+    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
+        GenerateError::Io {
+            op,
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+/// A planned file that does not parse back.
+#[derive(Debug, Error, Diagnostic)]
+#[error("{path} would not be valid {language}: {message}")]
+#[diagnostic(
+    code(scaffold::invalid_output),
+    help(
+        "nothing was written; the file comes from template {template}{override_note}, which renders it wrong"
+    )
+)]
+pub struct InvalidOutput {
+    pub path: String,
+    pub language: &'static str,
+    pub message: String,
+    pub template: String,
+    pub override_note: &'static str,
+    #[source_code]
+    pub src: NamedSource<String>,
+    #[label("here")]
+    pub span: SourceSpan,
+}

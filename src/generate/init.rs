@@ -1,0 +1,161 @@
+//! `scaffold init <dir> [--name acme]`: the reference repository of DESIGN §3, green from
+//! its first minute (it builds, passes its tests, is rustfmt-clean and passes
+//! `scaffold check`).
+
+use std::path::{Path, PathBuf};
+
+use minijinja::Value;
+
+use super::names::{self, NameKind};
+use super::plan::Plan;
+use super::templates::{self, Templates};
+use super::{GenerateError, Generated, context, create_from, lockfile, project_vars};
+use crate::check::workqueue::stamp::{self, runtime_stamp};
+
+/// The workers `init` creates: name, role, metrics port, and whether it is the
+/// maintenance worker (the sweep and the work namespace's handlers).
+pub const INIT_WORKERS: &[(&str, &str, u16, bool)] = &[
+    ("maintenance", "maintenance", 9100, true),
+    ("outbox-relay", "outbox-relay", 9101, false),
+    ("projector", "projector", 9102, false),
+];
+
+/// Workers whose crate comes from the generic `templates/worker/` shape (the others have
+/// their own templates under `templates/init/`).
+const GENERIC_WORKERS: &[&str] = &["maintenance"];
+
+#[derive(Debug, Clone)]
+pub struct InitOptions {
+    /// The directory to create the repository in (created when missing).
+    pub dir: PathBuf,
+    /// The project name; by default the directory's name.
+    pub name: Option<String>,
+    pub dry_run: bool,
+}
+
+/// Plans and (unless dry-run) writes the reference repository.
+pub fn init(cwd: &Path, opts: &InitOptions) -> Result<Generated, GenerateError> {
+    let dir = cwd.join(&opts.dir);
+    let name = match &opts.name {
+        Some(n) => {
+            names::validate(NameKind::Project, n)?;
+            n.clone()
+        }
+        None => {
+            let base = dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            names::validate(NameKind::Project, &base).map_err(|cause| {
+                GenerateError::NoProjectName {
+                    dir: opts.dir.clone(),
+                    cause: cause.to_string(),
+                }
+            })?;
+            base
+        }
+    };
+    let exists = dir.symlink_metadata().is_ok();
+    if exists && !may_init_into(&dir) {
+        return Err(GenerateError::TargetNotEmpty {
+            dir: opts.dir.clone(),
+        });
+    }
+    let templates = Templates::new(exists.then_some(dir.as_path()));
+    let mut plan = Plan::new(&dir);
+    plan.creates_root = !exists;
+    let vars = project_vars(&name);
+    let ctx = context(&vars);
+    for t in Templates::names_under("init/") {
+        let path = t["init/".len()..].trim_end_matches(".j2");
+        create_from(&mut plan, &templates, t, path, &ctx)?;
+    }
+    for &(worker, role, port, maintenance) in INIT_WORKERS {
+        let wctx = context(&worker_vars(&vars, worker, role, port, maintenance));
+        if GENERIC_WORKERS.contains(&worker) {
+            render_worker_crate(&mut plan, &templates, worker, &wctx)?;
+        }
+        create_from(
+            &mut plan,
+            &templates,
+            "worker-docker/Dockerfile.j2",
+            &format!("deployment/docker/{worker}.Dockerfile"),
+            &wctx,
+        )?;
+    }
+    vendor_runtime(&mut plan)?;
+    let lock = templates::embedded_file("Cargo.lock.acme").unwrap_or_default();
+    let lock = lockfile::rename(&String::from_utf8_lossy(lock), &name);
+    plan.create("Cargo.lock", lock.into_bytes(), None)?;
+    let shown = opts.dir.display().to_string();
+    let next = vec![
+        format!("cd {shown}"),
+        "cargo test --workspace".to_owned(),
+        "scaffold check".to_owned(),
+        "scaffold namespace <ns>".to_owned(),
+        "scaffold worker maintenance <KIND> --namespace <ns>".to_owned(),
+    ];
+    super::finish("init", plan, opts.dry_run, next)
+}
+
+/// A directory `init` may fill: empty, or holding only `.scaffold/` (template overrides).
+fn may_init_into(dir: &Path) -> bool {
+    match std::fs::read_dir(dir) {
+        Ok(entries) => entries
+            .flatten()
+            .all(|e| e.file_name() == ".scaffold" && e.path().is_dir()),
+        Err(_) => false,
+    }
+}
+
+/// The variables of the worker templates, on top of the project's.
+pub(crate) fn worker_vars(
+    project: &[(&'static str, Value)],
+    worker: &str,
+    role: &str,
+    metrics_port: u16,
+    maintenance: bool,
+) -> Vec<(&'static str, Value)> {
+    let mut vars = project.to_vec();
+    vars.extend([
+        ("worker", Value::from(worker)),
+        ("worker_snake", Value::from(names::snake(worker))),
+        ("WORKER", Value::from(names::shouty(worker))),
+        ("Worker", Value::from(names::camel(worker))),
+        ("role", Value::from(role)),
+        ("metrics_port", Value::from(metrics_port)),
+        ("maintenance", Value::from(maintenance)),
+    ]);
+    vars
+}
+
+/// Plans a worker crate from `templates/worker/` into `workers/<worker>/`.
+pub(crate) fn render_worker_crate(
+    plan: &mut Plan,
+    templates: &Templates,
+    worker: &str,
+    ctx: &Value,
+) -> Result<(), GenerateError> {
+    for t in Templates::names_under("worker/") {
+        let rel = t["worker/".len()..].trim_end_matches(".j2");
+        create_from(plan, templates, t, &format!("workers/{worker}/{rel}"), ctx)?;
+    }
+    Ok(())
+}
+
+/// Copies this binary's runtime into `platform/runtime/` with its stamp.
+fn vendor_runtime(plan: &mut Plan) -> Result<(), GenerateError> {
+    for (rel, bytes) in templates::runtime_files() {
+        plan.create(
+            &format!("{}/{rel}", stamp::RUNTIME_DIR),
+            bytes.to_vec(),
+            None,
+        )?;
+    }
+    let (version, hash) = runtime_stamp();
+    plan.create(
+        stamp::STAMP_PATH,
+        stamp::render(version, hash).into_bytes(),
+        None,
+    )
+}

@@ -1,0 +1,147 @@
+//! Insertion below marker lines (`// scaffold:kinds`, `// scaffold:handlers`,
+//! `# scaffold:workers`, …). A marker is matched literally as a whole line (indentation
+//! aside); a missing or repeated marker is an error, never a guess. Inserted lines take the
+//! marker's indentation and the file's line ending.
+
+use super::GenerateError;
+
+/// `text` with `lines` inserted directly below the line `marker` (each line prefixed with
+/// the marker's indentation; an empty line stays empty).
+pub fn insert_below(
+    path: &str,
+    text: &str,
+    marker: &str,
+    place: &'static str,
+    lines: &[String],
+) -> Result<String, GenerateError> {
+    let (line_start, line_end) = find(path, text, marker, place)?;
+    let marker_line = &text[line_start..line_end];
+    let indent: String = marker_line
+        .chars()
+        .take_while(|c| *c == ' ' || *c == '\t')
+        .collect();
+    let eol = line_ending(text);
+    let mut insert = String::new();
+    let mut at = line_end;
+    if !text[..line_end].ends_with('\n') {
+        // The marker is the last line without a newline: end it first.
+        insert.push_str(eol);
+        at = text.len();
+    }
+    for l in lines {
+        if !l.is_empty() {
+            insert.push_str(&indent);
+            insert.push_str(l);
+        }
+        insert.push_str(eol);
+    }
+    let mut out = String::with_capacity(text.len() + insert.len());
+    out.push_str(&text[..at]);
+    out.push_str(&insert);
+    out.push_str(&text[at..]);
+    Ok(out)
+}
+
+/// The byte range of the marker's line (end includes its line ending).
+pub fn find(
+    path: &str,
+    text: &str,
+    marker: &str,
+    place: &'static str,
+) -> Result<(usize, usize), GenerateError> {
+    let mut found = Vec::new();
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        if line.trim() == marker {
+            found.push((offset, offset + line.len()));
+        }
+        offset += line.len();
+    }
+    match found.len() {
+        0 => Err(GenerateError::MarkerMissing {
+            path: path.to_owned(),
+            marker: marker.to_owned(),
+            place,
+        }),
+        1 => Ok(found[0]),
+        n => Err(GenerateError::MarkerAmbiguous {
+            path: path.to_owned(),
+            marker: marker.to_owned(),
+            count: n,
+        }),
+    }
+}
+
+/// `"\r\n"` when CRLF lines outnumber LF-only lines, else `"\n"`.
+pub fn line_ending(text: &str) -> &'static str {
+    let crlf = text.matches("\r\n").count();
+    let lf = text.matches('\n').count() - crlf;
+    if crlf > lf { "\r\n" } else { "\n" }
+}
+
+/// `line` with the file's line ending.
+pub fn with_eol(text: &str, s: &str) -> String {
+    if line_ending(text) == "\r\n" {
+        s.replace("\r\n", "\n").replace('\n', "\r\n")
+    } else {
+        s.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inserts_below_with_the_markers_indent_and_the_files_line_ending() {
+        let text =
+            "pub const KINDS: Registry = &[\r\n    WORK_KINDS,\r\n    // scaffold:kinds\r\n];\r\n";
+        let out = insert_below(
+            "root.rs",
+            text,
+            "// scaffold:kinds",
+            "x",
+            &["SHIPPING_KINDS,".to_owned()],
+        )
+        .expect("inserted");
+        assert_eq!(
+            out,
+            "pub const KINDS: Registry = &[\r\n    WORK_KINDS,\r\n    // scaffold:kinds\r\n    SHIPPING_KINDS,\r\n];\r\n"
+        );
+    }
+
+    #[test]
+    fn a_missing_or_repeated_marker_is_an_error() {
+        let missing = insert_below("a.rs", "fn main() {}\n", "// scaffold:kinds", "x", &[]);
+        assert!(matches!(missing, Err(GenerateError::MarkerMissing { .. })));
+        let twice = insert_below(
+            "a.rs",
+            "// scaffold:kinds\n// scaffold:kinds\n",
+            "// scaffold:kinds",
+            "x",
+            &[],
+        );
+        assert!(matches!(twice, Err(GenerateError::MarkerAmbiguous { .. })));
+        let partial = insert_below(
+            "a.rs",
+            "// scaffold:kinds-old\n",
+            "// scaffold:kinds",
+            "x",
+            &[],
+        );
+        assert!(matches!(partial, Err(GenerateError::MarkerMissing { .. })));
+    }
+
+    #[test]
+    fn a_marker_on_the_last_line_without_newline() {
+        let out = insert_below(
+            "dev.sh",
+            "a\n# scaffold:workers",
+            "# scaffold:workers",
+            "x",
+            &["b".to_owned()],
+        )
+        .expect("inserted");
+        assert_eq!(out, "a\n# scaffold:workers\nb\n");
+    }
+}

@@ -1,0 +1,134 @@
+//! The generator: `scaffold init`, `scaffold namespace`, `scaffold worker`. Each command
+//! plans into memory ([`plan::Plan`]), renders templates ([`templates`]), formats Rust
+//! ([`rustfmt`]), parses back every file ([`validate`]) and only then writes, all or nothing
+//! ([`write`]). `--dry-run` stops before writing and shows the plan as unified diffs.
+
+mod error;
+pub mod init;
+pub mod lockfile;
+pub mod markers;
+pub mod names;
+pub mod namespace;
+pub mod plan;
+pub mod rustfmt;
+pub mod templates;
+pub mod validate;
+pub mod write;
+
+use std::path::PathBuf;
+
+pub use error::GenerateError;
+use minijinja::Value;
+use plan::Plan;
+
+/// What a generator command did (or, with `--dry-run`, would do).
+#[derive(Debug)]
+pub struct Generated {
+    /// `init`, `namespace` or `worker`.
+    pub command: &'static str,
+    /// The repository root.
+    pub root: PathBuf,
+    /// Repo-relative paths created, sorted.
+    pub created: Vec<String>,
+    /// Repo-relative paths changed, sorted.
+    pub changed: Vec<String>,
+    pub dry_run: bool,
+    /// The plan as unified diffs (only with `--dry-run`).
+    pub diff: Option<String>,
+    /// Commands to run next.
+    pub next: Vec<String>,
+    /// Whether rustfmt formatted the Rust files.
+    pub formatted: rustfmt::Formatted,
+}
+
+/// Formats, validates and (unless `dry_run`) writes `plan`.
+pub(crate) fn finish(
+    command: &'static str,
+    mut plan: Plan,
+    dry_run: bool,
+    next: Vec<String>,
+) -> Result<Generated, GenerateError> {
+    let formatted = rustfmt::format(&mut plan, "2024")?;
+    validate::validate(&plan)?;
+    let diff = if dry_run {
+        Some(unified_diff(&plan))
+    } else {
+        write::commit(&plan)?;
+        None
+    };
+    Ok(Generated {
+        command,
+        root: plan.root().to_path_buf(),
+        created: plan.created(),
+        changed: plan.changed(),
+        dry_run,
+        diff,
+        next,
+        formatted,
+    })
+}
+
+/// The plan as unified diffs, file by file in path order (`/dev/null` for created files).
+pub fn unified_diff(plan: &Plan) -> String {
+    let mut out = String::new();
+    for (path, file) in plan.files() {
+        let before = file
+            .before
+            .as_deref()
+            .map(String::from_utf8_lossy)
+            .unwrap_or_default();
+        let after = String::from_utf8_lossy(&file.after);
+        if file.before.is_some() && before == after {
+            continue;
+        }
+        let old = if file.before.is_some() {
+            format!("a/{path}")
+        } else {
+            "/dev/null".to_owned()
+        };
+        let diff = similar::TextDiff::from_lines(before.as_ref(), after.as_ref());
+        out.push_str(
+            &diff
+                .unified_diff()
+                .context_radius(3)
+                .header(&old, &format!("b/{path}"))
+                .to_string(),
+        );
+    }
+    out
+}
+
+/// The template variables every command has: the project's name in its three spellings.
+pub(crate) fn project_vars(name: &str) -> Vec<(&'static str, Value)> {
+    vec![
+        ("name", Value::from(name)),
+        ("name_snake", Value::from(names::snake(name))),
+        ("NAME", Value::from(names::shouty(name))),
+    ]
+}
+
+/// A template context from `(key, value)` pairs.
+pub(crate) fn context(vars: &[(&'static str, Value)]) -> Value {
+    Value::from_iter(vars.iter().map(|(k, v)| (*k, v.clone())))
+}
+
+/// Renders `template` and plans it as a new file at `path`.
+pub(crate) fn create_from(
+    plan: &mut Plan,
+    templates: &templates::Templates,
+    template: &str,
+    path: &str,
+    ctx: &Value,
+) -> Result<(), GenerateError> {
+    let r = templates.render(template, ctx)?;
+    plan.create(path, r.text.into_bytes(), Some((r.template, r.overridden)))
+}
+
+/// The project name a repository declares in agent/codemap.yml.
+pub(crate) fn project_name(root: &std::path::Path) -> Result<String, GenerateError> {
+    let path = root.join(crate::repo::codemap::CODEMAP_PATH);
+    let text = std::fs::read_to_string(&path).map_err(|e| GenerateError::io("read", &path, e))?;
+    let codemap =
+        crate::repo::codemap::Codemap::parse(&text).map_err(|_| GenerateError::NoCodemapName)?;
+    codemap.name.ok_or(GenerateError::NoCodemapName)
+}

@@ -1,0 +1,92 @@
+//! `scaffold namespace <ns>`: `om/src/<ns>/{mod.rs,kinds.rs,types/work.rs,README.md}` and
+//! the module's line below `// scaffold:namespaces` in `om/src/lib.rs`. Its kinds join
+//! `om::root::KINDS` with its first kind (`scaffold worker`).
+
+use std::path::Path;
+
+use minijinja::Value;
+
+use super::markers;
+use super::names::{self, NameKind};
+use super::plan::Plan;
+use super::templates::Templates;
+use super::{GenerateError, Generated, context, create_from, project_name, project_vars};
+
+/// The marker in `om/src/lib.rs` new namespaces' modules go below.
+pub const NAMESPACES_MARKER: &str = "// scaffold:namespaces";
+pub const OM_LIB: &str = "om/src/lib.rs";
+
+/// The files of a namespace, by template (under `templates/namespace/`).
+const FILES: &[&str] = &["README.md", "kinds.rs", "mod.rs", "types/work.rs"];
+
+/// Plans and (unless dry-run) writes a namespace.
+pub fn namespace(cwd: &Path, ns: &str, dry_run: bool) -> Result<Generated, GenerateError> {
+    names::validate(NameKind::Namespace, ns)?;
+    let root = crate::repo::discover(cwd)?;
+    let name = project_name(&root)?;
+    let dir = format!("om/src/{ns}");
+    if root.join(&dir).symlink_metadata().is_ok() {
+        let kinds = format!("{dir}/kinds.rs");
+        return Err(if root.join(&kinds).is_file() {
+            GenerateError::NamespaceExists {
+                ns: ns.to_owned(),
+                path: kinds,
+            }
+        } else {
+            GenerateError::NamespaceBare {
+                ns: ns.to_owned(),
+                path: format!("{dir}/"),
+            }
+        });
+    }
+    let templates = Templates::new(Some(&root));
+    let mut plan = Plan::new(&root);
+    let ctx = context(&namespace_vars(&project_vars(&name), ns));
+    for file in FILES {
+        create_from(
+            &mut plan,
+            &templates,
+            &format!("namespace/{file}.j2"),
+            &format!("{dir}/{file}"),
+            &ctx,
+        )?;
+    }
+    let lib = plan
+        .text(OM_LIB)?
+        .ok_or_else(|| GenerateError::MarkerMissing {
+            path: OM_LIB.to_owned(),
+            marker: NAMESPACES_MARKER.to_owned(),
+            place: "om/src/lib.rs declares the namespaces' modules",
+        })?;
+    let lib = markers::insert_below(
+        OM_LIB,
+        &lib,
+        NAMESPACES_MARKER,
+        "om/src/lib.rs declares the namespaces' modules",
+        &[format!("pub mod {ns};")],
+    )?;
+    plan.edit(OM_LIB, lib)?;
+    let next = vec![
+        format!(
+            "edit om/src/{ns}/README.md: say what the {ns} namespace is in the product's language"
+        ),
+        format!("scaffold worker maintenance <KIND> --namespace {ns}"),
+        "cargo test --workspace".to_owned(),
+        "scaffold check".to_owned(),
+    ];
+    super::finish("namespace", plan, dry_run, next)
+}
+
+/// The namespace's variables: `ns` (`order_sync`), `Ns` (`OrderSync`), `NS` (`ORDER_SYNC`).
+pub(crate) fn namespace_vars(
+    project: &[(&'static str, Value)],
+    ns: &str,
+) -> Vec<(&'static str, Value)> {
+    let mut vars = project.to_vec();
+    vars.extend([
+        ("ns", Value::from(ns)),
+        ("Ns", Value::from(names::camel(ns))),
+        ("NS", Value::from(names::shouty(ns))),
+    ]);
+    vars
+}

@@ -1,0 +1,187 @@
+//! The in-memory plan of a generator command: every file it creates or changes, with the
+//! bytes before and after. Nothing touches the disk until [`super::write::commit`].
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::GenerateError;
+
+/// One file of the plan.
+#[derive(Debug, Clone)]
+pub struct PlannedFile {
+    /// The bytes on disk before the command (`None`: the command creates the file).
+    pub before: Option<Vec<u8>>,
+    /// The bytes the command writes.
+    pub after: Vec<u8>,
+    /// The template that rendered it (for messages), if one did.
+    pub template: Option<String>,
+    /// Whether that template was the repository's override.
+    pub overridden: bool,
+    /// Whether a created file is executable (scripts).
+    pub executable: bool,
+}
+
+/// The plan: repo-relative `/` paths to files, sorted.
+#[derive(Debug)]
+pub struct Plan {
+    root: PathBuf,
+    /// Whether the command creates the root directory itself (`init` into a new directory).
+    pub creates_root: bool,
+    files: BTreeMap<String, PlannedFile>,
+}
+
+impl Plan {
+    pub fn new(root: &Path) -> Plan {
+        Plan {
+            root: root.to_path_buf(),
+            creates_root: false,
+            files: BTreeMap::new(),
+        }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Plans a new file. Refuses a path that exists (on disk or in the plan).
+    pub fn create(
+        &mut self,
+        path: &str,
+        after: Vec<u8>,
+        template: Option<(String, bool)>,
+    ) -> Result<(), GenerateError> {
+        check_relative(path)?;
+        if self.files.contains_key(path) || self.root.join(path).symlink_metadata().is_ok() {
+            return Err(GenerateError::FileExists {
+                path: path.to_owned(),
+            });
+        }
+        let executable = path.ends_with(".sh");
+        let (template, overridden) = match template {
+            Some((t, o)) => (Some(t), o),
+            None => (None, false),
+        };
+        self.files.insert(
+            path.to_owned(),
+            PlannedFile {
+                before: None,
+                after,
+                template,
+                overridden,
+                executable,
+            },
+        );
+        Ok(())
+    }
+
+    /// The text of `path` as the plan has it so far: planned content, else the disk's;
+    /// `None` when neither has it.
+    pub fn text(&self, path: &str) -> Result<Option<String>, GenerateError> {
+        check_relative(path)?;
+        if let Some(f) = self.files.get(path) {
+            return String::from_utf8(f.after.clone()).map(Some).map_err(|_| {
+                GenerateError::NotUtf8 {
+                    path: path.to_owned(),
+                }
+            });
+        }
+        let abs = self.root.join(path);
+        match std::fs::read(&abs) {
+            Ok(bytes) => String::from_utf8(bytes)
+                .map(Some)
+                .map_err(|_| GenerateError::NotUtf8 {
+                    path: path.to_owned(),
+                }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(GenerateError::io("read", abs, e)),
+        }
+    }
+
+    /// Plans new contents for a file that exists (or is already planned).
+    pub fn edit(&mut self, path: &str, after: String) -> Result<(), GenerateError> {
+        check_relative(path)?;
+        if let Some(f) = self.files.get_mut(path) {
+            f.after = after.into_bytes();
+            return Ok(());
+        }
+        let abs = self.root.join(path);
+        let before = std::fs::read(&abs).map_err(|e| GenerateError::io("read", &abs, e))?;
+        self.files.insert(
+            path.to_owned(),
+            PlannedFile {
+                before: Some(before),
+                after: after.into_bytes(),
+                template: None,
+                overridden: false,
+                executable: false,
+            },
+        );
+        Ok(())
+    }
+
+    /// Every planned file, sorted by path.
+    pub fn files(&self) -> impl Iterator<Item = (&String, &PlannedFile)> {
+        self.files.iter()
+    }
+
+    pub(crate) fn files_mut(&mut self) -> impl Iterator<Item = (&String, &mut PlannedFile)> {
+        self.files.iter_mut()
+    }
+
+    /// Paths the plan creates, sorted.
+    pub fn created(&self) -> Vec<String> {
+        self.files
+            .iter()
+            .filter(|(_, f)| f.before.is_none())
+            .map(|(p, _)| p.clone())
+            .collect()
+    }
+
+    /// Paths the plan changes (whose bytes differ), sorted.
+    pub fn changed(&self) -> Vec<String> {
+        self.files
+            .iter()
+            .filter(|(_, f)| f.before.as_ref().is_some_and(|b| *b != f.after))
+            .map(|(p, _)| p.clone())
+            .collect()
+    }
+}
+
+/// A repo-relative path the generator may write: `/`-separated, no `.`/`..`/empty
+/// components, not absolute.
+pub fn check_relative(path: &str) -> Result<(), GenerateError> {
+    let bad = path.is_empty()
+        || path.starts_with('/')
+        || path.contains('\\')
+        || path.contains('\0')
+        || path
+            .split('/')
+            .any(|c| c.is_empty() || c == "." || c == "..");
+    if bad {
+        return Err(GenerateError::PathEscapes {
+            path: path.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_paths_that_leave_the_root() {
+        for p in [
+            "../x",
+            "a/../../x",
+            "/etc/passwd",
+            "a//b",
+            "./a",
+            "",
+            "a\\b",
+        ] {
+            assert!(check_relative(p).is_err(), "{p:?} accepted");
+        }
+        check_relative("workers/billing/src/main.rs").expect("a plain relative path");
+    }
+}
