@@ -215,6 +215,21 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, AppError> {
             write_or_quiet(report::generated(out, global.format, &done))?;
             Ok(ExitCode::from(EXIT_OK))
         }
+        Command::Worker(args) => {
+            refuse_check_formats(global.format)?;
+            let opts = crate::generate::worker::WorkerOptions {
+                worker: args.worker,
+                kind: args.kind,
+                namespace: args.namespace,
+                lane: args.lane,
+                container: args.container,
+                role: args.role,
+                dry_run: args.dry_run,
+            };
+            let done = crate::generate::worker::worker(&working_dir(&global)?, &opts)?;
+            write_or_quiet(report::generated(out, global.format, &done))?;
+            Ok(ExitCode::from(EXIT_OK))
+        }
         Command::Namespace(args) => {
             refuse_check_formats(global.format)?;
             let done = crate::generate::namespace::namespace(

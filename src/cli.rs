@@ -81,6 +81,9 @@ pub enum Command {
     Init(InitArgs),
     /// Add a namespace of kinds to om: om/src/<ns>/ and its module line.
     Namespace(NamespaceArgs),
+    /// Add a kind of work to a worker (creating the worker when it does not exist): the
+    /// kind's spec, payload, handler, run-twice test, and the worker's wiring.
+    Worker(WorkerArgs),
     // scaffold:queue-wiring
     /// Operate the work queue: migrate, enqueue, status, list, retry, discard, bench.
     Queue(crate::queue::QueueArgs),
@@ -159,6 +162,29 @@ pub struct InitArgs {
 pub struct NamespaceArgs {
     /// The namespace (lower snake case, e.g. shipping).
     pub ns: String,
+    /// Print the plan as unified diffs; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct WorkerArgs {
+    /// The worker (lower kebab case, e.g. maintenance).
+    pub worker: String,
+    /// The kind (UPPER_SNAKE_CASE, e.g. NOTIFY_SHIPMENT).
+    pub kind: String,
+    /// The namespace the kind belongs to (inferred when the repository has exactly one).
+    #[arg(long)]
+    pub namespace: Option<String>,
+    /// Give the kind its own lane (and the worker a process on it).
+    #[arg(long)]
+    pub lane: Option<String>,
+    /// Also run a new worker as a service in the local compose file.
+    #[arg(long)]
+    pub container: bool,
+    /// The role of a new worker (default maintenance).
+    #[arg(long)]
+    pub role: Option<String>,
     /// Print the plan as unified diffs; write nothing.
     #[arg(long)]
     pub dry_run: bool,

@@ -113,6 +113,52 @@ pub enum GenerateError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Repo(#[from] crate::repo::RepoError),
+    #[error("kind `{kind}` is registered already: {at}")]
+    #[diagnostic(
+        code(scaffold::kind_exists),
+        help("a kind is registered once; pick another name, or edit the existing kind at {at}")
+    )]
+    KindExists { kind: String, at: String },
+    #[error("namespace `{ns}` does not exist")]
+    #[diagnostic(
+        code(scaffold::unknown_namespace),
+        help("create it first with `scaffold namespace {ns}` (namespaces now: {known})")
+    )]
+    UnknownNamespace { ns: String, known: String },
+    #[error("the repository has no namespace for the kind")]
+    #[diagnostic(
+        code(scaffold::unknown_namespace),
+        help("create the namespace whose write starts the work: `scaffold namespace <ns>`, then run this again")
+    )]
+    NoNamespace,
+    #[error("which namespace does the kind belong to?")]
+    #[diagnostic(
+        code(scaffold::ambiguous_namespace),
+        help("pass --namespace <ns>; the repository has {known}")
+    )]
+    AmbiguousNamespace { known: String },
+    #[error("the `work` namespace is the scaffold's own")]
+    #[diagnostic(
+        code(scaffold::unknown_namespace),
+        help("kinds never join WORK_KINDS; pass the namespace whose write starts the work")
+    )]
+    WorkNamespace,
+    #[error("unknown role `{role}`")]
+    #[diagnostic(code(scaffold::unknown_role), help("roles: {known}"))]
+    UnknownRole { role: String, known: String },
+    #[error("worker `{worker}` exists; --role applies to a new worker")]
+    #[diagnostic(
+        code(scaffold::usage),
+        help("drop --role: the worker's role is in workers/{worker}/Cargo.toml")
+    )]
+    RoleOfExistingWorker { worker: String },
+    #[error("{path}: {message}")]
+    #[diagnostic(code(scaffold::manifest_invalid), help("{help}"))]
+    Manifest {
+        path: String,
+        message: String,
+        help: String,
+    },
     #[error("agent/codemap.yml has no valid `name:`")]
     #[diagnostic(
         code(scaffold::manifest_invalid),
@@ -130,7 +176,14 @@ impl GenerateError {
             | GenerateError::NoProjectName { .. }
             | GenerateError::NamespaceExists { .. }
             | GenerateError::NamespaceBare { .. }
-            | GenerateError::FileExists { .. } => 1,
+            | GenerateError::FileExists { .. }
+            | GenerateError::KindExists { .. }
+            | GenerateError::UnknownNamespace { .. }
+            | GenerateError::NoNamespace
+            | GenerateError::AmbiguousNamespace { .. }
+            | GenerateError::WorkNamespace
+            | GenerateError::UnknownRole { .. }
+            | GenerateError::RoleOfExistingWorker { .. } => 1,
             _ => 2,
         }
     }

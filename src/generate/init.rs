@@ -84,9 +84,11 @@ pub fn init(cwd: &Path, opts: &InitOptions) -> Result<Generated, GenerateError> 
         )?;
     }
     vendor_runtime(&mut plan)?;
-    let lock = templates::embedded_file("Cargo.lock.acme").unwrap_or_default();
-    let lock = lockfile::rename(&String::from_utf8_lossy(lock), &name);
-    plan.create("Cargo.lock", lock.into_bytes(), None)?;
+    // The lock resolved for `acme` (templates/Cargo.lock.acme), renamed for this project.
+    if let Some(lock) = templates::embedded_file(lockfile::EMBEDDED_LOCK) {
+        let lock = lockfile::rename(&String::from_utf8_lossy(lock), &name);
+        plan.create("Cargo.lock", lock.into_bytes(), None)?;
+    }
     let shown = opts.dir.display().to_string();
     let next = vec![
         format!("cd {shown}"),

@@ -7,12 +7,14 @@ mod error;
 pub mod init;
 pub mod lockfile;
 pub mod markers;
+pub mod members;
 pub mod names;
 pub mod namespace;
 pub mod plan;
 pub mod rustfmt;
 pub mod templates;
 pub mod validate;
+pub mod worker;
 pub mod write;
 
 use std::path::PathBuf;

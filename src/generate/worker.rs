@@ -1,0 +1,552 @@
+//! `scaffold worker <worker> <KIND>`: every file of a new kind of work (DESIGN §6, seed
+//! 001), and the worker itself when it does not exist yet — all or nothing.
+
+use std::path::Path;
+
+use minijinja::Value;
+
+use super::init::{render_worker_crate, worker_vars};
+use super::markers;
+use super::names::{self, NameKind};
+use super::namespace::namespace_vars;
+use super::plan::Plan;
+use super::templates::Templates;
+use super::{GenerateError, Generated, context, create_from, project_name, project_vars};
+
+/// What `scaffold worker` was asked for.
+#[derive(Debug, Clone, Default)]
+pub struct WorkerOptions {
+    pub worker: String,
+    pub kind: String,
+    pub namespace: Option<String>,
+    pub lane: Option<String>,
+    pub container: bool,
+    pub role: Option<String>,
+    pub dry_run: bool,
+}
+
+pub const DEV_SH: &str = "scripts/dev.sh";
+pub const COMPOSE: &str = "deployment/local/docker-compose.full.yml";
+pub const TF_ENVIRONMENT: &str = "deployment/terraform/modules/environment/main.tf";
+pub const TF_ACCOUNT_VARS: &str = "deployment/terraform/modules/account/variables.tf";
+pub const STAGING: &str = ".github/workflows/deploy-staging.yml";
+pub const PRODUCTION: &str = ".github/workflows/deploy-production.yml";
+pub const ENV_EXAMPLE: &str = ".env.example";
+const ROOT_RS: &str = "om/src/root.rs";
+const WORKERS_MARKER: &str = "# scaffold:workers";
+const SETTINGS_MARKER: &str = "# scaffold:settings";
+
+/// Plans and (unless dry-run) writes the kind, and the worker when it is new.
+pub fn worker(cwd: &Path, opts: &WorkerOptions) -> Result<Generated, GenerateError> {
+    names::validate(NameKind::Kind, &opts.kind)?;
+    names::validate(NameKind::Worker, &opts.worker)?;
+    if let Some(ns) = &opts.namespace {
+        names::validate(NameKind::Namespace, ns)?;
+    }
+    if let Some(lane) = &opts.lane {
+        names::validate(NameKind::Lane, lane)?;
+    }
+    if let Some(role) = &opts.role {
+        let roles = &crate::check::catalogue::roles().roles;
+        if !roles.contains_key(role) {
+            return Err(GenerateError::UnknownRole {
+                role: role.clone(),
+                known: roles.keys().cloned().collect::<Vec<_>>().join(", "),
+            });
+        }
+    }
+    let root = crate::repo::discover(cwd)?;
+    let name = project_name(&root)?;
+    if let Some((path, line)) = registered_at(&root, &opts.kind) {
+        return Err(GenerateError::KindExists {
+            kind: opts.kind.clone(),
+            at: format!("{path}:{line}"),
+        });
+    }
+    let ns = resolve_namespace(&root, opts.namespace.as_deref())?;
+    let worker = opts.worker.as_str();
+    let worker_dir = format!("workers/{worker}");
+    let is_new = !root.join(&worker_dir).join("Cargo.toml").is_file();
+    if is_new && root.join(&worker_dir).symlink_metadata().is_ok() {
+        return Err(GenerateError::FileExists {
+            path: format!("{worker_dir}/"),
+        });
+    }
+    if !is_new && opts.role.is_some() {
+        return Err(GenerateError::RoleOfExistingWorker {
+            worker: worker.to_owned(),
+        });
+    }
+    let templates = Templates::new(Some(&root));
+    let mut plan = Plan::new(&root);
+    let dev_sh = plan.text(DEV_SH)?.unwrap_or_default();
+    let lane = match &opts.lane {
+        Some(l) => l.clone(),
+        None if is_new && worker != "maintenance" => worker.to_owned(),
+        None => served_lane(&dev_sh, &name, worker).unwrap_or_else(|| "default".to_owned()),
+    };
+    let port = next_metrics_port(&dev_sh);
+    let role = opts.role.clone().unwrap_or_else(|| "maintenance".to_owned());
+    let project = project_vars(&name);
+    let mut vars = worker_vars(&project, worker, &role, port, worker == "maintenance");
+    vars.extend(namespace_vars(&[], &ns));
+    vars.extend(kind_vars(&opts.kind, &ns, &lane));
+    vars.push(("lane_var", Value::from(lane_var(&name, worker))));
+    let ctx = context(&vars);
+
+    plan_kind(&mut plan, &templates, &ctx, &ns)?;
+    plan_handler(&mut plan, &templates, &ctx, worker, &opts.kind)?;
+    if is_new {
+        plan_new_worker(&mut plan, &templates, &ctx, &name, worker, opts.container)?;
+    } else if opts.lane.is_some() && !served_lanes(&dev_sh, &name, worker).contains(&lane) {
+        plan_replica(&mut plan, &templates, &ctx, worker)?;
+    }
+    let next = vec![
+        format!(
+            "edit workers/{worker}/src/handlers/{}.rs: do the work inside ctx.once",
+            names::snake(&opts.kind)
+        ),
+        format!("cargo test -p {name}-{worker}"),
+        "scaffold check".to_owned(),
+    ];
+    super::finish("worker", plan, opts.dry_run, next)
+}
+
+/// The kind's variables: `KIND`, `Kind`, `kind_snake`, `kind_words`, `permission`, `lane`.
+fn kind_vars(kind: &str, ns: &str, lane: &str) -> Vec<(&'static str, Value)> {
+    let snake = names::snake(kind);
+    vec![
+        ("KIND", Value::from(kind)),
+        ("Kind", Value::from(names::camel(kind))),
+        ("kind_snake", Value::from(snake.clone())),
+        ("kind_words", Value::from(snake.replace('_', " "))),
+        ("permission", Value::from(format!("{ns}.{snake}"))),
+        ("lane", Value::from(lane)),
+        ("lane_snake", Value::from(names::snake(lane))),
+    ]
+}
+
+/// The variable a worker's process reads its lane from: the maintenance worker's
+/// `<NAME>_WORKER_LANE`, another worker's `<NAME>_<WORKER>_LANE` (seed 001).
+fn lane_var(name: &str, worker: &str) -> String {
+    if worker == "maintenance" {
+        format!("{}_WORKER_LANE", names::shouty(name))
+    } else {
+        format!("{}_{}_LANE", names::shouty(name), names::shouty(worker))
+    }
+}
+
+/// Renders snippet `template` and inserts its lines below `marker` in `path`.
+fn insert_snippet(
+    plan: &mut Plan,
+    templates: &Templates,
+    ctx: &Value,
+    path: &str,
+    marker: &str,
+    place: &'static str,
+    template: &str,
+) -> Result<(), GenerateError> {
+    let text = plan
+        .text(path)?
+        .ok_or_else(|| GenerateError::MarkerMissing {
+            path: path.to_owned(),
+            marker: marker.to_owned(),
+            place,
+        })?;
+    let snippet = templates.render(template, ctx)?.text;
+    let lines: Vec<String> = snippet.lines().map(str::to_owned).collect();
+    let out = markers::insert_below(path, &text, marker, place, &lines)?;
+    plan.edit(path, out)
+}
+
+/// The spec, variant, payload, README line and (for the namespace's first kind) the root
+/// registration.
+fn plan_kind(
+    plan: &mut Plan,
+    templates: &Templates,
+    ctx: &Value,
+    ns: &str,
+) -> Result<(), GenerateError> {
+    let kinds = format!("om/src/{ns}/kinds.rs");
+    let place = "the namespace's kinds.rs (scaffold namespace writes it)";
+    for (marker, template) in [
+        ("// scaffold:variants", "kind/variant.j2"),
+        ("// scaffold:names", "kind/name.j2"),
+        ("// scaffold:specs", "kind/spec.j2"),
+    ] {
+        insert_snippet(plan, templates, ctx, &kinds, marker, place, template)?;
+    }
+    insert_snippet(
+        plan,
+        templates,
+        ctx,
+        &format!("om/src/{ns}/types/work.rs"),
+        "// scaffold:payloads",
+        "the end of the namespace's types/work.rs",
+        "kind/payload.j2",
+    )?;
+    insert_snippet(
+        plan,
+        templates,
+        ctx,
+        &format!("om/src/{ns}/README.md"),
+        "<!-- scaffold:kinds -->",
+        "the namespace README's list of kinds",
+        "kind/readme.j2",
+    )?;
+    let root_rs = plan.text(ROOT_RS)?.unwrap_or_default();
+    let slice = format!("{}_KINDS", names::shouty(ns));
+    if !mentions_ident(&root_rs, &slice) {
+        insert_snippet(
+            plan,
+            templates,
+            ctx,
+            ROOT_RS,
+            "// scaffold:kinds",
+            "the KINDS registry of om/src/root.rs",
+            "kind/root.j2",
+        )?;
+    }
+    Ok(())
+}
+
+/// The handler, its module line, its registration in the work loop, and its test.
+fn plan_handler(
+    plan: &mut Plan,
+    templates: &Templates,
+    ctx: &Value,
+    worker: &str,
+    kind: &str,
+) -> Result<(), GenerateError> {
+    let snake = names::snake(kind);
+    let dir = format!("workers/{worker}");
+    create_from(
+        plan,
+        templates,
+        "kind/handler.rs.j2",
+        &format!("{dir}/src/handlers/{snake}.rs"),
+        ctx,
+    )?;
+    create_from(
+        plan,
+        templates,
+        "kind/test.rs.j2",
+        &format!("{dir}/tests/{snake}.rs"),
+        ctx,
+    )?;
+    insert_snippet(
+        plan,
+        templates,
+        ctx,
+        &format!("{dir}/src/handlers/mod.rs"),
+        "// scaffold:handlers",
+        "the worker's handler modules",
+        "kind/handler-mod.j2",
+    )?;
+    insert_snippet(
+        plan,
+        templates,
+        ctx,
+        &format!("{dir}/src/work_loop.rs"),
+        "// scaffold:handlers",
+        "the worker's work loop, where handlers are registered",
+        "kind/register.j2",
+    )
+}
+
+/// A new worker: its crate, workspace member, processes, settings, image and deployment.
+fn plan_new_worker(
+    plan: &mut Plan,
+    templates: &Templates,
+    ctx: &Value,
+    name: &str,
+    worker: &str,
+    container: bool,
+) -> Result<(), GenerateError> {
+    render_worker_crate(plan, templates, worker, ctx)?;
+    // The new crate depends on what the maintenance worker's template depends on, so the
+    // lock gains its package and stays `--locked`-buildable.
+    if let Some(lock) = plan.text("Cargo.lock")? {
+        let new = format!("{name}-{worker}");
+        let like = format!("{name}-maintenance");
+        if let Some(lock) = super::lockfile::add_member_like(&lock, &new, &like) {
+            plan.edit("Cargo.lock", lock)?;
+        }
+    }
+    create_from(
+        plan,
+        templates,
+        "worker-docker/Dockerfile.j2",
+        &format!("deployment/docker/{worker}.Dockerfile"),
+        ctx,
+    )?;
+    let manifest = plan.text("Cargo.toml")?.unwrap_or_default();
+    let manifest = super::members::add("Cargo.toml", &manifest, &format!("workers/{worker}"))?;
+    plan.edit("Cargo.toml", manifest)?;
+    let workers_place = "the list of workers in this file";
+    for (path, template) in [
+        (DEV_SH, "new-worker/dev-sh.j2"),
+        (TF_ENVIRONMENT, "new-worker/terraform.j2"),
+        (TF_ACCOUNT_VARS, "new-worker/images.j2"),
+        (STAGING, "new-worker/staging.j2"),
+        (PRODUCTION, "new-worker/production.j2"),
+    ] {
+        insert_snippet(
+            plan,
+            templates,
+            ctx,
+            path,
+            WORKERS_MARKER,
+            workers_place,
+            template,
+        )?;
+    }
+    insert_snippet(
+        plan,
+        templates,
+        ctx,
+        ENV_EXAMPLE,
+        SETTINGS_MARKER,
+        "the settings of the workers `scaffold worker` adds",
+        "new-worker/env.j2",
+    )?;
+    if container {
+        insert_snippet(
+            plan,
+            templates,
+            ctx,
+            COMPOSE,
+            WORKERS_MARKER,
+            workers_place,
+            "new-worker/compose.j2",
+        )?;
+    }
+    Ok(())
+}
+
+/// A replica of an existing worker on the kind's lane: in dev.sh, compose (when the worker
+/// has a service there) and Terraform.
+fn plan_replica(
+    plan: &mut Plan,
+    templates: &Templates,
+    ctx: &Value,
+    worker: &str,
+) -> Result<(), GenerateError> {
+    let place = "the list of workers in this file";
+    insert_snippet(
+        plan,
+        templates,
+        ctx,
+        DEV_SH,
+        WORKERS_MARKER,
+        place,
+        "replica/dev-sh.j2",
+    )?;
+    let compose = plan.text(COMPOSE)?.unwrap_or_default();
+    if compose_has_service(&compose, worker) {
+        insert_snippet(
+            plan,
+            templates,
+            ctx,
+            COMPOSE,
+            WORKERS_MARKER,
+            place,
+            "replica/compose.j2",
+        )?;
+    }
+    insert_snippet(
+        plan,
+        templates,
+        ctx,
+        TF_ENVIRONMENT,
+        WORKERS_MARKER,
+        place,
+        "replica/terraform.j2",
+    )
+}
+
+/// Whether the compose file has a top-level service named `worker`.
+fn compose_has_service(text: &str, worker: &str) -> bool {
+    let Ok(node) = crate::repo::yaml::parse(text) else {
+        return false;
+    };
+    let crate::repo::yaml::Value::Map(entries) = &node.value else {
+        return false;
+    };
+    entries
+        .iter()
+        .filter(|(k, _)| k.as_str() == Some("services"))
+        .any(|(_, v)| match &v.value {
+            crate::repo::yaml::Value::Map(svcs) => {
+                svcs.iter().any(|(k, _)| k.as_str() == Some(worker))
+            }
+            _ => false,
+        })
+}
+
+/// Whether `ident` appears in `text` as a whole identifier.
+fn mentions_ident(text: &str, ident: &str) -> bool {
+    text.match_indices(ident).any(|(i, _)| {
+        let before = text[..i].chars().next_back();
+        let after = text[i + ident.len()..].chars().next();
+        let is_ident = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+        !is_ident(before) && !is_ident(after)
+    })
+}
+
+/// The file and line that already register or handle `kind`: a spec's `name: "KIND"` under
+/// `om/src/`, or a handler's `KIND … = "KIND"` under `workers/*/src/`.
+fn registered_at(root: &Path, kind: &str) -> Option<(String, usize)> {
+    let literal = format!("\"{kind}\"");
+    let mut files = Vec::new();
+    collect_rs(root, "om/src", &mut files);
+    if let Ok(entries) = std::fs::read_dir(root.join("workers")) {
+        let mut workers: Vec<String> = entries
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        workers.sort();
+        for w in workers {
+            collect_rs(root, &format!("workers/{w}/src"), &mut files);
+        }
+    }
+    for rel in files {
+        let Ok(text) = std::fs::read_to_string(root.join(&rel)) else {
+            continue;
+        };
+        for (i, line) in text.lines().enumerate() {
+            let t = line.trim();
+            let registers = t.contains(&literal)
+                && (t.starts_with("name:")
+                    || t.contains("WorkKindSpec")
+                    || (t.contains("KIND") && t.contains("&'static str"))
+                    || t.contains("KIND: &str"));
+            if registers {
+                return Some((rel, i + 1));
+            }
+        }
+    }
+    None
+}
+
+fn collect_rs(root: &Path, rel: &str, out: &mut Vec<String>) {
+    let Ok(entries) = std::fs::read_dir(root.join(rel)) else {
+        return;
+    };
+    let mut entries: Vec<_> = entries.flatten().collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let child = format!("{rel}/{name}");
+        match e.file_type() {
+            Ok(t) if t.is_dir() => collect_rs(root, &child, out),
+            Ok(t) if t.is_file() && name.ends_with(".rs") => out.push(child),
+            _ => {}
+        }
+    }
+}
+
+/// The namespaces of `om/src/` (folders with a kinds.rs), except `work`.
+fn namespaces(root: &Path) -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir(root.join("om/src"))
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|e| e.path().join("kinds.rs").is_file())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n != "work")
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
+}
+
+fn resolve_namespace(root: &Path, given: Option<&str>) -> Result<String, GenerateError> {
+    let known = namespaces(root);
+    match given {
+        Some("work") => Err(GenerateError::WorkNamespace),
+        Some(ns) if known.iter().any(|k| k == ns) => Ok(ns.to_owned()),
+        Some(ns) => Err(GenerateError::UnknownNamespace {
+            ns: ns.to_owned(),
+            known: list(&known),
+        }),
+        None => match known.as_slice() {
+            [one] => Ok(one.clone()),
+            [] => Err(GenerateError::NoNamespace),
+            _ => Err(GenerateError::AmbiguousNamespace { known: list(&known) }),
+        },
+    }
+}
+
+fn list(names: &[String]) -> String {
+    if names.is_empty() {
+        "none".to_owned()
+    } else {
+        names.join(", ")
+    }
+}
+
+/// The lanes the worker's processes in dev.sh serve (`serve --lane L`, else `default`).
+fn served_lanes(dev_sh: &str, name: &str, worker: &str) -> Vec<String> {
+    let package = format!("{name}-{worker}");
+    let mut lanes = Vec::new();
+    for words in crate::check::workqueue::lanes::shell_commands(dev_sh) {
+        let runs_it = words.windows(2).any(|w| w[0] == "-p" && w[1] == package);
+        if !runs_it || !words.iter().any(|w| w == "serve") {
+            continue;
+        }
+        let lane = words
+            .windows(2)
+            .find(|w| w[0] == "--lane")
+            .map(|w| w[1].clone())
+            .or_else(|| {
+                words
+                    .iter()
+                    .find_map(|w| w.strip_prefix("--lane=").map(str::to_owned))
+            })
+            .unwrap_or_else(|| "default".to_owned());
+        lanes.push(lane);
+    }
+    lanes
+}
+
+/// The lane an existing worker's first process serves.
+fn served_lane(dev_sh: &str, name: &str, worker: &str) -> Option<String> {
+    served_lanes(dev_sh, name, worker).into_iter().next()
+}
+
+/// One past the highest `*_METRICS_PORT=<n>` in dev.sh (9100 when there is none).
+fn next_metrics_port(dev_sh: &str) -> u16 {
+    let mut max = None;
+    for (i, _) in dev_sh.match_indices("_METRICS_PORT=") {
+        let digits: String = dev_sh[i + "_METRICS_PORT=".len()..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        if let Ok(p) = digits.parse::<u16>() {
+            max = Some(max.map_or(p, |m: u16| m.max(p)));
+        }
+    }
+    max.map_or(9100, |m| m.saturating_add(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lanes_and_ports_from_dev_sh() {
+        let dev = "export ACME_WORKER_LANE=default\n# scaffold:workers\nACME_METRICS_PORT=9100 cargo run -p acme-maintenance -- serve &\nACME_METRICS_PORT=9103 cargo run -p acme-maintenance -- serve --lane bulk &\nACME_METRICS_PORT=9101 cargo run -p acme-billing -- serve --lane payments &\nwait\n";
+        assert_eq!(served_lanes(dev, "acme", "maintenance"), ["default", "bulk"]);
+        assert_eq!(served_lane(dev, "acme", "billing").as_deref(), Some("payments"));
+        assert_eq!(next_metrics_port(dev), 9104);
+        assert_eq!(next_metrics_port(""), 9100);
+    }
+
+    #[test]
+    fn identifiers_match_whole() {
+        assert!(mentions_ident("    SHIPPING_KINDS,\n", "SHIPPING_KINDS"));
+        assert!(!mentions_ident("    RESHIPPING_KINDS,\n", "SHIPPING_KINDS"));
+    }
+}

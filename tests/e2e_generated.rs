@@ -1,0 +1,96 @@
+//! End to end: the repository `scaffold init` writes is green from its first minute, and
+//! stays green as the generator grows it — `cargo fmt --check`, `cargo test --workspace
+//! --locked` and `scaffold check` after init, after `scaffold namespace shipping`, after
+//! `scaffold worker maintenance NOTIFY_SHIPMENT`, and after a new worker with its own lane,
+//! container and role. The generated workspace builds into one shared target directory
+//! (`target/e2e-generated`) to keep the time down.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::run_in;
+
+fn target_dir() -> PathBuf {
+    let base = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| common::repo_root().join("target"));
+    base.join("e2e-generated")
+}
+
+fn cargo(dir: &Path, args: &[&str]) {
+    let out = Command::new(env!("CARGO"))
+        .args(args)
+        .current_dir(dir)
+        .env("CARGO_TARGET_DIR", target_dir())
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_MANIFEST_DIR")
+        .output()
+        .expect("cargo runs");
+    assert!(
+        out.status.success(),
+        "`cargo {}` failed in the generated repository:\n{}\n{}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Formatting, tests and the checker all pass; returns the test run's output.
+fn green(dir: &Path, step: &str) {
+    cargo(dir, &["fmt", "--all", "--check"]);
+    cargo(dir, &["test", "--workspace", "--locked", "--quiet"]);
+    let r = run_in(dir, &["check", "--format", "json"]);
+    assert_eq!(r.code, 0, "scaffold check after {step}:\n{}{}", r.stdout, r.stderr);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).expect("JSON");
+    assert_eq!(
+        v["findings"].as_array().map(Vec::len),
+        Some(0),
+        "findings after {step}: {v:#}"
+    );
+}
+
+fn run_ok(dir: &Path, args: &[&str]) {
+    let r = run_in(dir, args);
+    assert_eq!(r.code, 0, "scaffold {args:?}:\n{}{}", r.stdout, r.stderr);
+}
+
+#[test]
+fn the_generated_repository_stays_green_as_it_grows() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    run_ok(tmp.path(), &["init", "acme"]);
+    let dir = tmp.path().join("acme");
+    green(&dir, "init");
+
+    run_ok(&dir, &["namespace", "shipping"]);
+    green(&dir, "namespace shipping");
+
+    run_ok(&dir, &["worker", "maintenance", "NOTIFY_SHIPMENT"]);
+    assert!(dir.join("workers/maintenance/tests/notify_shipment.rs").is_file());
+    green(&dir, "worker maintenance NOTIFY_SHIPMENT");
+
+    run_ok(
+        &dir,
+        &[
+            "worker",
+            "billing",
+            "CHARGE_CARD",
+            "--lane",
+            "payments",
+            "--container",
+            "--role",
+            "scheduler",
+        ],
+    );
+    for f in [
+        "workers/billing/Cargo.toml",
+        "workers/billing/README.md",
+        "workers/billing/src/handlers/charge_card.rs",
+        "workers/billing/tests/charge_card.rs",
+        "deployment/docker/billing.Dockerfile",
+    ] {
+        assert!(dir.join(f).is_file(), "{f}");
+    }
+    green(&dir, "worker billing CHARGE_CARD --lane payments --container --role scheduler");
+}
