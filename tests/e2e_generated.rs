@@ -1,8 +1,9 @@
 //! End to end: the repository `scaffold init` writes is green from its first minute, and
 //! stays green as the generator grows it — `cargo fmt --check`, `cargo test --workspace
 //! --locked` and `scaffold check` after init, after `scaffold namespace shipping`, after
-//! `scaffold worker maintenance NOTIFY_SHIPMENT`, and after a new worker with its own lane,
-//! container and role. The generated workspace builds into one shared target directory
+//! `scaffold worker maintenance NOTIFY_SHIPMENT`, after a kind with a lane of its own (a
+//! replica of the maintenance worker), and after a new worker with its own lane, container
+//! and role. The generated workspace builds into one shared target directory
 //! (`target/e2e-generated`) to keep the time down.
 
 mod common;
@@ -42,7 +43,11 @@ fn green(dir: &Path, step: &str) {
     cargo(dir, &["fmt", "--all", "--check"]);
     cargo(dir, &["test", "--workspace", "--locked", "--quiet"]);
     let r = run_in(dir, &["check", "--format", "json"]);
-    assert_eq!(r.code, 0, "scaffold check after {step}:\n{}{}", r.stdout, r.stderr);
+    assert_eq!(
+        r.code, 0,
+        "scaffold check after {step}:\n{}{}",
+        r.stdout, r.stderr
+    );
     let v: serde_json::Value = serde_json::from_str(&r.stdout).expect("JSON");
     assert_eq!(
         v["findings"].as_array().map(Vec::len),
@@ -67,8 +72,23 @@ fn the_generated_repository_stays_green_as_it_grows() {
     green(&dir, "namespace shipping");
 
     run_ok(&dir, &["worker", "maintenance", "NOTIFY_SHIPMENT"]);
-    assert!(dir.join("workers/maintenance/tests/notify_shipment.rs").is_file());
+    assert!(
+        dir.join("workers/maintenance/tests/notify_shipment.rs")
+            .is_file()
+    );
     green(&dir, "worker maintenance NOTIFY_SHIPMENT");
+
+    run_ok(
+        &dir,
+        &[
+            "worker",
+            "maintenance",
+            "REINDEX_SHIPMENTS",
+            "--lane",
+            "bulk",
+        ],
+    );
+    green(&dir, "worker maintenance REINDEX_SHIPMENTS --lane bulk");
 
     run_ok(
         &dir,
@@ -92,5 +112,8 @@ fn the_generated_repository_stays_green_as_it_grows() {
     ] {
         assert!(dir.join(f).is_file(), "{f}");
     }
-    green(&dir, "worker billing CHARGE_CARD --lane payments --container --role scheduler");
+    green(
+        &dir,
+        "worker billing CHARGE_CARD --lane payments --container --role scheduler",
+    );
 }

@@ -11,8 +11,68 @@ use std::sync::OnceLock;
 
 use common::{Run, run_in};
 
-/// Every file under `dir` (relative `/` path → bytes), directories as `path/` → empty.
-fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+/// Every file under `dir` (relative `/` path → content hash and mode), directories as
+/// `path/`.
+fn tree(dir: &Path) -> Tree {
+    Tree(
+        files(dir)
+            .into_iter()
+            .map(|(p, bytes)| {
+                let mode = mode(&dir.join(&p));
+                (p, (xxhash_rust::xxh3::xxh3_64(&bytes), mode))
+            })
+            .collect(),
+    )
+}
+
+/// A tree's files by hash, compared with a diff of the paths that differ.
+#[derive(PartialEq, Eq)]
+struct Tree(BTreeMap<String, (u64, u32)>);
+
+impl std::fmt::Debug for Tree {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} entries", self.0.len())
+    }
+}
+
+#[track_caller]
+fn assert_same(after: &Tree, before: &Tree, what: &str) {
+    if after == before {
+        return;
+    }
+    let mut diff = Vec::new();
+    for (p, v) in &after.0 {
+        match before.0.get(p) {
+            None => diff.push(format!("+ {p}")),
+            Some(b) if b != v => diff.push(format!("~ {p}")),
+            _ => {}
+        }
+    }
+    for p in before.0.keys() {
+        if !after.0.contains_key(p) {
+            diff.push(format!("- {p}"));
+        }
+    }
+    panic!("{what}:\n{}", diff.join("\n"));
+}
+
+fn mode(path: &Path) -> u32 {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::symlink_metadata(path)
+            .map(|m| m.permissions().mode())
+            .unwrap_or(0)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        0
+    }
+}
+
+/// Every file under `dir` with its bytes, directories as `path/` → empty.
+fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     let mut out = BTreeMap::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -38,7 +98,7 @@ fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
 }
 
 fn copy_tree(from: &Path, to: &Path) {
-    for (rel, bytes) in tree(from) {
+    for (rel, bytes) in files(from) {
         let dest = to.join(&rel);
         if rel.ends_with('/') {
             fs::create_dir_all(&dest).expect("mkdir");
@@ -48,7 +108,10 @@ fn copy_tree(from: &Path, to: &Path) {
             #[cfg(unix)]
             {
                 use std::os::unix::fs::PermissionsExt;
-                let mode = fs::metadata(from.join(&rel)).expect("meta").permissions().mode();
+                let mode = fs::metadata(from.join(&rel))
+                    .expect("meta")
+                    .permissions()
+                    .mode();
                 fs::set_permissions(&dest, fs::Permissions::from_mode(mode)).expect("chmod");
             }
         }
@@ -83,7 +146,7 @@ fn ok(r: &Run) {
 /// The tree listing with the vendored runtime's files counted, not listed (they change with
 /// the runtime, not the generator).
 fn listing(dir: &Path) -> String {
-    let files: Vec<String> = tree(dir)
+    let files: Vec<String> = files(dir)
         .into_keys()
         .filter(|p| !p.ends_with('/'))
         .collect();
@@ -95,7 +158,9 @@ fn listing(dir: &Path) -> String {
         .into_iter()
         .filter(|p| !p.starts_with("platform/runtime/") || p == "platform/runtime/.scaffold-stamp")
         .collect();
-    out.push(format!("platform/runtime/ (+{runtime} vendored files: Cargo.toml, src/**, migrations/**)"));
+    out.push(format!(
+        "platform/runtime/ (+{runtime} vendored files: Cargo.toml, src/**, migrations/**)"
+    ));
     out.sort();
     out.join("\n") + "\n"
 }
@@ -121,7 +186,10 @@ fn init_writes_the_reference_tree() {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        let mode = fs::metadata(dir.join("scripts/dev.sh")).expect("dev.sh").permissions().mode();
+        let mode = fs::metadata(dir.join("scripts/dev.sh"))
+            .expect("dev.sh")
+            .permissions()
+            .mode();
         assert_ne!(mode & 0o111, 0, "scripts/dev.sh is executable");
     }
 }
@@ -130,7 +198,7 @@ fn init_writes_the_reference_tree() {
 fn every_generated_config_file_parses() {
     let dir = pristine();
     let mut counts = BTreeMap::new();
-    for (rel, bytes) in tree(dir) {
+    for (rel, bytes) in files(dir) {
         let text = String::from_utf8_lossy(&bytes);
         let kind = if rel.ends_with(".tf") {
             hcl_edit::parser::parse_body(&text)
@@ -171,10 +239,17 @@ fn every_generated_config_file_parses() {
         *counts.entry(kind).or_insert(0) += 1;
     }
     for kind in ["tf", "yaml", "dockerfile", "toml", "rs"] {
-        assert!(counts.get(kind).copied().unwrap_or(0) > 0, "no {kind} file: {counts:?}");
+        assert!(
+            counts.get(kind).copied().unwrap_or(0) > 0,
+            "no {kind} file: {counts:?}"
+        );
     }
     for w in ["maintenance", "outbox-relay", "projector"] {
-        assert!(dir.join(format!("deployment/docker/{w}.Dockerfile")).is_file(), "{w}");
+        assert!(
+            dir.join(format!("deployment/docker/{w}.Dockerfile"))
+                .is_file(),
+            "{w}"
+        );
     }
 }
 
@@ -185,7 +260,10 @@ fn init_refuses_bad_names_and_non_empty_directories() {
         let r = run_in(tmp.path(), &["init", "new", "--name", name]);
         assert_eq!(r.code, 1, "--name {name:?}: {}{}", r.stdout, r.stderr);
         assert!(r.stderr.contains("invalid project name"), "{}", r.stderr);
-        assert!(!tmp.path().join("new").exists(), "--name {name:?} created the directory");
+        assert!(
+            !tmp.path().join("new").exists(),
+            "--name {name:?} created the directory"
+        );
     }
     let r = run_in(tmp.path(), &["init", "Bad_Dir"]);
     assert_eq!(r.code, 1, "{}", r.stderr);
@@ -196,7 +274,7 @@ fn init_refuses_bad_names_and_non_empty_directories() {
     let r = run_in(tmp.path(), &["init", "full", "--name", "acme"]);
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(r.stderr.contains("is not empty"), "{}", r.stderr);
-    assert_eq!(tree(tmp.path()), before);
+    assert_same(&tree(tmp.path()), &before, "the tree changed");
 }
 
 #[test]
@@ -209,9 +287,13 @@ fn init_with_an_override_that_renders_invalid_rust_writes_nothing() {
     let before = tree(tmp.path());
     let r = run_in(tmp.path(), &["init", "acme"]);
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
-    assert!(r.stderr.contains("workers/maintenance/src/lib.rs"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("workers/maintenance/src/lib.rs"),
+        "{}",
+        r.stderr
+    );
     assert!(r.stderr.contains(".scaffold/templates"), "{}", r.stderr);
-    assert_eq!(tree(tmp.path()), before, "the directory is as it was");
+    assert_same(&tree(tmp.path()), &before, "the directory is as it was");
 }
 
 #[test]
@@ -222,7 +304,7 @@ fn init_into_an_unwritable_place_leaves_nothing() {
     let r = run_in(tmp.path(), &["init", "file/acme"]);
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
     assert!(r.stderr.contains("file/acme"), "{}", r.stderr);
-    assert_eq!(tree(tmp.path()), before);
+    assert_same(&tree(tmp.path()), &before, "the tree changed");
 }
 
 #[test]
@@ -230,7 +312,11 @@ fn init_dry_run_writes_nothing_and_json_lists_files() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let r = run_in(tmp.path(), &["init", "acme", "--dry-run"]);
     ok(&r);
-    assert!(r.stdout.contains("+++ b/om/src/root.rs"), "{}", &r.stdout[..r.stdout.len().min(400)]);
+    assert!(
+        r.stdout.contains("+++ b/om/src/root.rs"),
+        "{}",
+        &r.stdout[..r.stdout.len().min(400)]
+    );
     assert!(r.stdout.contains("dry run: nothing was written"));
     assert!(!tmp.path().join("acme").exists());
     let r = run_in(tmp.path(), &["init", "acme", "--format", "json"]);
@@ -264,14 +350,14 @@ fn namespace_creates_its_files_and_refuses_bad_or_existing_names() {
         let r = run_in(&dir, &["namespace", ns]);
         assert_eq!(r.code, code, "{ns}: {}", r.stderr);
         assert!(r.stderr.contains(says), "{ns}: {}", r.stderr);
-        assert_eq!(tree(&dir), before, "{ns} changed the tree");
+        assert_same(&tree(&dir), &before, &format!("{ns} changed the tree"));
     }
     fs::create_dir(dir.join("om/src/billing")).expect("mkdir");
     let before = tree(&dir);
     let r = run_in(&dir, &["namespace", "billing"]);
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(r.stderr.contains("without kinds.rs"), "{}", r.stderr);
-    assert_eq!(tree(&dir), before);
+    assert_same(&tree(&dir), &before, "the tree changed");
 }
 
 #[test]
@@ -279,12 +365,21 @@ fn namespace_without_its_marker_is_an_error_and_writes_nothing() {
     let (_tmp, dir) = repo();
     let lib = dir.join("om/src/lib.rs");
     let text = fs::read_to_string(&lib).expect("lib.rs");
-    fs::write(&lib, text.replace("// scaffold:namespaces", "// namespaces")).expect("write");
+    fs::write(
+        &lib,
+        text.replace("// scaffold:namespaces", "// namespaces"),
+    )
+    .expect("write");
     let before = tree(&dir);
     let r = run_in(&dir, &["namespace", "shipping"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("om/src/lib.rs has no `// scaffold:namespaces` line"), "{}", r.stderr);
-    assert_eq!(tree(&dir), before);
+    assert!(
+        r.stderr
+            .contains("om/src/lib.rs has no `// scaffold:namespaces` line"),
+        "{}",
+        r.stderr
+    );
+    assert_same(&tree(&dir), &before, "the tree changed");
 }
 
 /// The files `scaffold worker maintenance NOTIFY_SHIPMENT` creates and changes, as a diff.
@@ -293,11 +388,23 @@ fn worker_adds_a_kind_to_an_existing_worker() {
     let (_tmp, dir) = repo();
     ok(&run_in(&dir, &["namespace", "shipping"]));
     let before = tree(&dir);
-    let dry = run_in(&dir, &["worker", "maintenance", "NOTIFY_SHIPMENT", "--dry-run"]);
+    let dry = run_in(
+        &dir,
+        &["worker", "maintenance", "NOTIFY_SHIPMENT", "--dry-run"],
+    );
     ok(&dry);
-    assert_eq!(tree(&dir), before, "--dry-run wrote");
+    assert_same(&tree(&dir), &before, "--dry-run wrote");
     insta::assert_snapshot!("worker_notify_shipment_diff", dry.stdout);
-    let r = run_in(&dir, &["worker", "maintenance", "NOTIFY_SHIPMENT", "--format", "json"]);
+    let r = run_in(
+        &dir,
+        &[
+            "worker",
+            "maintenance",
+            "NOTIFY_SHIPMENT",
+            "--format",
+            "json",
+        ],
+    );
     ok(&r);
     let v: serde_json::Value = serde_json::from_str(&r.stdout).expect("JSON");
     let list = |k: &str| -> Vec<String> {
@@ -329,8 +436,12 @@ fn worker_adds_a_kind_to_an_existing_worker() {
     let after = tree(&dir);
     let again = run_in(&dir, &["worker", "maintenance", "NOTIFY_SHIPMENT"]);
     assert_eq!(again.code, 1, "{}", again.stderr);
-    assert!(again.stderr.contains("om/src/shipping/kinds.rs:"), "{}", again.stderr);
-    assert_eq!(tree(&dir), after, "a refused re-run changed the tree");
+    assert!(
+        again.stderr.contains("om/src/shipping/kinds.rs:"),
+        "{}",
+        again.stderr
+    );
+    assert_same(&tree(&dir), &after, "a refused re-run changed the tree");
 }
 
 #[test]
@@ -357,14 +468,32 @@ fn worker_refuses_bad_names_with_nothing_written() {
         (&["9lives", "NOTIFY"], "invalid worker name"),
         (&["", "NOTIFY"], "invalid worker name"),
         (&["a/b", "NOTIFY"], "invalid worker name"),
-        (&["maintenance", "NOTIFY", "--namespace", "Shipping"], "invalid namespace"),
-        (&["maintenance", "NOTIFY", "--namespace", "billing"], "scaffold namespace billing"),
-        (&["maintenance", "NOTIFY", "--namespace", "work"], "the scaffold's own"),
-        (&["maintenance", "NOTIFY", "--namespace", "../om"], "invalid namespace"),
+        (
+            &["maintenance", "NOTIFY", "--namespace", "Shipping"],
+            "invalid namespace",
+        ),
+        (
+            &["maintenance", "NOTIFY", "--namespace", "billing"],
+            "scaffold namespace billing",
+        ),
+        (
+            &["maintenance", "NOTIFY", "--namespace", "work"],
+            "the scaffold uses it",
+        ),
+        (
+            &["maintenance", "NOTIFY", "--namespace", "../om"],
+            "invalid namespace",
+        ),
         (&["maintenance", "NOTIFY", "--lane", "Bulk"], "invalid lane"),
-        (&["maintenance", "NOTIFY", "--lane", "bulk lane"], "invalid lane"),
+        (
+            &["maintenance", "NOTIFY", "--lane", "bulk lane"],
+            "invalid lane",
+        ),
         (&["maintenance", "NOTIFY", "--lane", "../x"], "invalid lane"),
-        (&["maintenance", "NOTIFY", "--role", "maintenance"], "--role applies to a new worker"),
+        (
+            &["maintenance", "NOTIFY", "--role", "maintenance"],
+            "--role applies to a new worker",
+        ),
         (&["billing", "NOTIFY", "--role", "janitor"], "unknown role"),
     ];
     assert!(cases.len() >= 20);
@@ -373,8 +502,12 @@ fn worker_refuses_bad_names_with_nothing_written() {
         full.extend_from_slice(args);
         let r = run_in(&dir, &full);
         assert_eq!(r.code, 1, "{args:?}: {}{}", r.stdout, r.stderr);
-        assert!(r.stderr.contains(says), "{args:?}: expected {says:?} in\n{}", r.stderr);
-        assert_eq!(tree(&dir), before, "{args:?} changed the tree");
+        assert!(
+            r.stderr.contains(says),
+            "{args:?}: expected {says:?} in\n{}",
+            r.stderr
+        );
+        assert_same(&tree(&dir), &before, &format!("{args:?} changed the tree"));
     }
 }
 
@@ -391,7 +524,7 @@ fn worker_needs_a_namespace_and_asks_when_there_are_several() {
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(r.stderr.contains("--namespace"), "{}", r.stderr);
     assert!(r.stderr.contains("billing, shipping"), "{}", r.stderr);
-    assert_eq!(tree(&dir), before);
+    assert_same(&tree(&dir), &before, "the tree changed");
 }
 
 #[test]
@@ -402,12 +535,21 @@ fn worker_failures_leave_the_tree_byte_identical() {
     // A missing marker.
     let work_loop = dir.join("workers/maintenance/src/work_loop.rs");
     let original = fs::read_to_string(&work_loop).expect("work_loop.rs");
-    fs::write(&work_loop, original.replace("// scaffold:handlers", "// handlers")).expect("write");
+    fs::write(
+        &work_loop,
+        original.replace("// scaffold:handlers", "// handlers"),
+    )
+    .expect("write");
     let before = tree(&dir);
     let r = run_in(&dir, &["worker", "maintenance", "NOTIFY_SHIPMENT"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("workers/maintenance/src/work_loop.rs has no `// scaffold:handlers`"), "{}", r.stderr);
-    assert_eq!(tree(&dir), before);
+    assert!(
+        r.stderr
+            .contains("workers/maintenance/src/work_loop.rs has no `// scaffold:handlers`"),
+        "{}",
+        r.stderr
+    );
+    assert_same(&tree(&dir), &before, "the tree changed");
     fs::write(&work_loop, &original).expect("restore");
 
     // A read-only file the command would change.
@@ -418,8 +560,12 @@ fn worker_failures_leave_the_tree_byte_identical() {
     let before = tree(&dir);
     let r = run_in(&dir, &["worker", "maintenance", "NOTIFY_SHIPMENT"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("om/src/shipping/kinds.rs is read-only"), "{}", r.stderr);
-    assert_eq!(tree(&dir), before);
+    assert!(
+        r.stderr.contains("om/src/shipping/kinds.rs is read-only"),
+        "{}",
+        r.stderr
+    );
+    assert_same(&tree(&dir), &before, "the tree changed");
     #[allow(clippy::permissions_set_readonly_false)]
     perms.set_readonly(false);
     fs::set_permissions(&kinds, perms).expect("chmod");
@@ -431,14 +577,167 @@ fn worker_failures_leave_the_tree_byte_identical() {
     let before = tree(&dir);
     let r = run_in(&dir, &["worker", "maintenance", "NOTIFY_SHIPMENT"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("workers/maintenance/src/handlers/notify_shipment.rs"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("workers/maintenance/src/handlers/notify_shipment.rs"),
+        "{}",
+        r.stderr
+    );
     assert!(r.stderr.contains("override"), "{}", r.stderr);
-    assert_eq!(tree(&dir), before);
+    assert_same(&tree(&dir), &before, "the tree changed");
 
     // An override that names a variable nobody sets (strict undefined).
     fs::write(over.join("handler.rs.j2"), "// {{ nobody_sets_this }}\n").expect("write");
+    let before = tree(&dir);
     let r = run_in(&dir, &["worker", "maintenance", "NOTIFY_SHIPMENT"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("kind/handler.rs.j2"), "{}", r.stderr);
-    assert_eq!(tree(&dir), before);
+    assert_same(&tree(&dir), &before, "the tree changed");
+}
+
+fn check_clean(dir: &Path, step: &str) {
+    let r = run_in(dir, &["check"]);
+    assert_eq!(
+        r.code, 0,
+        "scaffold check after {step}:\n{}{}",
+        r.stdout, r.stderr
+    );
+}
+
+/// Every generator step leaves a repository `scaffold check` passes (the cargo side of
+/// this is tests/e2e_generated.rs).
+#[test]
+fn every_step_checks_clean() {
+    let (_tmp, dir) = repo();
+    check_clean(&dir, "init");
+    ok(&run_in(&dir, &["namespace", "shipping"]));
+    check_clean(&dir, "namespace shipping");
+    ok(&run_in(&dir, &["worker", "maintenance", "NOTIFY_SHIPMENT"]));
+    check_clean(&dir, "worker maintenance NOTIFY_SHIPMENT");
+    ok(&run_in(
+        &dir,
+        &[
+            "worker",
+            "maintenance",
+            "REINDEX_SHIPMENTS",
+            "--lane",
+            "bulk",
+        ],
+    ));
+    check_clean(&dir, "worker maintenance REINDEX_SHIPMENTS --lane bulk");
+    ok(&run_in(&dir, &["namespace", "billing"]));
+    ok(&run_in(
+        &dir,
+        &[
+            "worker",
+            "billing",
+            "CHARGE_CARD",
+            "--namespace",
+            "billing",
+            "--lane",
+            "payments",
+            "--container",
+            "--role",
+            "scheduler",
+        ],
+    ));
+    check_clean(&dir, "worker billing CHARGE_CARD");
+    ok(&run_in(
+        &dir,
+        &[
+            "worker",
+            "order-sync",
+            "SYNC_ORDER",
+            "--namespace",
+            "shipping",
+            "--role",
+            "sync-reconciler",
+        ],
+    ));
+    check_clean(&dir, "worker order-sync SYNC_ORDER");
+}
+
+/// `--lane` on a worker the tree has: the spec's lane, and a replica of the worker on the
+/// lane in dev.sh (its own metrics port), compose and Terraform.
+#[test]
+fn a_lane_on_an_existing_worker_adds_a_replica_everywhere_it_runs() {
+    let (_tmp, dir) = repo();
+    ok(&run_in(&dir, &["namespace", "shipping"]));
+    let r = run_in(
+        &dir,
+        &[
+            "worker",
+            "maintenance",
+            "REINDEX_SHIPMENTS",
+            "--lane",
+            "bulk",
+            "--dry-run",
+        ],
+    );
+    ok(&r);
+    let deployment: String = r
+        .stdout
+        .split("--- a/")
+        .filter(|d| d.starts_with("scripts/") || d.starts_with("deployment/"))
+        .map(|d| format!("--- a/{d}"))
+        .collect();
+    insta::assert_snapshot!("worker_lane_replica_deployment_diff", deployment);
+    assert!(
+        r.stdout.contains("+        lane: \"bulk\","),
+        "{}",
+        r.stdout
+    );
+}
+
+/// A new worker: its crate, member, processes, settings, image, deployment — and the
+/// workspace member inserted with the manifest's layout and comments kept.
+#[test]
+fn a_new_worker_gets_every_file_it_needs() {
+    let (_tmp, dir) = repo();
+    ok(&run_in(&dir, &["namespace", "billing"]));
+    let r = run_in(
+        &dir,
+        &[
+            "worker",
+            "billing",
+            "CHARGE_CARD",
+            "--lane",
+            "payments",
+            "--container",
+            "--role",
+            "scheduler",
+            "--format",
+            "json",
+        ],
+    );
+    ok(&r);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).expect("JSON");
+    let changed: Vec<&str> = v["changed"]
+        .as_array()
+        .expect("changed")
+        .iter()
+        .map(|p| p.as_str().expect("path"))
+        .collect();
+    insta::assert_snapshot!("worker_new_billing_changed", changed.join("\n"));
+    let created: Vec<&str> = v["created"]
+        .as_array()
+        .expect("created")
+        .iter()
+        .map(|p| p.as_str().expect("path"))
+        .collect();
+    insta::assert_snapshot!("worker_new_billing_created", created.join("\n"));
+    let manifest = fs::read_to_string(dir.join("Cargo.toml")).expect("Cargo.toml");
+    let original = fs::read_to_string(pristine().join("Cargo.toml")).expect("Cargo.toml");
+    let expected = original.replace(
+        "    \"verification\",\n",
+        "    \"verification\",\n    \"workers/billing\",\n",
+    );
+    assert_eq!(manifest, expected, "only the member line is added");
+    let readme = fs::read_to_string(dir.join("workers/billing/README.md")).expect("README");
+    assert!(
+        readme.contains("## Dedupe"),
+        "the scheduler role's section:\n{readme}"
+    );
+    let role = fs::read_to_string(dir.join("workers/billing/Cargo.toml")).expect("Cargo.toml");
+    assert!(role.contains("role = \"scheduler\""), "{role}");
 }

@@ -60,7 +60,7 @@ pub enum GenerateError {
     #[diagnostic(
         code(scaffold::marker_missing),
         help(
-            "the generator inserts below this marker comment and never guesses a place; put the line `{marker}` back where {place}"
+            "the generator inserts below this marker comment and never guesses a place; put the line `{marker}` back in {place}"
         )
     )]
     MarkerMissing {
@@ -128,7 +128,9 @@ pub enum GenerateError {
     #[error("the repository has no namespace for the kind")]
     #[diagnostic(
         code(scaffold::unknown_namespace),
-        help("create the namespace whose write starts the work: `scaffold namespace <ns>`, then run this again")
+        help(
+            "create the namespace whose write starts the work: `scaffold namespace <ns>`, then run this again"
+        )
     )]
     NoNamespace,
     #[error("which namespace does the kind belong to?")]
@@ -137,12 +139,6 @@ pub enum GenerateError {
         help("pass --namespace <ns>; the repository has {known}")
     )]
     AmbiguousNamespace { known: String },
-    #[error("the `work` namespace is the scaffold's own")]
-    #[diagnostic(
-        code(scaffold::unknown_namespace),
-        help("kinds never join WORK_KINDS; pass the namespace whose write starts the work")
-    )]
-    WorkNamespace,
     #[error("unknown role `{role}`")]
     #[diagnostic(code(scaffold::unknown_role), help("roles: {known}"))]
     UnknownRole { role: String, known: String },
@@ -181,7 +177,6 @@ impl GenerateError {
             | GenerateError::UnknownNamespace { .. }
             | GenerateError::NoNamespace
             | GenerateError::AmbiguousNamespace { .. }
-            | GenerateError::WorkNamespace
             | GenerateError::UnknownRole { .. }
             | GenerateError::RoleOfExistingWorker { .. } => 1,
             _ => 2,

@@ -160,7 +160,10 @@ mod tests {
         let lock = crate::generate::templates::embedded_file(EMBEDDED_LOCK)
             .expect("templates/Cargo.lock.acme is embedded");
         let text = String::from_utf8_lossy(lock);
-        assert!(text.contains("name = \"acme-maintenance\""), "the lock resolves the init workspace");
+        assert!(
+            text.contains("name = \"acme-maintenance\""),
+            "the lock resolves the init workspace"
+        );
         assert!(text.contains("name = \"scaffold-runtime\""));
     }
 

@@ -8,13 +8,14 @@ use super::GenerateError;
 
 /// `manifest` with `member` in `[workspace] members`.
 pub fn add(path: &str, manifest: &str, member: &str) -> Result<String, GenerateError> {
-    let mut doc: DocumentMut = manifest.parse().map_err(|e: toml_edit::TomlError| {
-        GenerateError::Manifest {
-            path: path.to_owned(),
-            message: e.message().to_owned(),
-            help: "fix the TOML syntax; the generator edits it in place".to_owned(),
-        }
-    })?;
+    let mut doc: DocumentMut =
+        manifest
+            .parse()
+            .map_err(|e: toml_edit::TomlError| GenerateError::Manifest {
+                path: path.to_owned(),
+                message: e.message().to_owned(),
+                help: "fix the TOML syntax; the generator edits it in place".to_owned(),
+            })?;
     let missing = || GenerateError::Manifest {
         path: path.to_owned(),
         message: "no `[workspace] members = [...]` list".to_owned(),
@@ -39,7 +40,10 @@ fn insert(members: &mut Array, member: &str) {
         .map(|v| v.as_str().unwrap_or_default())
         .collect();
     let at = if names.is_sorted() {
-        names.iter().position(|n| *n > member).unwrap_or(names.len())
+        names
+            .iter()
+            .position(|n| *n > member)
+            .unwrap_or(names.len())
     } else {
         names.len()
     };
@@ -91,7 +95,8 @@ mod tests {
     fn single_line_and_unsorted_lists() {
         let out = add("Cargo.toml", "[workspace]\nmembers = [\"b\", \"a\"]\n", "c").expect("added");
         assert_eq!(out, "[workspace]\nmembers = [\"b\", \"a\", \"c\"]\n");
-        let first = add("Cargo.toml", "[workspace]\nmembers = [\"b\", \"c\"]\n", "a").expect("added");
+        let first =
+            add("Cargo.toml", "[workspace]\nmembers = [\"b\", \"c\"]\n", "a").expect("added");
         assert_eq!(first, "[workspace]\nmembers = [\"a\", \"b\", \"c\"]\n");
         let same = add("Cargo.toml", "[workspace]\nmembers = [\"a\"]\n", "a").expect("same");
         assert_eq!(same, "[workspace]\nmembers = [\"a\"]\n");

@@ -56,13 +56,13 @@ pub fn namespace(cwd: &Path, ns: &str, dry_run: bool) -> Result<Generated, Gener
         .ok_or_else(|| GenerateError::MarkerMissing {
             path: OM_LIB.to_owned(),
             marker: NAMESPACES_MARKER.to_owned(),
-            place: "om/src/lib.rs declares the namespaces' modules",
+            place: "the module list of om/src/lib.rs",
         })?;
     let lib = markers::insert_below(
         OM_LIB,
         &lib,
         NAMESPACES_MARKER,
-        "om/src/lib.rs declares the namespaces' modules",
+        "the module list of om/src/lib.rs",
         &[format!("pub mod {ns};")],
     )?;
     plan.edit(OM_LIB, lib)?;

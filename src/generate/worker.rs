@@ -86,7 +86,10 @@ pub fn worker(cwd: &Path, opts: &WorkerOptions) -> Result<Generated, GenerateErr
         None => served_lane(&dev_sh, &name, worker).unwrap_or_else(|| "default".to_owned()),
     };
     let port = next_metrics_port(&dev_sh);
-    let role = opts.role.clone().unwrap_or_else(|| "maintenance".to_owned());
+    let role = opts
+        .role
+        .clone()
+        .unwrap_or_else(|| "maintenance".to_owned());
     let project = project_vars(&name);
     let mut vars = worker_vars(&project, worker, &role, port, worker == "maintenance");
     vars.extend(namespace_vars(&[], &ns));
@@ -95,10 +98,11 @@ pub fn worker(cwd: &Path, opts: &WorkerOptions) -> Result<Generated, GenerateErr
     let ctx = context(&vars);
 
     plan_kind(&mut plan, &templates, &ctx, &ns)?;
-    plan_handler(&mut plan, &templates, &ctx, worker, &opts.kind)?;
     if is_new {
         plan_new_worker(&mut plan, &templates, &ctx, &name, worker, opts.container)?;
-    } else if opts.lane.is_some() && !served_lanes(&dev_sh, &name, worker).contains(&lane) {
+    }
+    plan_handler(&mut plan, &templates, &ctx, worker, &opts.kind)?;
+    if !is_new && opts.lane.is_some() && !served_lanes(&dev_sh, &name, worker).contains(&lane) {
         plan_replica(&mut plan, &templates, &ctx, worker)?;
     }
     let next = vec![
@@ -182,7 +186,7 @@ fn plan_kind(
         ctx,
         &format!("om/src/{ns}/types/work.rs"),
         "// scaffold:payloads",
-        "the end of the namespace's types/work.rs",
+        "the namespace's types/work.rs",
         "kind/payload.j2",
     )?;
     insert_snippet(
@@ -240,7 +244,7 @@ fn plan_handler(
         ctx,
         &format!("{dir}/src/handlers/mod.rs"),
         "// scaffold:handlers",
-        "the worker's handler modules",
+        "the worker's list of handler modules",
         "kind/handler-mod.j2",
     )?;
     insert_snippet(
@@ -249,7 +253,7 @@ fn plan_handler(
         ctx,
         &format!("{dir}/src/work_loop.rs"),
         "// scaffold:handlers",
-        "the worker's work loop, where handlers are registered",
+        "the handler list of the worker's work loop",
         "kind/register.j2",
     )
 }
@@ -465,7 +469,6 @@ fn namespaces(root: &Path) -> Vec<String> {
 fn resolve_namespace(root: &Path, given: Option<&str>) -> Result<String, GenerateError> {
     let known = namespaces(root);
     match given {
-        Some("work") => Err(GenerateError::WorkNamespace),
         Some(ns) if known.iter().any(|k| k == ns) => Ok(ns.to_owned()),
         Some(ns) => Err(GenerateError::UnknownNamespace {
             ns: ns.to_owned(),
@@ -474,7 +477,9 @@ fn resolve_namespace(root: &Path, given: Option<&str>) -> Result<String, Generat
         None => match known.as_slice() {
             [one] => Ok(one.clone()),
             [] => Err(GenerateError::NoNamespace),
-            _ => Err(GenerateError::AmbiguousNamespace { known: list(&known) }),
+            _ => Err(GenerateError::AmbiguousNamespace {
+                known: list(&known),
+            }),
         },
     }
 }
@@ -538,8 +543,14 @@ mod tests {
     #[test]
     fn lanes_and_ports_from_dev_sh() {
         let dev = "export ACME_WORKER_LANE=default\n# scaffold:workers\nACME_METRICS_PORT=9100 cargo run -p acme-maintenance -- serve &\nACME_METRICS_PORT=9103 cargo run -p acme-maintenance -- serve --lane bulk &\nACME_METRICS_PORT=9101 cargo run -p acme-billing -- serve --lane payments &\nwait\n";
-        assert_eq!(served_lanes(dev, "acme", "maintenance"), ["default", "bulk"]);
-        assert_eq!(served_lane(dev, "acme", "billing").as_deref(), Some("payments"));
+        assert_eq!(
+            served_lanes(dev, "acme", "maintenance"),
+            ["default", "bulk"]
+        );
+        assert_eq!(
+            served_lane(dev, "acme", "billing").as_deref(),
+            Some("payments")
+        );
         assert_eq!(next_metrics_port(dev), 9104);
         assert_eq!(next_metrics_port(""), 9100);
     }

@@ -6,7 +6,9 @@
 //! on. The places are `scripts/dev.sh`, the local compose file
 //! (`deployment/local/docker-compose*.yml`) and Terraform (`deployment/terraform/**/*.tf`);
 //! a place the repository does not have at all is not required. The finding names exactly
-//! the places that lack the lane.
+//! the places that lack the lane. The local compose file runs the workers someone chose to
+//! containerise (`scaffold worker --container`): there, a lane is required only when a
+//! worker whose handlers take the lane's kinds has a service in the file.
 //!
 //! A process serves a lane when it runs `serve --lane <lane>` or has
 //! `<NAME>_WORKER_LANE=<lane>` (or the worker's own `<NAME>_<WORKER>_LANE`) in its
@@ -56,9 +58,16 @@ pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
             continue;
         }
         done.push(lane.clone());
+        let handled_by = workers_handling(m, &kinds, lane);
         let missing: Vec<&str> = places
             .iter()
             .filter(|p| p.exists && !p.serves(lane))
+            .filter(|p| match (&p.workers, &handled_by) {
+                // A place where each worker is optional needs the lane only when it runs a
+                // worker that handles it (or nobody knows who handles it).
+                (Some(runs), Some(handlers)) => handlers.iter().any(|w| runs.contains(w)),
+                _ => true,
+            })
             .map(|p| p.name.as_str())
             .collect();
         if missing.is_empty() {
@@ -83,4 +92,31 @@ pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
                 )),
         );
     }
+}
+
+/// The workers (`workers/<name>/…`) whose handlers take a kind on `lane`; `None` when a kind
+/// on it has no handler there, so nobody knows which worker should run it.
+fn workers_handling(
+    m: &Model,
+    kinds: &[super::super::workqueue::registry::Kind<'_>],
+    lane: &str,
+) -> Option<Vec<String>> {
+    let mut out = Vec::new();
+    for k in kinds.iter().filter(|k| k.lane.as_deref() == Some(lane)) {
+        let name = k.name.as_deref()?;
+        let mut found = false;
+        for h in m
+            .handlers
+            .iter()
+            .filter(|h| h.kind.as_deref() == Some(name))
+        {
+            let worker = h.path.strip_prefix("workers/")?.split('/').next()?;
+            out.push(worker.to_owned());
+            found = true;
+        }
+        if !found {
+            return None;
+        }
+    }
+    Some(out)
 }

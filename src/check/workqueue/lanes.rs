@@ -34,6 +34,11 @@ pub struct Place {
     pub lanes: BTreeSet<String>,
     /// A process whose lane is a variable: it may serve any lane.
     pub any: bool,
+    /// For a place where each worker is optional (the local compose file, where
+    /// `scaffold worker --container` adds a worker or not): the workers it runs, by the
+    /// name of their `deployment/docker/<worker>.Dockerfile` or, without one, the service.
+    /// `None` for places that must run every worker.
+    pub workers: Option<BTreeSet<String>>,
 }
 
 impl Place {
@@ -220,6 +225,7 @@ fn compose(repo: &Repo) -> Place {
                 (*f).clone()
             }),
         exists: !files.is_empty(),
+        workers: Some(BTreeSet::new()),
         ..Place::default()
     };
     for f in files {
@@ -235,8 +241,13 @@ fn compose(repo: &Repo) -> Place {
         let Value::Map(entries) = &services.value else {
             continue;
         };
-        for (_, svc) in entries {
-            compose_service(repo, svc, &mut place);
+        for (key, svc) in entries {
+            let worker = service_worker(key.as_str().unwrap_or_default(), svc);
+            if compose_service(repo, svc, &mut place) {
+                if let Some(w) = &mut place.workers {
+                    w.insert(worker);
+                }
+            }
         }
     }
     place
@@ -270,7 +281,23 @@ fn words_of(node: Option<&Node>) -> Option<Vec<String>> {
     }
 }
 
-fn compose_service(repo: &Repo, svc: &Node, place: &mut Place) {
+/// The worker a compose service runs: the `<worker>` of the `<worker>.Dockerfile` it
+/// builds, else the service's name.
+fn service_worker(key: &str, svc: &Node) -> String {
+    get(svc, "build")
+        .and_then(|b| get(b, "dockerfile"))
+        .and_then(scalar)
+        .and_then(|df| {
+            df.rsplit('/')
+                .next()
+                .and_then(|n| n.strip_suffix(".Dockerfile"))
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(|| key.to_owned())
+}
+
+/// Adds the lane of a service that runs a worker; whether it does.
+fn compose_service(repo: &Repo, svc: &Node, place: &mut Place) -> bool {
     let command = words_of(get(svc, "command"));
     let entry = words_of(get(svc, "entrypoint"));
     let mut words: Vec<String> = entry.clone().unwrap_or_default();
@@ -291,9 +318,10 @@ fn compose_service(repo: &Repo, svc: &Node, place: &mut Place) {
     let serve = serve_lane(&refs);
     let image_serves = command.is_none() && entry.is_none() && dockerfile_serves(repo, svc);
     if serve.is_none() && env_lane.is_none() && !image_serves {
-        return;
+        return false;
     }
     place.add(serve.flatten().or(env_lane));
+    true
 }
 
 /// Whether the service builds from a Dockerfile of the repo whose CMD/ENTRYPOINT is `serve`.
