@@ -95,6 +95,15 @@ pub fn worker(cwd: &Path, opts: &WorkerOptions) -> Result<Generated, GenerateErr
     vars.extend(namespace_vars(&[], &ns));
     vars.extend(kind_vars(&opts.kind, &ns, &lane));
     vars.push(("lane_var", Value::from(lane_var(&name, worker))));
+    // A new worker's processes are named after it; a replica of a worker the tree has
+    // after the worker and its lane.
+    let service = if is_new {
+        worker.to_owned()
+    } else {
+        format!("{worker}-{lane}")
+    };
+    vars.push(("service_snake", Value::from(names::snake(&service))));
+    vars.push(("service", Value::from(service)));
     let ctx = context(&vars);
 
     plan_kind(&mut plan, &templates, &ctx, &ns)?;
@@ -289,8 +298,8 @@ fn plan_new_worker(
     plan.edit("Cargo.toml", manifest)?;
     let workers_place = "the list of workers in this file";
     for (path, template) in [
-        (DEV_SH, "new-worker/dev-sh.j2"),
-        (TF_ENVIRONMENT, "new-worker/terraform.j2"),
+        (DEV_SH, "deploy/dev-sh.j2"),
+        (TF_ENVIRONMENT, "deploy/terraform-module.j2"),
         (TF_ACCOUNT_VARS, "new-worker/images.j2"),
         (STAGING, "new-worker/staging.j2"),
         (PRODUCTION, "new-worker/production.j2"),
@@ -322,7 +331,7 @@ fn plan_new_worker(
             COMPOSE,
             WORKERS_MARKER,
             workers_place,
-            "new-worker/compose.j2",
+            "deploy/compose-service.j2",
         )?;
     }
     Ok(())
@@ -344,7 +353,7 @@ fn plan_replica(
         DEV_SH,
         WORKERS_MARKER,
         place,
-        "replica/dev-sh.j2",
+        "deploy/dev-sh.j2",
     )?;
     let compose = plan.text(COMPOSE)?.unwrap_or_default();
     if compose_has_service(&compose, worker) {
@@ -355,7 +364,7 @@ fn plan_replica(
             COMPOSE,
             WORKERS_MARKER,
             place,
-            "replica/compose.j2",
+            "deploy/compose-service.j2",
         )?;
     }
     insert_snippet(
@@ -365,7 +374,7 @@ fn plan_replica(
         TF_ENVIRONMENT,
         WORKERS_MARKER,
         place,
-        "replica/terraform.j2",
+        "deploy/terraform-module.j2",
     )
 }
 
