@@ -393,18 +393,18 @@ fn run_check(
         }
         _ => (loaded, restricted),
     };
-    if let Some(agent) = &args.agent {
-        if !loaded.codemap.agents.contains_key(agent) {
-            let known: Vec<&str> = loaded.codemap.agents.keys().map(String::as_str).collect();
-            return Err(AppError::UnknownAgent {
-                name: agent.clone(),
-                known: if known.is_empty() {
-                    "(none)".into()
-                } else {
-                    known.join(", ")
-                },
-            });
-        }
+    if let Some(agent) = &args.agent
+        && !loaded.codemap.agents.contains_key(agent)
+    {
+        let known: Vec<&str> = loaded.codemap.agents.keys().map(String::as_str).collect();
+        return Err(AppError::UnknownAgent {
+            name: agent.clone(),
+            known: if known.is_empty() {
+                "(none)".into()
+            } else {
+                known.join(", ")
+            },
+        });
     }
     if args.write_baseline
         && (!args.rules.is_empty() || args.changes.since.is_some() || args.changes.staged)

@@ -40,11 +40,11 @@ fn main() -> ExitCode {
     let flushed = out.flush();
     match result {
         Ok(code) => {
-            if let Err(e) = flushed {
-                if e.kind() != io::ErrorKind::BrokenPipe {
-                    let _ = writeln!(io::stderr(), "error: cannot write output: {e}");
-                    return ExitCode::from(app::EXIT_ERROR);
-                }
+            if let Err(e) = flushed
+                && e.kind() != io::ErrorKind::BrokenPipe
+            {
+                let _ = writeln!(io::stderr(), "error: cannot write output: {e}");
+                return ExitCode::from(app::EXIT_ERROR);
             }
             code
         }

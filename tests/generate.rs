@@ -220,8 +220,7 @@ fn every_generated_config_file_parses() {
             assert!(froms >= 2, "{rel} is multi-stage");
             let user = text
                 .lines()
-                .filter(|l| l.starts_with("USER "))
-                .next_back()
+                .rfind(|l| l.starts_with("USER "))
                 .unwrap_or_else(|| panic!("{rel} sets no USER"));
             assert!(!user.contains("root"), "{rel} runs as root: {user}");
             assert!(text.contains("HEALTHCHECK"), "{rel} has no HEALTHCHECK");

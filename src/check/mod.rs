@@ -158,10 +158,10 @@ pub fn run(repo: &Repo, opts: &CheckOptions) -> Outcome {
     );
     let mut sink = Sink::default();
     for rule in rules::RULES {
-        if let Some(run) = rule.run {
-            if severities.is_on(rule.id) {
-                run(&ctx, &mut sink);
-            }
+        if let Some(run) = rule.run
+            && severities.is_on(rule.id)
+        {
+            run(&ctx, &mut sink);
         }
     }
     let mut files: Vec<&crate::source::SourceFile> = Vec::new();

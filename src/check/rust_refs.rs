@@ -317,26 +317,24 @@ impl<'ast> Visit<'ast> for RefVisitor<'_> {
 
     fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
         for a in &m.attrs {
-            if a.path().is_ident("path") {
-                if let syn::Meta::NameValue(nv) = &a.meta {
-                    if let syn::Expr::Lit(syn::ExprLit {
-                        lit: syn::Lit::Str(s),
-                        ..
-                    }) = &nv.value
-                    {
-                        self.facts.path_mods.push(s.value());
-                    }
-                }
+            if a.path().is_ident("path")
+                && let syn::Meta::NameValue(nv) = &a.meta
+                && let syn::Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Str(s),
+                    ..
+                }) = &nv.value
+            {
+                self.facts.path_mods.push(s.value());
             }
         }
         visit::visit_item_mod(self, m);
     }
 
     fn visit_path(&mut self, p: &'ast syn::Path) {
-        if p.segments.len() >= 2 || p.leading_colon.is_some() {
-            if let Some(first) = p.segments.first() {
-                self.record(&first.ident, RefKind::Path);
-            }
+        if (p.segments.len() >= 2 || p.leading_colon.is_some())
+            && let Some(first) = p.segments.first()
+        {
+            self.record(&first.ident, RefKind::Path);
         }
         visit::visit_path(self, p);
     }

@@ -119,11 +119,11 @@ fn parse_package(block: &str) -> Package {
         if in_deps {
             if line.trim() == "]" {
                 in_deps = false;
-            } else if let Some(dep) = line.trim().strip_prefix('"') {
-                if let Some(list) = &mut dependencies {
-                    let list: &mut Vec<String> = list;
-                    list.push(dep.trim_end_matches(',').trim_end_matches('"').to_owned());
-                }
+            } else if let Some(dep) = line.trim().strip_prefix('"')
+                && let Some(list) = &mut dependencies
+            {
+                let list: &mut Vec<String> = list;
+                list.push(dep.trim_end_matches(',').trim_end_matches('"').to_owned());
             }
             continue;
         }

@@ -42,7 +42,7 @@ pub fn format(plan: &mut Plan, edition: &str) -> Result<Formatted, GenerateError
     } else {
         std::env::temp_dir()
     };
-    let results: Vec<(String, Result<Option<Vec<u8>>, std::io::Error>)> = jobs
+    let results: Vec<(String, Formatting)> = jobs
         .into_par_iter()
         .map(|(path, text)| {
             let out = run(&dir, edition, &text);
@@ -67,9 +67,12 @@ pub fn format(plan: &mut Plan, edition: &str) -> Result<Formatted, GenerateError
     Ok(Formatted::Yes)
 }
 
+/// What rustfmt made of one file.
+type Formatting = Result<Option<Vec<u8>>, std::io::Error>;
+
 /// rustfmt's output for `text`; `None` when rustfmt fails (the file is left as rendered and
 /// parsing it back reports what is wrong).
-fn run(dir: &Path, edition: &str, text: &[u8]) -> Result<Option<Vec<u8>>, std::io::Error> {
+fn run(dir: &Path, edition: &str, text: &[u8]) -> Formatting {
     let mut child = Command::new("rustfmt")
         .args(["--edition", edition, "--emit", "stdout", "--quiet"])
         .current_dir(dir)

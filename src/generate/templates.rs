@@ -92,10 +92,10 @@ impl Templates {
     pub fn render(&self, name: &str, ctx: &Value) -> Result<Rendered, GenerateError> {
         let fail = |e: minijinja::Error| {
             let mut message = e.to_string();
-            if let Some(detail) = e.detail() {
-                if !message.contains(detail) {
-                    message = format!("{message}: {detail}");
-                }
+            if let Some(detail) = e.detail()
+                && !message.contains(detail)
+            {
+                message = format!("{message}: {detail}");
             }
             GenerateError::Template {
                 template: name.to_owned(),

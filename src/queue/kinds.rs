@@ -37,10 +37,10 @@ fn collect(dir: &Path, kinds: &mut Kinds, depth: usize) {
             if path.file_name().is_some_and(|n| n != "target") {
                 collect(&path, kinds, depth + 1);
             }
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            if let Ok(text) = std::fs::read_to_string(&path) {
-                spec_names(&text, kinds);
-            }
+        } else if path.extension().is_some_and(|e| e == "rs")
+            && let Ok(text) = std::fs::read_to_string(&path)
+        {
+            spec_names(&text, kinds);
         }
     }
 }

@@ -169,10 +169,10 @@ fn resolve(url: &str, cwd: &Path) -> Result<(String, Option<PathBuf>), QueueErro
 /// Opens an existing, migrated queue (never creates one).
 async fn open_existing(url: &str, cwd: &Path) -> Result<Store, QueueError> {
     let (url, path) = resolve(url, cwd)?;
-    if let Some(path) = path {
-        if !path.exists() {
-            return Err(QueueError::NoDatabase { path });
-        }
+    if let Some(path) = path
+        && !path.exists()
+    {
+        return Err(QueueError::NoDatabase { path });
     }
     let store = Store::open(&url).await?;
     store.require_migrated().await?;

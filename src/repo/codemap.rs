@@ -86,14 +86,14 @@ fn validate(root: &Node, p: &mut Problems) -> Codemap {
     let fields = p.fields(root, "the codemap", TOP_KEYS);
     let get = |k: &str| fields.iter().find(|(n, _, _)| *n == k).map(|(_, _, v)| *v);
     p.version(get("version"), root);
-    if let Some(n) = get("name") {
-        if let Some(name) = p.string(n, "`name`") {
-            if valid_project_name(&name) {
-                map.name = Some(name);
-            } else {
-                p.push(n.pos, format!("invalid project name `{name}`"), "invalid name",
+    if let Some(n) = get("name")
+        && let Some(name) = p.string(n, "`name`")
+    {
+        if valid_project_name(&name) {
+            map.name = Some(name);
+        } else {
+            p.push(n.pos, format!("invalid project name `{name}`"), "invalid name",
                     "a project name is lower case letters, digits and `-`, starting with a letter (e.g. `acme`)");
-            }
         }
     }
     let mut layer_refs: Vec<(String, Pos, &'static str)> = Vec::new();

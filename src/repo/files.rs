@@ -43,17 +43,16 @@ pub fn walk(root: &Path) -> Walk {
                 out: &out,
             };
             Box::new(move |entry| {
-                if let Ok(e) = entry {
-                    if e.file_type().is_some_and(|t| t.is_file()) {
-                        if let Some(rel) = relative(root, e.path()) {
-                            let text = if rel.ends_with(".rs") {
-                                read_text(e.path())
-                            } else {
-                                None
-                            };
-                            batch.push(rel, text);
-                        }
-                    }
+                if let Ok(e) = entry
+                    && e.file_type().is_some_and(|t| t.is_file())
+                    && let Some(rel) = relative(root, e.path())
+                {
+                    let text = if rel.ends_with(".rs") {
+                        read_text(e.path())
+                    } else {
+                        None
+                    };
+                    batch.push(rel, text);
                 }
                 WalkState::Continue
             })

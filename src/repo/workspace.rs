@@ -177,10 +177,10 @@ impl Workspace {
                         .and_then(|t| t.get("package"))
                         .and_then(Item::as_str)
                         .map(str::to_owned);
-                    if let Some(path) = spec.and_then(|t| t.get("path")).and_then(Item::as_str) {
-                        if let Some(p) = join_rel("", path) {
-                            workspace_deps.insert(key.to_owned(), (package, p));
-                        }
+                    if let Some(path) = spec.and_then(|t| t.get("path")).and_then(Item::as_str)
+                        && let Some(p) = join_rel("", path)
+                    {
+                        workspace_deps.insert(key.to_owned(), (package, p));
                     }
                 }
             }

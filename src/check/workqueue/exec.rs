@@ -116,20 +116,21 @@ impl<'ast> Visit<'ast> for Contexts<'_> {
     fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
         if let syn::Expr::Path(p) = peel(&c.func) {
             let segs: Vec<&syn::PathSegment> = p.path.segments.iter().collect();
-            if let [.., ty, f] = segs.as_slice() {
-                if ty.ident == "WorkContext" && constructor(&f.ident.to_string()) {
-                    self.push(ty, format!("WorkContext::{}(…)", f.ident));
-                }
+            if let [.., ty, f] = segs.as_slice()
+                && ty.ident == "WorkContext"
+                && constructor(&f.ident.to_string())
+            {
+                self.push(ty, format!("WorkContext::{}(…)", f.ident));
             }
         }
         visit::visit_expr_call(self, c);
     }
 
     fn visit_expr_struct(&mut self, s: &'ast syn::ExprStruct) {
-        if let Some(last) = s.path.segments.last() {
-            if last.ident == "WorkContext" {
-                self.push(last, "WorkContext { … }".to_owned());
-            }
+        if let Some(last) = s.path.segments.last()
+            && last.ident == "WorkContext"
+        {
+            self.push(last, "WorkContext { … }".to_owned());
         }
         visit::visit_expr_struct(self, s);
     }
@@ -612,28 +613,27 @@ impl<'ast> Visit<'ast> for Body<'_> {
         let (root, calls) = chain_of(m);
         if command_new(root).is_some() {
             self.command_of(root, &calls);
-        } else if let syn::Expr::Path(p) = root {
-            if let Some(i) = p
+        } else if let syn::Expr::Path(p) = root
+            && let Some(i) = p
                 .path
                 .get_ident()
                 .and_then(|id| self.named.get(&id.to_string()))
-            {
-                let i = *i;
-                let key = m.method.span().byte_range().start;
-                if self.seen.insert(key) {
-                    let more = chain_args(&calls);
-                    self.commands[i].args.extend(more);
-                }
+        {
+            let i = *i;
+            let key = m.method.span().byte_range().start;
+            if self.seen.insert(key) {
+                let more = chain_args(&calls);
+                self.commands[i].args.extend(more);
             }
         }
         visit::visit_expr_method_call(self, m);
     }
 
     fn visit_expr(&mut self, e: &'ast syn::Expr) {
-        if let syn::Expr::Call(_) = e {
-            if command_new(e).is_some() {
-                self.command_of(e, &[]);
-            }
+        if let syn::Expr::Call(_) = e
+            && command_new(e).is_some()
+        {
+            self.command_of(e, &[]);
         }
         visit::visit_expr(self, e);
     }

@@ -381,16 +381,16 @@ impl<'ast> Visit<'ast> for Calls {
     }
 
     fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
-        if let syn::Expr::Path(p) = peel(&c.func) {
-            if let Some(last) = p.path.segments.last() {
-                if last.ident == "run_twice" {
-                    self.stats.run_twice_calls += 1;
-                } else if last.ident == "handle" && p.path.segments.len() >= 2 {
-                    self.handle_once();
-                } else {
-                    // A helper, maybe of another file of tests/ (`common::run_both(…)`).
-                    self.calls.push((last.ident.to_string(), self.loops > 0));
-                }
+        if let syn::Expr::Path(p) = peel(&c.func)
+            && let Some(last) = p.path.segments.last()
+        {
+            if last.ident == "run_twice" {
+                self.stats.run_twice_calls += 1;
+            } else if last.ident == "handle" && p.path.segments.len() >= 2 {
+                self.handle_once();
+            } else {
+                // A helper, maybe of another file of tests/ (`common::run_both(…)`).
+                self.calls.push((last.ident.to_string(), self.loops > 0));
             }
         }
         visit::visit_expr_call(self, c);

@@ -243,10 +243,10 @@ fn compose(repo: &Repo) -> Place {
         };
         for (key, svc) in entries {
             let worker = service_worker(key.as_str().unwrap_or_default(), svc);
-            if compose_service(repo, svc, &mut place) {
-                if let Some(w) = &mut place.workers {
-                    w.insert(worker);
-                }
+            if compose_service(repo, svc, &mut place)
+                && let Some(w) = &mut place.workers
+            {
+                w.insert(worker);
             }
         }
     }
@@ -522,12 +522,10 @@ fn hcl_attr(body: &str, key: &str) -> Option<String> {
             .last()
             .is_none_or(|c| !(c.is_ascii_alphanumeric() || c == '_'));
         let after = rest[i + key.len()..].trim_start();
-        if before_ok {
-            if let Some(v) = after.strip_prefix('=') {
-                let v = v.trim_start();
-                if let Some(v) = v.strip_prefix('"') {
-                    return v.split('"').next().map(str::to_owned);
-                }
+        if before_ok && let Some(v) = after.strip_prefix('=') {
+            let v = v.trim_start();
+            if let Some(v) = v.strip_prefix('"') {
+                return v.split('"').next().map(str::to_owned);
             }
         }
         rest = &rest[i + key.len()..];

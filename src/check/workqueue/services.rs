@@ -116,12 +116,11 @@ impl<'ast> Visit<'ast> for Managers<'_> {
     }
 
     fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
-        if let syn::Expr::Path(p) = peel(&c.func) {
-            if p.path.segments.len() >= 2 {
-                if let Some(last) = p.path.segments.last() {
-                    self.hit(&last.ident);
-                }
-            }
+        if let syn::Expr::Path(p) = peel(&c.func)
+            && p.path.segments.len() >= 2
+            && let Some(last) = p.path.segments.last()
+        {
+            self.hit(&last.ident);
         }
         visit::visit_expr_call(self, c);
     }
