@@ -26,9 +26,9 @@ worker_prep="rm -rf $work/w && cp -a $work/base $work/w"
 worker_cmd="$bin -C $work/w worker maintenance NOTIFY_SHIPMENT > /dev/null"
 
 if command -v hyperfine > /dev/null; then
-    hyperfine --warmup 2 --runs "$runs" -N --prepare "rm -rf $work/a" \
+    hyperfine --warmup 2 --runs "$runs" --prepare "rm -rf $work/a" \
         -n "init + namespace" "bash -c '$bin -C $work init a --name acme > /dev/null && $bin -C $work/a namespace shipping > /dev/null'"
-    hyperfine --warmup 2 --runs "$runs" -N --prepare "$worker_prep" \
+    hyperfine --warmup 2 --runs "$runs" --prepare "$worker_prep" \
         -n "worker maintenance NOTIFY_SHIPMENT" "$bin -C $work/w worker maintenance NOTIFY_SHIPMENT"
     exit 0
 fi

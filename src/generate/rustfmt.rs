@@ -1,9 +1,10 @@
 //! Formats generated Rust with the machine's rustfmt, so that a repository stays
 //! rustfmt-clean whatever length its names have and wherever an insertion lands (rustfmt
-//! also sorts the `mod` lines the generator adds). Each file goes through `rustfmt --emit
-//! stdout` on stdin (argv, no shell; in parallel), so a module whose files are not in the
-//! plan does not stop it; the repository's rustfmt.toml applies. Without rustfmt on PATH
-//! the templates' own formatting stands.
+//! also sorts the `mod` lines the generator adds). rustfmt runs as argv (no shell): once
+//! over a staged copy of the plan when the plan holds every module (`init`), else file by
+//! file on stdin, in parallel, so a module whose files are not in the plan does not stop
+//! it. The repository's rustfmt.toml applies. Without rustfmt on PATH the templates' own
+//! formatting stands.
 
 use std::io::Write;
 use std::path::Path;
@@ -36,6 +37,14 @@ pub fn format(plan: &mut Plan, edition: &str) -> Result<Formatted, GenerateError
     if jobs.is_empty() {
         return Ok(Formatted::Nothing);
     }
+    if let Some(formatted) = batch(plan, edition, &jobs) {
+        for (path, file) in plan.files_mut() {
+            if let Some(bytes) = formatted.get(path) {
+                file.after = bytes.clone();
+            }
+        }
+        return Ok(Formatted::Yes);
+    }
     // rustfmt looks for rustfmt.toml from its working directory up.
     let dir = if plan.root().is_dir() {
         plan.root().to_path_buf()
@@ -65,6 +74,46 @@ pub fn format(plan: &mut Plan, edition: &str) -> Result<Formatted, GenerateError
         }
     }
     Ok(Formatted::Yes)
+}
+
+/// One rustfmt process over copies of every planned Rust file laid out as in the
+/// repository (with its rustfmt.toml): fast for `init`, whose plan holds every module.
+/// `None` when rustfmt cannot format them all that way (a module declared by a planned file
+/// is not in the plan, or rustfmt is missing): the caller formats file by file.
+fn batch(
+    plan: &Plan,
+    edition: &str,
+    jobs: &[(String, Vec<u8>)],
+) -> Option<std::collections::HashMap<String, Vec<u8>>> {
+    let stage = tempfile::Builder::new()
+        .prefix("scaffold-fmt-")
+        .tempdir()
+        .ok()?;
+    for config in ["rustfmt.toml", ".rustfmt.toml"] {
+        if let Ok(bytes) = std::fs::read(plan.root().join(config)) {
+            std::fs::write(stage.path().join(config), bytes).ok()?;
+        }
+    }
+    for (path, file) in plan.files().filter(|(p, _)| p.ends_with(".rs")) {
+        let dest = stage.path().join(path);
+        std::fs::create_dir_all(dest.parent()?).ok()?;
+        std::fs::write(&dest, &file.after).ok()?;
+    }
+    let status = Command::new("rustfmt")
+        .args(["--edition", edition, "--quiet"])
+        .args(jobs.iter().map(|(p, _)| p))
+        .current_dir(stage.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .ok()?;
+    if !status.success() {
+        return None;
+    }
+    jobs.iter()
+        .map(|(p, _)| std::fs::read(stage.path().join(p)).ok().map(|b| (p.clone(), b)))
+        .collect()
 }
 
 /// What rustfmt made of one file.
