@@ -77,9 +77,9 @@ pub fn format(plan: &mut Plan, edition: &str) -> Result<Formatted, GenerateError
 }
 
 /// One rustfmt process over copies of every planned Rust file laid out as in the
-/// repository (with its rustfmt.toml): fast for `init`, whose plan holds every module.
-/// `None` when rustfmt cannot format them all that way (a module declared by a planned file
-/// is not in the plan, or rustfmt is missing): the caller formats file by file.
+/// repository (with its rustfmt.toml), beside the other Rust files of the crates they
+/// belong to (so the modules they declare resolve). `None` when rustfmt cannot format them
+/// that way, or is missing: the caller formats file by file.
 fn batch(
     plan: &Plan,
     edition: &str,
@@ -93,6 +93,9 @@ fn batch(
         if let Ok(bytes) = std::fs::read(plan.root().join(config)) {
             std::fs::write(stage.path().join(config), bytes).ok()?;
         }
+    }
+    for dir in crate_dirs(plan, jobs) {
+        copy_rust_files(plan.root(), &dir, stage.path());
     }
     for (path, file) in plan.files().filter(|(p, _)| p.ends_with(".rs")) {
         let dest = stage.path().join(path);
@@ -112,8 +115,53 @@ fn batch(
         return None;
     }
     jobs.iter()
-        .map(|(p, _)| std::fs::read(stage.path().join(p)).ok().map(|b| (p.clone(), b)))
+        .map(|(p, _)| {
+            std::fs::read(stage.path().join(p))
+                .ok()
+                .map(|b| (p.clone(), b))
+        })
         .collect()
+}
+
+/// The repo-relative directories of the crates (nearest `Cargo.toml` on disk) the jobs'
+/// files belong to.
+fn crate_dirs(plan: &Plan, jobs: &[(String, Vec<u8>)]) -> std::collections::BTreeSet<String> {
+    let mut out = std::collections::BTreeSet::new();
+    for (path, _) in jobs {
+        let mut dir = path.as_str();
+        while let Some((parent, _)) = dir.rsplit_once('/') {
+            dir = parent;
+            if plan.root().join(dir).join("Cargo.toml").is_file() {
+                out.insert(dir.to_owned());
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// Copies every `.rs` file under `root/rel` (not `target/`) to the same place in `stage`.
+fn copy_rust_files(root: &Path, rel: &str, stage: &Path) {
+    let Ok(entries) = std::fs::read_dir(root.join(rel)) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let child = format!("{rel}/{name}");
+        match e.file_type() {
+            Ok(t) if t.is_dir() && name != "target" && !name.starts_with('.') => {
+                copy_rust_files(root, &child, stage);
+            }
+            Ok(t) if t.is_file() && name.ends_with(".rs") => {
+                let dest = stage.join(&child);
+                if let Some(parent) = dest.parent() {
+                    let _ = std::fs::create_dir_all(parent);
+                }
+                let _ = std::fs::copy(e.path(), dest);
+            }
+            _ => {}
+        }
+    }
 }
 
 /// What rustfmt made of one file.
