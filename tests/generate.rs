@@ -494,6 +494,19 @@ fn worker_refuses_bad_names_with_nothing_written() {
             "--role applies to a new worker",
         ),
         (&["billing", "NOTIFY", "--role", "janitor"], "unknown role"),
+        (&["maintenance", "MOVE"], "Rust keyword"),
+        (&["maintenance", "SELF"], "Rust keyword"),
+        (&["om", "NOTIFY"], "invalid worker name `om`"),
+        (
+            &["verification", "NOTIFY"],
+            "invalid worker name `verification`",
+        ),
+        (&["outbox-relay", "NOTIFY"], "has no work loop"),
+        (
+            &["maintenance", "NOTIFY", "--container"],
+            "--container applies to a new worker",
+        ),
+        (&["fresh", "HEALTH"], "the new worker's own tests/health.rs"),
     ];
     assert!(cases.len() >= 20);
     for (args, says) in cases {
@@ -739,4 +752,51 @@ fn a_new_worker_gets_every_file_it_needs() {
     );
     let role = fs::read_to_string(dir.join("workers/billing/Cargo.toml")).expect("Cargo.toml");
     assert!(role.contains("role = \"scheduler\""), "{role}");
+}
+
+/// Names that differ only in case conversion (`A_1` and `A1` are both `A1`) are one kind;
+/// a kind added to a worker without `--lane` rides the worker's own lane, not a replica's.
+#[test]
+fn colliding_names_are_refused_and_lanes_follow_the_worker() {
+    let (_tmp, dir) = repo();
+    ok(&run_in(&dir, &["namespace", "shipping"]));
+    ok(&run_in(&dir, &["worker", "maintenance", "SEND_2FA_CODE"]));
+    let before = tree(&dir);
+    let r = run_in(&dir, &["worker", "maintenance", "SEND2FA_CODE"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("om/src/shipping/kinds.rs:"),
+        "{}",
+        r.stderr
+    );
+    assert_same(&tree(&dir), &before, "a colliding kind changed the tree");
+
+    ok(&run_in(&dir, &["worker", "billing", "K1"]));
+    ok(&run_in(
+        &dir,
+        &["worker", "billing", "K2", "--lane", "bulk"],
+    ));
+    ok(&run_in(&dir, &["worker", "billing", "K3"]));
+    let kinds = fs::read_to_string(dir.join("om/src/shipping/kinds.rs")).expect("kinds.rs");
+    let lane_of = |kind: &str| -> String {
+        let at = kinds.find(&format!("name: \"{kind}\"")).expect("the spec");
+        let rest = &kinds[at..];
+        let lane = rest.find("lane: \"").expect("a lane") + "lane: \"".len();
+        rest[lane..].split('"').next().expect("quoted").to_owned()
+    };
+    assert_eq!(lane_of("K1"), "billing");
+    assert_eq!(lane_of("K2"), "bulk");
+    assert_eq!(lane_of("K3"), "billing", "{kinds}");
+    check_clean(&dir, "billing K1, K2 --lane bulk, K3");
+}
+
+#[test]
+fn namespace_refuses_a_module_that_exists_as_a_file() {
+    let (_tmp, dir) = repo();
+    fs::write(dir.join("om/src/ids.rs"), "//! ids\n").expect("write");
+    let before = tree(&dir);
+    let r = run_in(&dir, &["namespace", "ids"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("om/src/ids.rs"), "{}", r.stderr);
+    assert_same(&tree(&dir), &before, "the tree changed");
 }

@@ -144,10 +144,29 @@ pub enum GenerateError {
     UnknownRole { role: String, known: String },
     #[error("worker `{worker}` exists; --role applies to a new worker")]
     #[diagnostic(
-        code(scaffold::usage),
+        code(scaffold::worker_exists),
         help("drop --role: the worker's role is in workers/{worker}/Cargo.toml")
     )]
     RoleOfExistingWorker { worker: String },
+    #[error("worker `{worker}` exists; --container applies to a new worker")]
+    #[diagnostic(
+        code(scaffold::worker_exists),
+        help(
+            "drop --container, or add the worker's service to deployment/local/docker-compose.full.yml by hand"
+        )
+    )]
+    ContainerOfExistingWorker { worker: String },
+    #[error("worker `{worker}` has no work loop (workers/{worker}/src/work_loop.rs)")]
+    #[diagnostic(
+        code(scaffold::no_work_loop),
+        help(
+            "kinds of work go to a worker that runs a work loop, such as maintenance, or to a new worker: `scaffold worker <new-name> <KIND>`"
+        )
+    )]
+    NoWorkLoop { worker: String },
+    #[error("{path} changed while the command ran")]
+    #[diagnostic(code(scaffold::io), help("nothing was written; run the command again"))]
+    ChangedMeanwhile { path: String },
     #[error("{path}: {message}")]
     #[diagnostic(code(scaffold::manifest_invalid), help("{help}"))]
     Manifest {
@@ -178,7 +197,9 @@ impl GenerateError {
             | GenerateError::NoNamespace
             | GenerateError::AmbiguousNamespace { .. }
             | GenerateError::UnknownRole { .. }
-            | GenerateError::RoleOfExistingWorker { .. } => 1,
+            | GenerateError::RoleOfExistingWorker { .. }
+            | GenerateError::ContainerOfExistingWorker { .. }
+            | GenerateError::NoWorkLoop { .. } => 1,
             _ => 2,
         }
     }

@@ -100,12 +100,13 @@ pub fn init(cwd: &Path, opts: &InitOptions) -> Result<Generated, GenerateError> 
     super::finish("init", plan, opts.dry_run, next)
 }
 
-/// A directory `init` may fill: empty, or holding only `.scaffold/` (template overrides).
+/// A directory `init` may fill: empty, or holding only `.git/` (a fresh clone) and
+/// `.scaffold/` (template overrides).
 fn may_init_into(dir: &Path) -> bool {
     match std::fs::read_dir(dir) {
-        Ok(entries) => entries
-            .flatten()
-            .all(|e| e.file_name() == ".scaffold" && e.path().is_dir()),
+        Ok(entries) => entries.flatten().all(|e| {
+            (e.file_name() == ".scaffold" || e.file_name() == ".git") && e.path().is_dir()
+        }),
         Err(_) => false,
     }
 }

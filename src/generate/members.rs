@@ -47,33 +47,60 @@ fn insert(members: &mut Array, member: &str) {
     } else {
         names.len()
     };
-    let prefix_of = |v: &Value| {
-        v.decor()
-            .prefix()
+    let prefix_of = |i: usize| {
+        members
+            .get(i)
+            .and_then(|v| v.decor().prefix())
             .and_then(|p| p.as_str())
             .unwrap_or_default()
             .to_owned()
     };
-    // The layout of an entry in the middle of the list ("\n    " or " ").
-    let middle = match members.len() {
-        0 => String::new(),
-        1 => {
-            let p = members.get(0).map(prefix_of).unwrap_or_default();
-            if p.contains('\n') { p } else { " ".to_owned() }
-        }
-        _ => members.get(1).map(prefix_of).unwrap_or_default(),
+    // The layout of an entry in the middle of the list, comments left out: "\n" and the
+    // indentation of a multi-line list, " " in a one-line list.
+    let sample = prefix_of(if members.len() > 1 { 1 } else { 0 });
+    let middle = match sample.rfind('\n') {
+        Some(nl) => format!(
+            "\n{}",
+            sample[nl + 1..].trim_end_matches(|c: char| !c.is_whitespace())
+        ),
+        None if members.is_empty() => String::new(),
+        None => " ".to_owned(),
     };
     let mut value = Value::from(member);
-    if at == 0 && !members.is_empty() {
-        let first = members.get(0).map(prefix_of).unwrap_or_default();
-        value.decor_mut().set_prefix(first);
-        if let Some(old_first) = members.get_mut(0) {
-            old_first.decor_mut().set_prefix(middle);
+    value.decor_mut().set_suffix("");
+    if at == 0 {
+        // The new first entry takes the first entry's layout; the old first entry keeps its
+        // own comments and takes a middle entry's layout if it had none.
+        let first = prefix_of(0);
+        let first_layout = match first.rfind('\n') {
+            Some(nl) => format!("\n{}", &first[nl + 1..]),
+            None => String::new(),
+        };
+        value.decor_mut().set_prefix(first_layout);
+        if let Some(old) = members.get_mut(0) {
+            if !first.contains('\n') {
+                old.decor_mut().set_prefix(middle.as_str());
+            }
+        }
+    } else if at < members.len() {
+        // The next entry's prefix starts with the end-of-line comment of the entry before
+        // the new one: that stays on its line, ahead of the new entry.
+        let next = prefix_of(at);
+        let (same_line, rest) = match next.find('\n') {
+            Some(nl) => (next[..nl].to_owned(), next[nl..].to_owned()),
+            None => (String::new(), next.clone()),
+        };
+        value.decor_mut().set_prefix(format!("{same_line}{middle}"));
+        if let Some(old) = members.get_mut(at) {
+            old.decor_mut().set_prefix(if rest.is_empty() {
+                middle.clone()
+            } else {
+                rest
+            });
         }
     } else {
         value.decor_mut().set_prefix(middle);
     }
-    value.decor_mut().set_suffix("");
     members.insert_formatted(at, value);
 }
 
@@ -88,6 +115,21 @@ mod tests {
         assert_eq!(
             out,
             "# the workspace\n[workspace]\nresolver = \"3\"\nmembers = [\n    \"om\",\n    \"platform/runtime\",\n    \"workers/billing\",\n    \"workers/maintenance\", # the sweep\n    \"workers/projector\",\n]\n"
+        );
+    }
+
+    #[test]
+    fn comments_stay_with_their_entries() {
+        let manifest = "[workspace]\nmembers = [\n    \"om\",\n    # vendored, do not edit\n    \"platform/runtime\",\n    \"workers/maintenance\", # the sweep\n    \"workers/projector\",\n]\n";
+        let out = add("Cargo.toml", manifest, "workers/nb").expect("added");
+        assert_eq!(
+            out,
+            "[workspace]\nmembers = [\n    \"om\",\n    # vendored, do not edit\n    \"platform/runtime\",\n    \"workers/maintenance\", # the sweep\n    \"workers/nb\",\n    \"workers/projector\",\n]\n"
+        );
+        let first = add("Cargo.toml", manifest, "a").expect("added");
+        assert!(
+            first.starts_with("[workspace]\nmembers = [\n    \"a\",\n    \"om\",\n"),
+            "{first}"
         );
     }
 

@@ -105,6 +105,16 @@ pub fn validate(kind: NameKind, name: &str) -> Result<(), GenerateError> {
     if name.contains(&format!("{sep}{sep}")) {
         return Err(invalid(kind, name, format!("it has `{sep}{sep}`")));
     }
+    if kind == NameKind::Kind {
+        let module = snake(name);
+        if RUST_KEYWORDS.contains(&module.as_str()) || camel(name) == "Self" {
+            return Err(invalid(
+                kind,
+                name,
+                format!("its handler module `{module}` would be a Rust keyword"),
+            ));
+        }
+    }
     if kind == NameKind::Namespace {
         if RUST_KEYWORDS.contains(&name) {
             return Err(invalid(kind, name, "it is a Rust keyword"));
@@ -184,6 +194,8 @@ mod tests {
             (NameKind::Namespace, "work"),
             (NameKind::Namespace, "ship-ping"),
             (NameKind::Project, "a/b"),
+            (NameKind::Kind, "MOVE"),
+            (NameKind::Kind, "SELF"),
         ];
         for (kind, name) in bad {
             assert!(validate(kind, name).is_err(), "{name} accepted as {kind:?}");

@@ -39,6 +39,21 @@ pub fn namespace(cwd: &Path, ns: &str, dry_run: bool) -> Result<Generated, Gener
             }
         });
     }
+    let module = format!("om/src/{ns}.rs");
+    let declared = std::fs::read_to_string(root.join(OM_LIB))
+        .map(|t| {
+            t.lines().any(|l| {
+                let code = l.split("//").next().unwrap_or_default().trim();
+                code == format!("mod {ns};") || code == format!("pub mod {ns};")
+            })
+        })
+        .unwrap_or(false);
+    if root.join(&module).symlink_metadata().is_ok() || declared {
+        return Err(GenerateError::NamespaceExists {
+            ns: ns.to_owned(),
+            path: if declared { OM_LIB.to_owned() } else { module },
+        });
+    }
     let templates = Templates::new(Some(&root));
     let mut plan = Plan::new(&root);
     let ctx = context(&namespace_vars(&project_vars(&name), ns));

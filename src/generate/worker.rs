@@ -33,6 +33,8 @@ pub const STAGING: &str = ".github/workflows/deploy-staging.yml";
 pub const PRODUCTION: &str = ".github/workflows/deploy-production.yml";
 pub const ENV_EXAMPLE: &str = ".env.example";
 const ROOT_RS: &str = "om/src/root.rs";
+/// Worker names whose package the workspace already has (`<name>-om`, …).
+const RESERVED_WORKERS: &[&str] = &["om", "verification", "runtime"];
 const WORKERS_MARKER: &str = "# scaffold:workers";
 const SETTINGS_MARKER: &str = "# scaffold:settings";
 
@@ -64,12 +66,50 @@ pub fn worker(cwd: &Path, opts: &WorkerOptions) -> Result<Generated, GenerateErr
         });
     }
     let ns = resolve_namespace(&root, opts.namespace.as_deref())?;
+    if let Some(at) = variant_at(&root, &ns, &opts.kind) {
+        return Err(GenerateError::KindExists {
+            kind: opts.kind.clone(),
+            at,
+        });
+    }
     let worker = opts.worker.as_str();
     let worker_dir = format!("workers/{worker}");
     let is_new = !root.join(&worker_dir).join("Cargo.toml").is_file();
     if is_new && root.join(&worker_dir).symlink_metadata().is_ok() {
         return Err(GenerateError::FileExists {
             path: format!("{worker_dir}/"),
+        });
+    }
+    if is_new && RESERVED_WORKERS.contains(&worker) {
+        return Err(GenerateError::InvalidName {
+            what: "worker name",
+            name: worker.to_owned(),
+            reason: format!("the package `{name}-{worker}` exists (the workspace's own crate)"),
+            rule: "a name no other workspace package has",
+        });
+    }
+    if is_new {
+        let test = format!("worker/tests/{}.rs.j2", names::snake(&opts.kind));
+        if Templates::names_under("worker/").contains(&test.as_str()) {
+            return Err(GenerateError::InvalidName {
+                what: "kind",
+                name: opts.kind.clone(),
+                reason: format!(
+                    "its test would be the new worker's own tests/{}.rs",
+                    names::snake(&opts.kind)
+                ),
+                rule: "a name whose test file is not one of a worker's own tests",
+            });
+        }
+    }
+    if !is_new && !root.join(&worker_dir).join("src/work_loop.rs").is_file() {
+        return Err(GenerateError::NoWorkLoop {
+            worker: worker.to_owned(),
+        });
+    }
+    if !is_new && opts.container {
+        return Err(GenerateError::ContainerOfExistingWorker {
+            worker: worker.to_owned(),
         });
     }
     if !is_new && opts.role.is_some() {
@@ -279,10 +319,12 @@ fn plan_new_worker(
     render_worker_crate(plan, templates, worker, ctx)?;
     // The new crate depends on what the maintenance worker's template depends on, so the
     // lock gains its package and stays `--locked`-buildable.
-    if let Some(lock) = plan.text("Cargo.lock")? {
+    let template = super::templates::embedded_file(super::lockfile::EMBEDDED_LOCK);
+    if let (Some(lock), Some(template)) = (plan.text("Cargo.lock")?, template) {
+        let template = super::lockfile::rename(&String::from_utf8_lossy(template), name);
         let new = format!("{name}-{worker}");
         let like = format!("{name}-maintenance");
-        if let Some(lock) = super::lockfile::add_member_like(&lock, &new, &like) {
+        if let Some(lock) = super::lockfile::add_member_like(&lock, &template, &new, &like) {
             plan.edit("Cargo.lock", lock)?;
         }
     }
@@ -390,9 +432,10 @@ fn compose_has_service(text: &str, worker: &str) -> bool {
         .iter()
         .filter(|(k, _)| k.as_str() == Some("services"))
         .any(|(_, v)| match &v.value {
-            crate::repo::yaml::Value::Map(svcs) => {
-                svcs.iter().any(|(k, _)| k.as_str() == Some(worker))
-            }
+            crate::repo::yaml::Value::Map(svcs) => svcs.iter().any(|(k, v)| {
+                crate::check::workqueue::lanes::service_worker(k.as_str().unwrap_or_default(), v)
+                    == worker
+            }),
             _ => false,
         })
 }
@@ -519,15 +562,53 @@ fn served_lanes(dev_sh: &str, name: &str, worker: &str) -> Vec<String> {
                     .iter()
                     .find_map(|w| w.strip_prefix("--lane=").map(str::to_owned))
             })
+            .or_else(|| {
+                words
+                    .iter()
+                    .find_map(|w| crate::check::workqueue::lanes::lane_assignment(w))
+            })
+            .or_else(|| exported_lane(dev_sh))
             .unwrap_or_else(|| "default".to_owned());
         lanes.push(lane);
     }
     lanes
 }
 
-/// The lane an existing worker's first process serves.
+/// The lane an existing worker's own process serves: the last of its processes in dev.sh
+/// (replicas on other lanes are inserted above it, below the marker).
 fn served_lane(dev_sh: &str, name: &str, worker: &str) -> Option<String> {
-    served_lanes(dev_sh, name, worker).into_iter().next()
+    served_lanes(dev_sh, name, worker).into_iter().next_back()
+}
+
+/// A lane variable the script exports to every process (`export ACME_WORKER_LANE=default`).
+fn exported_lane(dev_sh: &str) -> Option<String> {
+    dev_sh.lines().find_map(|l| {
+        let rest = l.trim().strip_prefix("export ")?;
+        crate::check::workqueue::lanes::lane_assignment(rest.trim())
+    })
+}
+
+/// The `file:line` of a variant or payload that `kind`'s names would collide with in the
+/// namespace (`A_1` and `A1` are both `A1`).
+fn variant_at(root: &Path, ns: &str, kind: &str) -> Option<String> {
+    let camel = names::camel(kind);
+    let payload = format!("{camel}Payload");
+    for (file, ident) in [
+        ("kinds.rs", camel.as_str()),
+        ("types/work.rs", payload.as_str()),
+    ] {
+        let rel = format!("om/src/{ns}/{file}");
+        let Ok(text) = std::fs::read_to_string(root.join(&rel)) else {
+            continue;
+        };
+        for (i, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or_default();
+            if mentions_ident(code, ident) {
+                return Some(format!("{rel}:{}", i + 1));
+            }
+        }
+    }
+    None
 }
 
 /// One past the highest `*_METRICS_PORT=<n>` in dev.sh (9100 when there is none).

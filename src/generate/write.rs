@@ -60,12 +60,18 @@ fn preflight(plan: &Plan) -> Result<(), GenerateError> {
                 Err(_) => break,
             }
         }
-        if file.before.is_some() {
+        if let Some(before) = &file.before {
             let abs = root.join(rel);
             let meta = fs::metadata(&abs).map_err(|e| GenerateError::io("read", &abs, e))?;
             if meta.permissions().readonly() {
                 return Err(GenerateError::ReadOnly { path: rel.clone() });
             }
+            let now = fs::read(&abs).map_err(|e| GenerateError::io("read", &abs, e))?;
+            if now != *before {
+                return Err(GenerateError::ChangedMeanwhile { path: rel.clone() });
+            }
+        } else if root.join(rel).symlink_metadata().is_ok() {
+            return Err(GenerateError::FileExists { path: rel.clone() });
         }
     }
     Ok(())
@@ -155,7 +161,13 @@ fn write_temp(
     replaces: bool,
     target: &Path,
 ) -> io::Result<()> {
-    fs::write(temp, bytes)?;
+    // A new file, never one that exists (a stale temporary or a planted symlink).
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(temp)?;
+    std::io::Write::write_all(&mut f, bytes)?;
+    f.sync_all()?;
     // A replaced file keeps its permissions; a created script is executable.
     if replaces {
         let perms = fs::metadata(target)?.permissions();

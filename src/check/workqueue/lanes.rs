@@ -116,7 +116,7 @@ fn is_assignment(w: &str) -> bool {
 
 /// `X_WORKER_LANE=v` (or any `…_LANE=v`, such as a worker's own `ACME_MAINTENANCE_LANE`)
 /// → v.
-fn lane_assignment(w: &str) -> Option<String> {
+pub fn lane_assignment(w: &str) -> Option<String> {
     let (k, v) = w.split_once('=')?;
     is_lane_var(k).then(|| v.to_owned())
 }
@@ -283,7 +283,7 @@ fn words_of(node: Option<&Node>) -> Option<Vec<String>> {
 
 /// The worker a compose service runs: the `<worker>` of the `<worker>.Dockerfile` it
 /// builds, else the service's name.
-fn service_worker(key: &str, svc: &Node) -> String {
+pub fn service_worker(key: &str, svc: &Node) -> String {
     get(svc, "build")
         .and_then(|b| get(b, "dockerfile"))
         .and_then(scalar)
