@@ -77,10 +77,10 @@ fn insert(members: &mut Array, member: &str) {
             None => String::new(),
         };
         value.decor_mut().set_prefix(first_layout);
-        if let Some(old) = members.get_mut(0) {
-            if !first.contains('\n') {
-                old.decor_mut().set_prefix(middle.as_str());
-            }
+        if !first.contains('\n')
+            && let Some(old) = members.get_mut(0)
+        {
+            old.decor_mut().set_prefix(middle.as_str());
         }
     } else if at < members.len() {
         // The next entry's prefix starts with the end-of-line comment of the entry before
