@@ -18,7 +18,7 @@ pub enum GenerateError {
         reason: String,
         rule: &'static str,
     },
-    #[error("{} is not empty", dir.display())]
+    #[error("{} is not empty (or not a directory)", dir.display())]
     #[diagnostic(
         code(scaffold::target_not_empty),
         help(

@@ -89,7 +89,7 @@ pub fn init(cwd: &Path, opts: &InitOptions) -> Result<Generated, GenerateError> 
         let lock = lockfile::rename(&String::from_utf8_lossy(lock), &name);
         plan.create("Cargo.lock", lock.into_bytes(), None)?;
     }
-    let shown = opts.dir.display().to_string();
+    let shown = shell_word(&opts.dir.display().to_string());
     let next = vec![
         format!("cd {shown}"),
         "cargo test --workspace".to_owned(),
@@ -98,6 +98,18 @@ pub fn init(cwd: &Path, opts: &InitOptions) -> Result<Generated, GenerateError> 
         "scaffold worker maintenance <KIND> --namespace <ns>".to_owned(),
     ];
     super::finish("init", plan, opts.dry_run, next)
+}
+
+/// `s` as one shell word (single-quoted unless it is plainly safe), for the hints printed.
+fn shell_word(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+=:@,".contains(c));
+    if plain {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
 }
 
 /// A directory `init` may fill: empty, or holding only `.git/` (a fresh clone) and
