@@ -49,7 +49,7 @@ impl WorkHandler for ChaosHandler {
         let r = mix(u64::from(n) ^ (item.fence as u64).wrapping_mul(0x9e37_79b9));
         tokio::time::sleep(Duration::from_millis(5 + r % 25)).await;
         ctx.once("effect", || async move { Ok(n) }).await?;
-        if r % 97 == 0 {
+        if r.is_multiple_of(97) {
             // A stall that blocks the whole worker (heartbeats too) past the lease: when it
             // wakes, its completion is stale and must be refused.
             std::thread::sleep(LEASE * 2);

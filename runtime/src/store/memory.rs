@@ -103,12 +103,12 @@ impl State {
     }
 
     fn finish(&mut self, f: &Finish, now: Timestamp) -> StoreResult<()> {
-        if matches!(f.outcome, Outcome::Complete) {
-            if let Some(r) = self.items.get(&f.id) {
-                if r.state == ItemState::Completed && r.fence == f.fence {
-                    return Ok(());
-                }
-            }
+        if matches!(f.outcome, Outcome::Complete)
+            && let Some(r) = self.items.get(&f.id)
+            && r.state == ItemState::Completed
+            && r.fence == f.fence
+        {
+            return Ok(());
         }
         let r = self.held(f.id, f.fence, now)?;
         r.lease_owner = None;
