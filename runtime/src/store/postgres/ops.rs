@@ -415,8 +415,19 @@ pub(crate) async fn finish_many(
     now: Timestamp,
 ) -> StoreResult<Vec<StoreResult<()>>> {
     let mut conn = db.conn().await?;
+    // The completions go first, as one statement on its own: each row's outcome stands
+    // alone (no row's write depends on another's), so they need no transaction around them,
+    // and the usual batch (all completions, all still held) costs one round trip and one
+    // commit instead of three. A batch retried after an error finds its completions done
+    // with the same fence, which is success.
+    let completed = complete_bulk(&conn, batch, now).await?;
+    let all_done = batch
+        .iter()
+        .all(|f| matches!(f.outcome, Outcome::Complete) && completed.contains(&(f.id, f.fence)));
+    if all_done {
+        return Ok(batch.iter().map(|_| Ok(())).collect());
+    }
     let tx = conn.transaction().await?;
-    let completed = complete_bulk(&tx, batch, now).await?;
     let mut results = Vec::with_capacity(batch.len());
     let mut released = false;
     for f in batch {
@@ -446,7 +457,7 @@ pub(crate) async fn finish_many(
 /// fence, state and lease. Returns the (id, fence) pairs it completed; the rest go through
 /// [`finish_one`], which tells a repeated completion from a stale one.
 async fn complete_bulk(
-    tx: &Transaction<'_>,
+    conn: &deadpool_postgres::Object,
     batch: &[Finish],
     now: Timestamp,
 ) -> StoreResult<HashSet<(ItemId, Fence)>> {
@@ -458,7 +469,7 @@ async fn complete_bulk(
     if ids.is_empty() {
         return Ok(HashSet::new());
     }
-    let stmt = tx
+    let stmt = conn
         .prepare_cached(
             "UPDATE work_items AS w SET state = 'completed', lease_owner = NULL, \
                  lease_expires_at = NULL, updated_at = $3 \
@@ -468,7 +479,9 @@ async fn complete_bulk(
              RETURNING w.id, w.fence",
         )
         .await?;
-    let rows = tx.query(&stmt, &[&ids, &fences, &now.as_millis()]).await?;
+    let rows = conn
+        .query(&stmt, &[&ids, &fences, &now.as_millis()])
+        .await?;
     rows.iter()
         .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
         .collect()
