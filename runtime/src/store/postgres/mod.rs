@@ -36,6 +36,7 @@ mod schema;
 
 use std::str::FromStr;
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
@@ -66,7 +67,8 @@ pub const DEFAULT_POOL_SIZE: usize = 10;
 /// the last one: the retention soak lost 60% of its throughput in 12 rounds that way. A
 /// plain index scan marks them as it passes and later claims skip them. No query of the
 /// runtime needs a bitmap scan (they are point, ordered or whole-table reads).
-const CLAIM_PLANNER_SETTINGS: &str = "-c enable_bitmapscan=off";
+const CLAIM_PLANNER_SETTINGS: &str =
+    "-c enable_bitmapscan=off -c plan_cache_mode=force_custom_plan";
 
 /// Where the queue lives: the server, the schema and the pool size, parsed from a URL.
 #[derive(Debug, Clone)]
@@ -138,6 +140,8 @@ pub struct PostgresBackend {
     pub(crate) keys: LockKeys,
     channel: Arc<str>,
     pub(crate) wake: Arc<listen::Wakeups>,
+    /// Rows retention purged since this backend last vacuumed `work_items`.
+    pub(crate) purged_since_vacuum: Arc<AtomicU64>,
 }
 
 /// Advisory lock keys of one schema.
@@ -188,6 +192,7 @@ impl PostgresBackend {
                 format!("scaffold_{schema}"),
             )),
             target: Arc::new(target),
+            purged_since_vacuum: Arc::default(),
         };
         let conn = backend.conn().await?;
         let found = schema::version(&conn).await?;
