@@ -72,7 +72,9 @@ impl WorkLoopBuilder {
     }
 
     /// How many items the loop holds claimed at most, running or waiting to run; claims
-    /// take up to this many at once (default 8 × concurrency, at least 32).
+    /// take up to this many at once (default 8 × concurrency, at least 32). Items whose
+    /// handlers finished and whose outcomes are still being written count apart, up to as
+    /// many again, so the next claim overlaps the last batch's write-back.
     #[must_use]
     pub fn prefetch(mut self, n: usize) -> Self {
         self.config.prefetch = Some(n);

@@ -33,7 +33,9 @@ impl Clone for Channels {
 }
 
 /// Claims items of `lane` while the loop has room, until stopped. Claims in batches: it
-/// waits until half the prefetch is free, then takes as many as fit.
+/// waits until at most half the prefetch is unfinished (running or waiting to run), then
+/// takes as many as fit. Finished items still being written back do not hold the next claim
+/// up (so claiming and writing back overlap), but at most a prefetch of them may be pending.
 pub(crate) async fn claimer(shared: Arc<Shared>, lane: String, mut ch: Channels) {
     let prefetch = shared.config.prefetch();
     let low_water = prefetch / 2;
@@ -42,15 +44,17 @@ pub(crate) async fn claimer(shared: Arc<Shared>, lane: String, mut ch: Channels)
             return;
         }
         let room_changed = shared.room.notified();
+        let unfinished = shared.unfinished.load(Ordering::SeqCst);
         let inflight = shared.inflight.load(Ordering::SeqCst);
-        if inflight > low_water {
+        let want =
+            (prefetch - unfinished.min(prefetch)).min((2 * prefetch).saturating_sub(inflight));
+        if unfinished > low_water || want == 0 {
             tokio::select! {
                 () = room_changed => {}
                 _ = ch.stop.wait_for(|s| *s) => return,
             }
             continue;
         }
-        let want = prefetch - inflight;
         let claimed = match shared
             .store
             .claim_as(&shared.worker_id, &lane, want, shared.config.lease)
@@ -70,6 +74,7 @@ pub(crate) async fn claimer(shared: Arc<Shared>, lane: String, mut ch: Channels)
             continue;
         }
         shared.inflight.fetch_add(claimed.len(), Ordering::SeqCst);
+        shared.unfinished.fetch_add(claimed.len(), Ordering::SeqCst);
         shared
             .counters
             .claimed
@@ -130,6 +135,11 @@ async fn run_item(shared: Arc<Shared>, claimed: Claimed, mut ch: Channels) {
     let finish = outcome.map(|outcome| Finish { id, fence, outcome });
     // The completer outlives every item task; a send error means the loop is gone.
     let _ = ch.done.send(Done { finish });
+    let before = shared.unfinished.fetch_sub(1, Ordering::SeqCst);
+    if before <= shared.config.prefetch() / 2 + 1 {
+        // At or below the claimers' low water: room for the next claim.
+        shared.room.notify_waiters();
+    }
 }
 
 /// What the store is told for a handler's result; `None` when the lease is gone.

@@ -122,7 +122,11 @@ pub(crate) struct Shared {
     pub observer: Option<Observer>,
     /// Items claimed and not yet written back.
     pub inflight: AtomicUsize,
-    /// Woken when in-flight items are written back.
+    /// Items claimed whose handler has not finished (running or waiting for a slot): what
+    /// the prefetch bounds. `inflight` minus this is finished items awaiting write-back.
+    pub unfinished: AtomicUsize,
+    /// Woken when in-flight items are written back, and when handlers finishing bring
+    /// `unfinished` down to the claimers' low water.
     pub room: Notify,
 }
 
@@ -176,6 +180,7 @@ impl WorkLoop {
                 counters: LoopCounters::default(),
                 observer,
                 inflight: AtomicUsize::new(0),
+                unfinished: AtomicUsize::new(0),
                 room: Notify::new(),
             }),
         }

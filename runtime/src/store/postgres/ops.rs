@@ -2,6 +2,7 @@
 //! run in one transaction; single-statement writes run on their own (a statement is atomic).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::atomic::Ordering;
 
 use deadpool_postgres::Transaction;
 use serde_json::Value;
@@ -226,6 +227,14 @@ async fn live_ids_for_keys(
         .collect()
 }
 
+/// Claims in one statement: the ids are picked (and locked) once into an array by the
+/// ordered, limited scan of `work_items_claim`, then updated by primary key. Not as a join
+/// (`UPDATE … FROM (SELECT …) picked WHERE w.id = picked.id`): a join's plan follows the
+/// estimates, and a queue table's estimates are wrong most of the time (a vacuum of an
+/// emptied table says 0 rows; an analyze sees whatever state the backlog was in). With
+/// estimates of one row the planner may nest a scan of the whole table inside a loop over
+/// the picked rows: on the retention purge, written that way, that took 38 s for 20,000
+/// rows right after a vacuum. An array makes every plan linear.
 pub(crate) async fn claim(
     db: &PostgresBackend,
     req: &ClaimRequest,
@@ -238,11 +247,10 @@ pub(crate) async fn claim(
             "UPDATE work_items AS w SET state = 'running', fence = w.fence + 1, \
                  attempt = w.attempt + 1, lease_owner = $1, lease_expires_at = $2, \
                  updated_at = $3, parked_on = NULL \
-             FROM (SELECT id FROM work_items \
+             WHERE w.id = ANY(ARRAY(SELECT id FROM work_items \
                  WHERE lane = $4 AND state IN ('available', 'failed', 'parked') AND run_at <= $3 \
                  ORDER BY priority DESC, run_at, id LIMIT $5 \
-                 FOR UPDATE SKIP LOCKED) AS picked \
-             WHERE w.id = picked.id \
+                 FOR UPDATE SKIP LOCKED)) \
              RETURNING {}",
             COLS.split(", ")
                 .map(|c| format!("w.{c}"))
@@ -415,8 +423,19 @@ pub(crate) async fn finish_many(
     now: Timestamp,
 ) -> StoreResult<Vec<StoreResult<()>>> {
     let mut conn = db.conn().await?;
+    // The completions go first, as one statement on its own: each row's outcome stands
+    // alone (no row's write depends on another's), so they need no transaction around them,
+    // and the usual batch (all completions, all still held) costs one round trip and one
+    // commit instead of three. A batch retried after an error finds its completions done
+    // with the same fence, which is success.
+    let completed = complete_bulk(&conn, batch, now).await?;
+    let all_done = batch
+        .iter()
+        .all(|f| matches!(f.outcome, Outcome::Complete) && completed.contains(&(f.id, f.fence)));
+    if all_done {
+        return Ok(batch.iter().map(|_| Ok(())).collect());
+    }
     let tx = conn.transaction().await?;
-    let completed = complete_bulk(&tx, batch, now).await?;
     let mut results = Vec::with_capacity(batch.len());
     let mut released = false;
     for f in batch {
@@ -446,29 +465,31 @@ pub(crate) async fn finish_many(
 /// fence, state and lease. Returns the (id, fence) pairs it completed; the rest go through
 /// [`finish_one`], which tells a repeated completion from a stale one.
 async fn complete_bulk(
-    tx: &Transaction<'_>,
+    conn: &deadpool_postgres::Object,
     batch: &[Finish],
     now: Timestamp,
 ) -> StoreResult<HashSet<(ItemId, Fence)>> {
-    let (ids, fences): (Vec<i64>, Vec<i64>) = batch
+    // Each row is matched by id (the primary key) and by its own "id:fence" pair (a hashed
+    // `= ANY` filter): one table scan, no join whose plan depends on estimates (see `claim`).
+    let (ids, held): (Vec<i64>, Vec<String>) = batch
         .iter()
         .filter(|f| matches!(f.outcome, Outcome::Complete))
-        .map(|f| (f.id, f.fence))
+        .map(|f| (f.id, format!("{}:{}", f.id, f.fence)))
         .unzip();
     if ids.is_empty() {
         return Ok(HashSet::new());
     }
-    let stmt = tx
+    let stmt = conn
         .prepare_cached(
             "UPDATE work_items AS w SET state = 'completed', lease_owner = NULL, \
                  lease_expires_at = NULL, updated_at = $3 \
-             FROM unnest($1::int8[], $2::int8[]) AS b(id, fence) \
-             WHERE w.id = b.id AND w.fence = b.fence AND w.state = 'running' \
-                 AND w.lease_expires_at > $3 \
+             WHERE w.id = ANY($1::int8[]) \
+                 AND (w.id::text || ':' || w.fence::text) = ANY($2::text[]) \
+                 AND w.state = 'running' AND w.lease_expires_at > $3 \
              RETURNING w.id, w.fence",
         )
         .await?;
-    let rows = tx.query(&stmt, &[&ids, &fences, &now.as_millis()]).await?;
+    let rows = conn.query(&stmt, &[&ids, &held, &now.as_millis()]).await?;
     rows.iter()
         .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
         .collect()
@@ -596,20 +617,46 @@ pub(crate) async fn purge_completed(
     let conn = db.conn().await?;
     // One statement: the items and their effects go together. SKIP LOCKED lets purges on
     // several hosts share the work; the partial index `work_items_completed` finds them.
+    // The ids are picked once into an array (see `claim` for why, not a join).
     let stmt = conn
         .prepare_cached(
-            "WITH gone AS (DELETE FROM work_items WHERE id IN ( \
+            "WITH gone AS (DELETE FROM work_items WHERE id = ANY(ARRAY( \
                  SELECT id FROM work_items WHERE state = 'completed' AND updated_at < $1 \
-                 ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED) RETURNING id), \
-             fx AS (DELETE FROM work_effects e USING gone WHERE e.item_id = gone.id) \
+                 ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED)) RETURNING id), \
+             fx AS (DELETE FROM work_effects WHERE item_id = ANY(ARRAY(SELECT id FROM gone))) \
              SELECT count(*) FROM gone",
         )
         .await?;
     let row = conn
         .query_one(&stmt, &[&before.as_millis(), &limit_of(limit)])
         .await?;
-    Ok(u64::try_from(row.try_get::<_, i64>(0)?).unwrap_or(0))
+    let purged = u64::try_from(row.try_get::<_, i64>(0)?).unwrap_or(0);
+    let since = db.purged_since_vacuum.fetch_add(purged, Ordering::Relaxed) + purged;
+    if since >= VACUUM_AFTER_PURGED {
+        db.purged_since_vacuum.store(0, Ordering::Relaxed);
+        // SKIP_LOCKED: when another host's vacuum (or autovacuum) has the table, this one
+        // is not needed. A failure (say, a role that does not own the tables) costs only
+        // the clean-up, never the purge.
+        if let Err(e) = conn
+            .batch_execute("VACUUM (SKIP_LOCKED) work_items, work_effects")
+            .await
+        {
+            tracing::warn!(error = %e, "vacuuming work_items after a purge failed");
+        }
+    }
+    Ok(purged)
 }
+
+/// Rows purged (by this backend) after which retention vacuums `work_items` itself.
+///
+/// Every item leaves three dead row versions behind (claim, completion, purge) and an entry
+/// of each in the indexes; until a vacuum removes them the claim walks the dead part of
+/// `work_items_claim` and the heap keeps growing. Autovacuum wakes once a minute
+/// (`autovacuum_naptime`) and by default waits for dead rows to reach 20% of the table, so
+/// at queue speeds (tens of thousands of items a second) it lags by millions of rows — the
+/// starvation of River #59. Retention knows how many rows it just deleted, so it runs the
+/// vacuum itself; on a table emptied by the purge that takes tens of milliseconds.
+const VACUUM_AFTER_PURGED: u64 = 25_000;
 
 pub(crate) async fn signal(db: &PostgresBackend, signal: &str, now: Timestamp) -> StoreResult<u64> {
     let mut conn = db.conn().await?;
