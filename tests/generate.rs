@@ -788,6 +788,14 @@ fn colliding_names_are_refused_and_lanes_follow_the_worker() {
     assert_eq!(lane_of("K2"), "bulk");
     assert_eq!(lane_of("K3"), "billing", "{kinds}");
     check_clean(&dir, "billing K1, K2 --lane bulk, K3");
+
+    // A replica of billing on lane `eu` would be `billing-eu`, which is a worker's name.
+    ok(&run_in(&dir, &["worker", "billing-eu", "K4"]));
+    let before = tree(&dir);
+    let r = run_in(&dir, &["worker", "billing", "K5", "--lane", "eu"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("invalid lane `eu`"), "{}", r.stderr);
+    assert_same(&tree(&dir), &before, "a refused replica changed the tree");
 }
 
 #[test]

@@ -152,6 +152,22 @@ pub fn worker(cwd: &Path, opts: &WorkerOptions) -> Result<Generated, GenerateErr
     }
     plan_handler(&mut plan, &templates, &ctx, worker, &opts.kind)?;
     if !is_new && opts.lane.is_some() && !served_lanes(&dev_sh, &name, worker).contains(&lane) {
+        let replica = format!("{worker}-{lane}");
+        if root
+            .join("workers")
+            .join(&replica)
+            .symlink_metadata()
+            .is_ok()
+        {
+            return Err(GenerateError::InvalidName {
+                what: "lane",
+                name: lane.clone(),
+                reason: format!(
+                    "the {worker} worker's replica on it would be named `{replica}`, like the worker workers/{replica}"
+                ),
+                rule: "a lane whose replica name no worker has",
+            });
+        }
         plan_replica(&mut plan, &templates, &ctx, worker)?;
     }
     let next = vec![
