@@ -134,3 +134,24 @@ pub(crate) fn project_name(root: &std::path::Path) -> Result<String, GenerateErr
         crate::repo::codemap::Codemap::parse(&text).map_err(|_| GenerateError::NoCodemapName)?;
     codemap.name.ok_or(GenerateError::NoCodemapName)
 }
+
+/// Every `.rs` file under `root/rel` (repo-relative, sorted; `target/` and hidden folders
+/// skipped).
+pub(crate) fn rust_files(root: &std::path::Path, rel: &str, out: &mut Vec<String>) {
+    let Ok(entries) = std::fs::read_dir(root.join(rel)) else {
+        return;
+    };
+    let mut entries: Vec<_> = entries.flatten().collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let child = format!("{rel}/{name}");
+        match e.file_type() {
+            Ok(t) if t.is_dir() && name != "target" && !name.starts_with('.') => {
+                rust_files(root, &child, out);
+            }
+            Ok(t) if t.is_file() && name.ends_with(".rs") => out.push(child),
+            _ => {}
+        }
+    }
+}

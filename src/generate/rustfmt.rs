@@ -94,8 +94,14 @@ fn batch(
             std::fs::write(stage.path().join(config), bytes).ok()?;
         }
     }
+    let mut crate_files = Vec::new();
     for dir in crate_dirs(plan, jobs) {
-        copy_rust_files(plan.root(), &dir, stage.path());
+        super::rust_files(plan.root(), &dir, &mut crate_files);
+    }
+    for rel in crate_files {
+        let dest = stage.path().join(&rel);
+        std::fs::create_dir_all(dest.parent()?).ok()?;
+        std::fs::copy(plan.root().join(&rel), dest).ok()?;
     }
     for (path, file) in plan.files().filter(|(p, _)| p.ends_with(".rs")) {
         let dest = stage.path().join(path);
@@ -138,30 +144,6 @@ fn crate_dirs(plan: &Plan, jobs: &[(String, Vec<u8>)]) -> std::collections::BTre
         }
     }
     out
-}
-
-/// Copies every `.rs` file under `root/rel` (not `target/`) to the same place in `stage`.
-fn copy_rust_files(root: &Path, rel: &str, stage: &Path) {
-    let Ok(entries) = std::fs::read_dir(root.join(rel)) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let child = format!("{rel}/{name}");
-        match e.file_type() {
-            Ok(t) if t.is_dir() && name != "target" && !name.starts_with('.') => {
-                copy_rust_files(root, &child, stage);
-            }
-            Ok(t) if t.is_file() && name.ends_with(".rs") => {
-                let dest = stage.join(&child);
-                if let Some(parent) = dest.parent() {
-                    let _ = std::fs::create_dir_all(parent);
-                }
-                let _ = std::fs::copy(e.path(), dest);
-            }
-            _ => {}
-        }
-    }
 }
 
 /// What rustfmt made of one file.

@@ -471,7 +471,7 @@ fn mentions_ident(text: &str, ident: &str) -> bool {
 fn registered_at(root: &Path, kind: &str) -> Option<(String, usize)> {
     let literal = format!("\"{kind}\"");
     let mut files = Vec::new();
-    collect_rs(root, "om/src", &mut files);
+    super::rust_files(root, "om/src", &mut files);
     if let Ok(entries) = std::fs::read_dir(root.join("workers")) {
         let mut workers: Vec<String> = entries
             .flatten()
@@ -479,7 +479,7 @@ fn registered_at(root: &Path, kind: &str) -> Option<(String, usize)> {
             .collect();
         workers.sort();
         for w in workers {
-            collect_rs(root, &format!("workers/{w}/src"), &mut files);
+            super::rust_files(root, &format!("workers/{w}/src"), &mut files);
         }
     }
     for rel in files {
@@ -499,23 +499,6 @@ fn registered_at(root: &Path, kind: &str) -> Option<(String, usize)> {
         }
     }
     None
-}
-
-fn collect_rs(root: &Path, rel: &str, out: &mut Vec<String>) {
-    let Ok(entries) = std::fs::read_dir(root.join(rel)) else {
-        return;
-    };
-    let mut entries: Vec<_> = entries.flatten().collect();
-    entries.sort_by_key(|e| e.file_name());
-    for e in entries {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let child = format!("{rel}/{name}");
-        match e.file_type() {
-            Ok(t) if t.is_dir() => collect_rs(root, &child, out),
-            Ok(t) if t.is_file() && name.ends_with(".rs") => out.push(child),
-            _ => {}
-        }
-    }
 }
 
 /// The namespaces of `om/src/` (folders with a kinds.rs), except `work`.
