@@ -1,6 +1,14 @@
 //! The per-file cache of `scaffold check`: what parsing a Rust file yielded (its crate
-//! references, or its parse failure) and its allow comments, keyed by path and a hash of
-//! the file's content, so a warm run re-parses only the files that changed.
+//! references, or its parse failure), its allow comments and which work-queue words it
+//! holds, keyed by path and a hash of the file's content, so a warm run re-parses only
+//! the files that changed.
+//!
+//! Like git's index, an entry also records the file's metadata (size, mtime, ctime,
+//! inode) when the file had not changed for a while before the run that read it: a later
+//! run that finds the same metadata takes the entry without opening the file. A file
+//! written in the last seconds before a run is recorded without metadata (it could change
+//! again within the filesystem's timestamp granularity), so the next run reads and hashes
+//! it.
 //!
 //! Lives in `.scaffold/cache/` (which carries its own `.gitignore` and `CACHEDIR.TAG`).
 //! The file holds a checksum of its payload and the key it was built under (scaffold
@@ -8,39 +16,54 @@
 //! or decoding error means the cache is ignored and rebuilt, never trusted.
 
 use std::collections::HashMap;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::mentions::Mentions;
 use super::rust_refs::{ParseFailure, RustFacts};
 use super::suppress::Suppression;
+use crate::repo::files::FileStat;
 
 const DIR: &str = ".scaffold/cache";
-const FILE: &str = "check-v1.bin";
-const MAGIC: &[u8; 16] = b"scaffold-check\0\x01";
+const FILE: &str = "check-v3.bin";
+const MAGIC: &[u8; 16] = b"scaffold-check\0\x03";
+
+/// How long before a run a file must have last changed for its metadata to be trusted
+/// next time: more than any common filesystem's timestamp granularity (FAT's is 2 s).
+const SETTLED_NS: i128 = 3_000_000_000;
 
 /// What one file yielded.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Entry {
     pub hash: u128,
+    /// The file's metadata when it was read, if it had settled by then.
+    pub stat: Option<FileStat>,
+    pub mentions: Mentions,
     pub facts: Result<RustFacts, ParseFailure>,
     pub suppressions: Vec<Suppression>,
 }
 
-#[derive(Debug, Serialize, Deserialize)]
-struct Payload {
-    key: u128,
-    entries: HashMap<String, Entry>,
-}
-
-/// The cache of one run: entries read at the start, entries to write at the end.
+/// The cache of one run. The file is read whole, but each entry is decoded only when a
+/// file asks for it (in parallel, by the caller), so a run that visits a few files pays
+/// for a few entries.
 #[derive(Debug, Default)]
 pub struct Cache {
-    old: HashMap<String, Entry>,
-    /// How many entries were loaded, and how many a run took unchanged.
-    loaded: usize,
-    taken: usize,
-    missed: usize,
+    /// The payload: the key, then per entry its path and its encoded [`Entry`].
+    payload: Vec<u8>,
+    /// Where each path's encoded entry lies in `payload`; a path leaves when taken.
+    index: HashMap<String, Range<usize>>,
+}
+
+/// An entry taken from the cache, still encoded.
+#[derive(Debug, Clone)]
+pub struct Taken(Range<usize>);
+
+/// `stat`, if a file with this metadata had settled before a run that started at
+/// `started_ns` (nanoseconds since the epoch): only then may a later run trust it.
+pub fn settled(stat: Option<FileStat>, started_ns: i128) -> Option<FileStat> {
+    stat.filter(|s| s.latest_ns() < started_ns - SETTLED_NS)
 }
 
 /// The content hash of a file.
@@ -59,6 +82,7 @@ pub fn key(candidates: &[&str]) -> u128 {
         include_str!("rust_refs.rs"),
         include_str!("suppress.rs"),
         include_str!("cache.rs"),
+        include_str!("mentions.rs"),
     ] {
         data.extend_from_slice(&xxhash_rust::xxh3::xxh3_128(source.as_bytes()).to_le_bytes());
     }
@@ -76,38 +100,31 @@ fn path(root: &Path) -> PathBuf {
 impl Cache {
     /// Loads the cache of `root` for `key`; anything unreadable is an empty cache.
     pub fn load(root: &Path, key: u128) -> Cache {
-        let entries = std::fs::read(path(root))
+        std::fs::read(path(root))
             .ok()
-            .and_then(|bytes| decode(&bytes))
-            .filter(|p| p.key == key)
-            .map(|p| p.entries)
-            .unwrap_or_default();
-        Cache {
-            loaded: entries.len(),
-            old: entries,
-            taken: 0,
-            missed: 0,
-        }
+            .and_then(|bytes| decode(bytes, key))
+            .unwrap_or_default()
     }
 
-    /// Takes the entry for `path` if the content still hashes the same.
-    pub fn take(&mut self, path: &str, hash: u128) -> Option<Entry> {
-        match self.old.get(path) {
-            Some(e) if e.hash == hash => {
-                self.taken += 1;
-                self.old.remove(path)
-            }
-            _ => {
-                self.missed += 1;
-                None
-            }
-        }
+    /// Takes the entry recorded for `path`, if any; the caller decodes it with
+    /// [`Cache::entry`] and checks that it still matches the file (by metadata or by
+    /// content hash).
+    pub fn take(&mut self, path: &str) -> Option<Taken> {
+        self.index.remove(path).map(Taken)
     }
 
-    /// Whether the run took every loaded entry unchanged and needed no other: then the
-    /// file on disk is already right and need not be written.
-    pub fn unchanged(&self) -> bool {
-        self.missed == 0 && self.taken == self.loaded
+    /// Decodes a taken entry; `None` if it does not decode (then the file is parsed).
+    pub fn entry(&self, taken: &Taken) -> Option<Entry> {
+        postcard::from_bytes(self.payload.get(taken.0.clone())?).ok()
+    }
+
+    /// The entries no file of this run took: files that are gone, or that a partial run
+    /// (`--staged`) did not visit.
+    pub fn into_rest(self) -> HashMap<String, Entry> {
+        self.index
+            .iter()
+            .filter_map(|(p, r)| Some((p.clone(), self.entry(&Taken(r.clone()))?)))
+            .collect()
     }
 
     /// Writes `entries` as the new cache, by temp file and rename. A cache that cannot be
@@ -124,8 +141,18 @@ impl Cache {
                 "Signature: 8a477f597d28d172789f06886806bc55\n# scaffold check cache\n",
             )?;
         }
-        let payload =
-            postcard::to_stdvec(&Payload { key, entries }).map_err(std::io::Error::other)?;
+        let mut sorted: Vec<(String, Entry)> = entries.into_iter().collect();
+        sorted.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let mut payload = Vec::with_capacity(64 * sorted.len() + 32);
+        payload.extend_from_slice(&key.to_le_bytes());
+        payload.extend_from_slice(&len32(sorted.len())?);
+        for (path, entry) in &sorted {
+            let data = postcard::to_stdvec(entry).map_err(std::io::Error::other)?;
+            payload.extend_from_slice(&len32(path.len())?);
+            payload.extend_from_slice(path.as_bytes());
+            payload.extend_from_slice(&len32(data.len())?);
+            payload.extend_from_slice(&data);
+        }
         let mut bytes = Vec::with_capacity(payload.len() + 32);
         bytes.extend_from_slice(MAGIC);
         bytes.extend_from_slice(&xxhash_rust::xxh3::xxh3_128(&payload).to_le_bytes());
@@ -136,22 +163,78 @@ impl Cache {
     }
 }
 
-fn decode(bytes: &[u8]) -> Option<Payload> {
-    let rest = bytes.strip_prefix(MAGIC.as_slice())?;
-    if rest.len() < 16 {
+fn len32(n: usize) -> std::io::Result<[u8; 4]> {
+    u32::try_from(n)
+        .map(u32::to_le_bytes)
+        .map_err(std::io::Error::other)
+}
+
+/// Checks the magic, checksum and key, and indexes the entries; `None` on any mismatch
+/// or truncation.
+fn decode(mut bytes: Vec<u8>, key: u128) -> Option<Cache> {
+    if !bytes.starts_with(MAGIC) || bytes.len() < MAGIC.len() + 16 {
         return None;
     }
-    let (sum, payload) = rest.split_at(16);
-    let sum = u128::from_le_bytes(sum.try_into().ok()?);
-    if xxhash_rust::xxh3::xxh3_128(payload) != sum {
+    let sum = u128::from_le_bytes(bytes[MAGIC.len()..MAGIC.len() + 16].try_into().ok()?);
+    let payload = bytes.split_off(MAGIC.len() + 16);
+    if xxhash_rust::xxh3::xxh3_128(&payload) != sum {
         return None;
     }
-    postcard::from_bytes(payload).ok()
+    let mut at = 0usize;
+    let mut next = |n: usize| -> Option<Range<usize>> {
+        let r = at..at.checked_add(n)?;
+        (r.end <= payload.len()).then(|| {
+            at = r.end;
+            r
+        })
+    };
+    let key_at = next(16)?;
+    if u128::from_le_bytes(payload[key_at].try_into().ok()?) != key {
+        return None;
+    }
+    let u32_at = |r: Range<usize>| -> Option<usize> {
+        Some(u32::from_le_bytes(payload.get(r)?.try_into().ok()?) as usize)
+    };
+    let count = u32_at(next(4)?)?;
+    let mut index = HashMap::with_capacity(count.min(payload.len() / 8));
+    for _ in 0..count {
+        let path_len = u32_at(next(4)?)?;
+        let path = std::str::from_utf8(payload.get(next(path_len)?)?)
+            .ok()?
+            .to_owned();
+        let data_len = u32_at(next(4)?)?;
+        index.insert(path, next(data_len)?);
+    }
+    (at == payload.len()).then_some(Cache { payload, index })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn trusts_metadata_only_of_files_settled_before_the_run() {
+        let stat = |t: i128| FileStat {
+            len: 1,
+            mtime_ns: t,
+            ctime_ns: t,
+            ino: 1,
+        };
+        let start = 100 * 1_000_000_000;
+        assert!(settled(Some(stat(start - 10_000_000_000)), start).is_some());
+        assert!(settled(Some(stat(start - 1_000_000_000)), start).is_none());
+        assert!(
+            settled(Some(stat(start + 1)), start).is_none(),
+            "a file from the future"
+        );
+        let mut late_ctime = stat(0);
+        late_ctime.ctime_ns = start;
+        assert!(
+            settled(Some(late_ctime), start).is_none(),
+            "ctime counts too"
+        );
+        assert!(settled(None, start).is_none());
+    }
 
     #[test]
     fn round_trips_and_rejects_damage() {
@@ -161,19 +244,25 @@ mod tests {
             "a.rs".to_owned(),
             Entry {
                 hash: 7,
+                stat: None,
+                mentions: Mentions::default(),
                 facts: Ok(RustFacts::default()),
                 suppressions: Vec::new(),
             },
         );
         Cache::save(dir.path(), 1, entries.clone()).expect("save");
         let mut c = Cache::load(dir.path(), 1);
-        assert!(c.take("a.rs", 8).is_none(), "a changed file is a miss");
-        assert!(!c.unchanged());
-        let mut c = Cache::load(dir.path(), 1);
-        assert!(c.take("a.rs", 7).is_some());
-        assert!(c.unchanged(), "every entry taken, nothing missed");
+        let taken = c.take("a.rs").expect("recorded");
+        assert_eq!(c.entry(&taken).map(|e| e.hash), Some(7));
+        assert!(c.take("a.rs").is_none(), "an entry is taken once");
+        assert!(c.into_rest().is_empty());
+        assert_eq!(
+            Cache::load(dir.path(), 1).into_rest().len(),
+            1,
+            "what a run does not take is kept"
+        );
         assert!(
-            Cache::load(dir.path(), 2).take("a.rs", 7).is_none(),
+            Cache::load(dir.path(), 2).take("a.rs").is_none(),
             "another key is a miss"
         );
         // Flip one byte, truncate, or write garbage: the cache is ignored, never trusted.
@@ -182,11 +271,11 @@ mod tests {
         let last = bytes.len() - 1;
         bytes[last] ^= 1;
         std::fs::write(&file, &bytes).expect("write");
-        assert!(Cache::load(dir.path(), 1).old.is_empty());
+        assert!(Cache::load(dir.path(), 1).index.is_empty());
         std::fs::write(&file, &bytes[..20]).expect("write");
-        assert!(Cache::load(dir.path(), 1).old.is_empty());
+        assert!(Cache::load(dir.path(), 1).index.is_empty());
         std::fs::write(&file, b"garbage").expect("write");
-        assert!(Cache::load(dir.path(), 1).old.is_empty());
+        assert!(Cache::load(dir.path(), 1).index.is_empty());
         assert!(
             std::fs::read_to_string(dir.path().join(".scaffold/cache/.gitignore"))
                 .expect("gitignore")

@@ -2,22 +2,30 @@
 //! of every workspace crate parsed (in parallel), worker READMEs.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
 
 use rayon::prelude::*;
 
 use super::cache::{self, Cache};
+use super::mentions::Mentions;
 use super::rust_refs::{self, ParseFailure, RustFacts};
 use super::suppress::{self, Suppression};
 use crate::changes::ChangeSet;
 use crate::repo::Repo;
 use crate::repo::codemap::{Agent, Layer};
+use crate::repo::files::FileStat;
 use crate::repo::workspace::{Crate, DepKind, join_rel};
 use crate::source::SourceFile;
 
-/// A parsed Rust file of a workspace crate.
+/// A parsed Rust file of a workspace crate. Its text is read on first use: a warm run
+/// takes most files' facts from the cache and never opens them.
 #[derive(Debug)]
 pub struct Source {
-    pub file: SourceFile,
+    /// Repo-relative, `/`-separated.
+    pub path: String,
+    file: OnceLock<SourceFile>,
+    root: Arc<Path>,
     /// Index into `repo.workspace.crates`.
     pub krate: usize,
     /// Dev for tests/, benches/, examples/; Build for build.rs; else Normal.
@@ -27,6 +35,29 @@ pub struct Source {
     pub suppressions: Vec<Suppression>,
     /// The content hash the cache keys it by.
     pub hash: u128,
+    /// Which work-queue words its text holds.
+    pub mentions: Mentions,
+    /// Its metadata, when it had settled before this run (what the cache records).
+    stat: Option<FileStat>,
+    /// Whether its facts came from the cache by metadata alone (nothing to write back).
+    by_stat: bool,
+}
+
+impl Source {
+    /// The file and its text, read on first use (empty if it has gone meanwhile).
+    pub fn file(&self) -> &SourceFile {
+        self.file.get_or_init(|| {
+            let text = crate::repo::read_in(&self.root, &self.path).unwrap_or_default();
+            SourceFile::new(self.path.clone(), text)
+        })
+    }
+
+    /// Whether the file's text contains `token` (from the recorded words when it is one).
+    pub fn mentions(&self, token: &str) -> bool {
+        self.mentions
+            .has(token)
+            .unwrap_or_else(|| self.file().text.contains(token))
+    }
 }
 
 #[derive(Debug)]
@@ -88,12 +119,7 @@ impl<'r> Context<'r> {
             .iter()
             .filter_map(|s| s.facts.as_ref().ok().map(|f| (s, f)))
             .flat_map(|(s, f)| {
-                let dir = s
-                    .file
-                    .path
-                    .rsplit_once('/')
-                    .map_or("", |(d, _)| d)
-                    .to_owned();
+                let dir = s.path.rsplit_once('/').map_or("", |(d, _)| d).to_owned();
                 f.path_mods
                     .iter()
                     .filter_map(move |m| join_rel(&dir, m).map(|p| (p, s.krate)))
@@ -104,8 +130,8 @@ impl<'r> Context<'r> {
             let extra: Vec<_> = extra.into_iter().collect();
             sources.extend(parse_all(repo, &extra, &candidates, &mut cache));
         }
-        sources.sort_by(|a, b| (&a.file.path, a.krate).cmp(&(&b.file.path, b.krate)));
-        save_cache(repo, key, &cache, &sources);
+        sources.sort_by(|a, b| (&a.path, a.krate).cmp(&(&b.path, b.krate)));
+        save_cache(repo, key, cache, &sources, only.is_some());
 
         let readmes = ws
             .crates
@@ -257,59 +283,87 @@ fn parse_all(
     candidates: &HashSet<String>,
     cache: &mut Cache,
 ) -> Vec<Source> {
-    // Sequentially (hashing is cheap): take the cached result of every unchanged file.
-    let prepared: Vec<(SourceFile, usize, u128, Option<cache::Entry>)> = jobs
+    let root: Arc<Path> = Arc::from(repo.root.as_path());
+    // Sequentially (a map lookup each): where the cache holds an entry for each file.
+    let prepared: Vec<(&String, usize, Option<cache::Taken>)> = jobs
         .iter()
-        .filter_map(|(path, krate)| {
-            let text = match repo.rust.get(path) {
-                Some(t) => t.clone(),
-                None => repo.read(path)?.into(),
-            };
-            let hash = cache::hash(&text);
-            let hit = cache.take(path, hash);
-            Some((SourceFile::new(path.clone(), text), *krate, hash, hit))
-        })
+        .map(|(path, krate)| (path, *krate, cache.take(path)))
         .collect();
-    // In parallel: parse what changed.
-    prepared
+    let cache: &Cache = cache;
+    // In parallel: an entry whose recorded metadata still matches is taken as it is;
+    // every other file is read and hashed, and parsed unless the content is unchanged.
+    let sources: Vec<Option<Source>> = prepared
         .into_par_iter()
-        .map(|(file, krate, hash, hit)| {
-            let (facts, suppressions) = match hit {
-                Some(e) => (e.facts, e.suppressions),
-                None => (
-                    rust_refs::extract(&file.text, candidates),
-                    suppress::scan(&file),
-                ),
+        .map(|(path, krate, taken)| {
+            let walked = repo.rust.get(path).copied();
+            let entry = taken.and_then(|t| cache.entry(&t));
+            let file = OnceLock::new();
+            let (entry, stat, by_stat) = match entry {
+                Some(e) if walked.is_some() && e.stat == walked => (e, walked, true),
+                entry => {
+                    // Taken before the read, so a write during it shows as a change.
+                    let stat = walked.or_else(|| {
+                        std::fs::symlink_metadata(repo.root.join(path))
+                            .ok()
+                            .map(|m| FileStat::of(&m))
+                    });
+                    let text: Arc<str> = crate::repo::read_in(&repo.root, path)?.into();
+                    let hash = cache::hash(&text);
+                    let src = SourceFile::new(path.clone(), text);
+                    let entry = match entry {
+                        Some(e) if e.hash == hash => e,
+                        _ => cache::Entry {
+                            hash,
+                            stat: None,
+                            mentions: Mentions::scan(&src.text),
+                            facts: rust_refs::extract(&src.text, candidates),
+                            suppressions: suppress::scan(&src),
+                        },
+                    };
+                    let _ = file.set(src);
+                    (entry, cache::settled(stat, repo.started_ns), false)
+                }
             };
-            let scope = file_scope(&repo.workspace.crates[krate], &file.path);
-            Source {
+            let scope = file_scope(&repo.workspace.crates[krate], path);
+            Some(Source {
+                path: path.clone(),
                 file,
+                root: root.clone(),
                 krate,
                 scope,
-                facts,
-                suppressions,
-                hash,
-            }
-        })
-        .collect()
-}
-
-/// Writes what this run parsed back to the cache when it differs from what was loaded.
-fn save_cache(repo: &Repo, key: u128, cache: &Cache, sources: &[Source]) {
-    if cache.unchanged() {
-        return;
-    }
-    let entries: std::collections::HashMap<String, cache::Entry> = sources
-        .iter()
-        .map(|s| {
-            let entry = cache::Entry {
-                hash: s.hash,
-                facts: s.facts.clone(),
-                suppressions: s.suppressions.clone(),
-            };
-            (s.file.path.clone(), entry)
+                facts: entry.facts,
+                suppressions: entry.suppressions,
+                hash: entry.hash,
+                mentions: entry.mentions,
+                stat,
+                by_stat,
+            })
         })
         .collect();
+    // Collected by index (one allocation of the right size), then the unreadable dropped.
+    sources.into_iter().flatten().collect()
+}
+
+/// Writes what this run found back to the cache, unless every file was taken from it by
+/// metadata and no entry is left over (then the file on disk is already right). A partial
+/// run (`--staged`) keeps the entries of the files it did not visit.
+fn save_cache(repo: &Repo, key: u128, cache: Cache, sources: &[Source], partial: bool) {
+    let rest = cache.into_rest();
+    let stale = !partial && !rest.is_empty();
+    if !stale && sources.iter().all(|s| s.by_stat) {
+        return;
+    }
+    let mut entries: HashMap<String, cache::Entry> = if partial { rest } else { HashMap::new() };
+    for s in sources {
+        let entry = cache::Entry {
+            hash: s.hash,
+            stat: s.stat,
+            mentions: s.mentions,
+            facts: s.facts.clone(),
+            suppressions: s.suppressions.clone(),
+        };
+        entries.insert(s.path.clone(), entry);
+    }
     // A cache that cannot be written (a read-only checkout) only costs speed next time.
     let _ = Cache::save(&repo.root, key, entries);
 }

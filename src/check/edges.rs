@@ -119,7 +119,7 @@ pub(super) fn all<'r>(ctx: &Context<'r>) -> Vec<Edge<'r>> {
                 to_layer,
                 name: r.name.clone(),
                 scope,
-                path: s.file.path.clone(),
+                path: s.path.clone(),
                 loc: Location {
                     line: r.line,
                     column: r.column,

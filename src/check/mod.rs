@@ -7,6 +7,7 @@ pub mod context;
 pub mod edges;
 pub mod finding;
 pub mod markdown;
+pub mod mentions;
 pub mod rules;
 pub mod rust_refs;
 pub mod sink;
@@ -175,7 +176,7 @@ pub fn run(repo: &Repo, opts: &CheckOptions) -> Outcome {
         files.iter().flat_map(|f| suppress::scan(f)).collect();
     let mut seen = std::collections::HashSet::new();
     for s in &ctx.sources {
-        if seen.insert(&s.file.path) {
+        if seen.insert(&s.path) {
             suppressions.extend(s.suppressions.iter().cloned());
         }
     }

@@ -1,9 +1,10 @@
-//! The repository's files: a gitignore-aware, parallel, sorted walk that also reads the
-//! Rust sources in the same pass (as ripgrep does), so no file is opened twice.
+//! The repository's files: a gitignore-aware, parallel, sorted walk that also takes the
+//! metadata of every Rust source in the same pass, so the check cache can tell an
+//! unchanged file without opening it (as git's index does).
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use ignore::{WalkBuilder, WalkState};
 
@@ -12,8 +13,54 @@ use ignore::{WalkBuilder, WalkState};
 pub struct Walk {
     /// Every file, repo-relative, `/`-separated, sorted.
     pub files: Vec<String>,
-    /// The text of every `.rs` file (lossy UTF-8).
-    pub rust: HashMap<String, Arc<str>>,
+    /// The metadata of every `.rs` file.
+    pub rust: HashMap<String, FileStat>,
+}
+
+/// What the check cache compares to tell that a file has not changed since it was read:
+/// size, modification and change times and inode. The change time cannot be set back by
+/// `touch`, and any write moves it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FileStat {
+    pub len: u64,
+    pub mtime_ns: i128,
+    pub ctime_ns: i128,
+    pub ino: u64,
+}
+
+impl FileStat {
+    pub fn of(meta: &std::fs::Metadata) -> FileStat {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+            FileStat {
+                len: meta.len(),
+                mtime_ns: ns(meta.mtime(), meta.mtime_nsec()),
+                ctime_ns: ns(meta.ctime(), meta.ctime_nsec()),
+                ino: meta.ino(),
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let ns = meta
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos() as i128);
+            FileStat {
+                len: meta.len(),
+                mtime_ns: ns,
+                ctime_ns: ns,
+                ino: 0,
+            }
+        }
+    }
+
+    /// The later of the two times, in nanoseconds since the epoch.
+    pub fn latest_ns(&self) -> i128 {
+        self.mtime_ns.max(self.ctime_ns)
+    }
 }
 
 /// Walks `root`. Honours `.gitignore` (also outside a git checkout), never follows
@@ -47,12 +94,12 @@ pub fn walk(root: &Path) -> Walk {
                     && e.file_type().is_some_and(|t| t.is_file())
                     && let Some(rel) = relative(root, e.path())
                 {
-                    let text = if rel.ends_with(".rs") {
-                        read_text(e.path())
+                    let stat = if rel.ends_with(".rs") {
+                        e.metadata().ok().map(|m| FileStat::of(&m))
                     } else {
                         None
                     };
-                    batch.push(rel, text);
+                    batch.push(rel, stat);
                 }
                 WalkState::Continue
             })
@@ -60,8 +107,8 @@ pub fn walk(root: &Path) -> Walk {
     let mut all = out.into_inner().unwrap_or_else(|p| p.into_inner());
     all.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     let mut walk = Walk::default();
-    for (path, text) in all {
-        if let Some(t) = text {
+    for (path, stat) in all {
+        if let Some(t) = stat {
             walk.rust.insert(path.clone(), t);
         }
         walk.files.push(path);
@@ -69,7 +116,7 @@ pub fn walk(root: &Path) -> Walk {
     walk
 }
 
-type Found = (String, Option<Arc<str>>);
+type Found = (String, Option<FileStat>);
 
 /// A walker thread's findings, handed over in batches; the rest when the thread's
 /// closure is dropped at the end of the walk.
@@ -79,8 +126,8 @@ struct Batch<'a> {
 }
 
 impl Batch<'_> {
-    fn push(&mut self, path: String, text: Option<Arc<str>>) {
-        self.local.push((path, text));
+    fn push(&mut self, path: String, stat: Option<FileStat>) {
+        self.local.push((path, stat));
         if self.local.len() >= 256 {
             self.flush();
         }
@@ -96,14 +143,6 @@ impl Drop for Batch<'_> {
     fn drop(&mut self) {
         self.flush();
     }
-}
-
-fn read_text(path: &Path) -> Option<Arc<str>> {
-    let bytes = std::fs::read(path).ok()?;
-    Some(match String::from_utf8(bytes) {
-        Ok(s) => Arc::from(s),
-        Err(e) => Arc::from(String::from_utf8_lossy(e.as_bytes()).into_owned()),
-    })
 }
 
 /// `path` relative to `root` with `/` separators, if it is inside.

@@ -74,8 +74,11 @@ pub struct Repo {
     pub workspace: Workspace,
     /// Problems found while reading Cargo manifests (unparseable ones).
     pub workspace_findings: Vec<crate::check::finding::Finding>,
-    /// The text of every `.rs` file, read during the walk.
-    pub rust: std::collections::HashMap<String, std::sync::Arc<str>>,
+    /// The metadata of every `.rs` file, taken during the walk (empty for a listed load).
+    pub rust: std::collections::HashMap<String, files::FileStat>,
+    /// When loading began (before the walk), in nanoseconds since the epoch: a file that
+    /// changed after this may have changed again since it was read.
+    pub started_ns: i128,
 }
 
 impl Repo {
@@ -85,7 +88,7 @@ impl Repo {
         read_in(&self.root, rel)
     }
 
-    /// Loads the repository, walking its whole tree (and reading its Rust sources).
+    /// Loads the repository, walking its whole tree (and taking its Rust sources' metadata).
     pub fn load(root: &Path) -> Result<Repo, RepoError> {
         Self::load_with(root, || files::walk(root))
     }
@@ -102,6 +105,9 @@ impl Repo {
     }
 
     fn load_with(root: &Path, walk: impl FnOnce() -> files::Walk) -> Result<Repo, RepoError> {
+        let started_ns = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as i128);
         let read_required = |rel: &str| -> Result<SourceFile, RepoError> {
             let path = root.join(rel);
             let bytes = std::fs::read(&path).map_err(|source| RepoError::Read {
@@ -150,11 +156,13 @@ impl Repo {
             workspace,
             workspace_findings,
             rust: walk.rust,
+            started_ns,
         })
     }
 }
 
-fn read_in(root: &Path, rel: &str) -> Option<String> {
+/// A repo-relative file as text (lossy UTF-8), never through a symlink or `..`.
+pub(crate) fn read_in(root: &Path, rel: &str) -> Option<String> {
     if rel.split('/').any(|s| s == "..") {
         return None;
     }
@@ -164,5 +172,8 @@ fn read_in(root: &Path, rel: &str) -> Option<String> {
         return None;
     }
     let bytes = std::fs::read(path).ok()?;
-    Some(String::from_utf8_lossy(&bytes).into_owned())
+    Some(match String::from_utf8(bytes) {
+        Ok(s) => s,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    })
 }

@@ -91,20 +91,20 @@ pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
 fn mod_decls(ctx: &Context<'_>) -> Vec<(String, String, Location)> {
     let mut out = Vec::new();
     for s in &ctx.sources {
-        if s.file.path != "om/src/lib.rs" && s.file.path != "om/src/root.rs" {
+        if s.path != "om/src/lib.rs" && s.path != "om/src/root.rs" {
             continue;
         }
         if s.facts.is_err() {
             continue;
         }
-        let found = with_parsed(&s.file, |tree| {
+        let found = with_parsed(s.file(), |tree| {
             tree.items
                 .iter()
                 .filter_map(|i| match i {
                     syn::Item::Mod(m) => Some((
                         m.ident.to_string(),
-                        s.file.path.clone(),
-                        loc(&s.file, m.ident.span()),
+                        s.path.clone(),
+                        loc(s.file(), m.ident.span()),
                     )),
                     _ => None,
                 })

@@ -42,8 +42,8 @@ pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
             len: 0,
         };
         sink.push(
-            Finding::new(ID, s.file.path.clone(), at)
-                .message(format!("cannot parse {}: {}", s.file.path, e.message))
+            Finding::new(ID, s.path.clone(), at)
+                .message(format!("cannot parse {}: {}", s.path, e.message))
                 .label("the parser stopped here")
                 .help("fix the syntax (cargo check shows the same error); scaffold checks no import of a file it cannot parse"),
         );

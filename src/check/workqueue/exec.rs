@@ -30,8 +30,8 @@ pub fn built_contexts(ctx: &Context<'_>) -> Vec<BuiltContext> {
     let files = super::worker_sources(ctx, &["WorkContext"]);
     let mut out: Vec<BuiltContext> = files
         .par_iter()
-        .filter(|s| s.file.text.contains("WorkHandler"))
-        .filter_map(|s| with_parsed(&s.file, |tree| contexts_in(&s.file, tree)))
+        .filter(|s| s.mentions("WorkHandler"))
+        .filter_map(|s| with_parsed(s.file(), |tree| contexts_in(s.file(), tree)))
         .flatten()
         .collect();
     out.sort_by(|a, b| (&a.path, a.at.offset).cmp(&(&b.path, b.at.offset)));
@@ -160,9 +160,9 @@ pub fn execs(ctx: &Context<'_>) -> Vec<Exec> {
     let mut out: Vec<Exec> = files
         .par_iter()
         .filter_map(|s| {
-            with_parsed(&s.file, |tree| {
+            with_parsed(s.file(), |tree| {
                 let mut v = Fns {
-                    file: &s.file,
+                    file: s.file(),
                     impls: Vec::new(),
                     out: Vec::new(),
                 };

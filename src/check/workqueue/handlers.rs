@@ -36,7 +36,7 @@ pub fn find(ctx: &Context<'_>, om: &Strings) -> Vec<Handler> {
     let files = super::worker_sources(ctx, &["WorkHandler"]);
     let mut out: Vec<Handler> = files
         .par_iter()
-        .filter_map(|s| with_parsed(&s.file, |tree| in_file(&s.file, s.krate, tree, om)))
+        .filter_map(|s| with_parsed(s.file(), |tree| in_file(s.file(), s.krate, tree, om)))
         .flatten()
         .collect();
     out.sort_by(|a, b| (&a.path, a.ty_at.offset).cmp(&(&b.path, b.ty_at.offset)));
@@ -206,31 +206,44 @@ impl HandlerTests {
 }
 
 pub fn tests(ctx: &Context<'_>) -> HandlerTests {
-    let mut out = HandlerTests::default();
     let mut by_crate: HashMap<usize, Vec<&crate::check::context::Source>> = HashMap::new();
     for s in &ctx.sources {
         by_crate.entry(s.krate).or_default().push(s);
     }
+    // Every worker's test files, parsed in one parallel pass (one pass per worker would
+    // hand each small batch to the thread pool and wait for it, hundreds of times).
+    let mut files: Vec<(usize, &crate::check::context::Source)> = Vec::new();
+    let mut broken: HashMap<usize, bool> = HashMap::new();
     for (k, c) in ctx.workers() {
         let prefix = if c.dir.is_empty() {
             "tests/".to_owned()
         } else {
             format!("{}/tests/", c.dir)
         };
-        let files: Vec<_> = by_crate
+        let mine = by_crate
             .get(&k)
             .into_iter()
             .flatten()
-            .filter(|s| s.file.path.starts_with(&prefix))
-            .collect();
-        let broken = files.iter().any(|s| s.facts.is_err());
-        let fns: Vec<FnInfo> = files
-            .par_iter()
-            .filter(|s| s.facts.is_ok())
-            .filter_map(|s| with_parsed(&s.file, file_fns))
-            .flatten()
-            .collect();
-        out.by_crate.insert(k, (test_fns(&fns), broken));
+            .filter(|s| s.path.starts_with(&prefix));
+        let b = broken.entry(k).or_default();
+        for s in mine {
+            *b |= s.facts.is_err();
+            files.push((k, s));
+        }
+    }
+    let parsed: Vec<(usize, Vec<FnInfo>)> = files
+        .par_iter()
+        .filter(|(_, s)| s.facts.is_ok())
+        .filter_map(|(k, s)| with_parsed(s.file(), file_fns).map(|f| (*k, f)))
+        .collect();
+    let mut fns: HashMap<usize, Vec<FnInfo>> = HashMap::new();
+    for (k, f) in parsed {
+        fns.entry(k).or_default().extend(f);
+    }
+    let mut out = HandlerTests::default();
+    for (k, broken) in broken {
+        let mine = fns.remove(&k).unwrap_or_default();
+        out.by_crate.insert(k, (test_fns(&mine), broken));
     }
     out
 }

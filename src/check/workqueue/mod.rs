@@ -82,8 +82,8 @@ pub(crate) fn sources_under<'c>(
 ) -> Vec<&'c Source> {
     ctx.sources
         .iter()
-        .filter(|s| s.file.path.starts_with(prefix) && s.facts.is_ok())
-        .filter(|s| needles.is_empty() || needles.iter().any(|n| s.file.text.contains(n)))
+        .filter(|s| s.path.starts_with(prefix) && s.facts.is_ok())
+        .filter(|s| needles.is_empty() || needles.iter().any(|n| s.mentions(n)))
         .collect()
 }
 
@@ -93,7 +93,7 @@ pub(crate) fn worker_sources<'c>(ctx: &'c Context<'_>, needles: &[&str]) -> Vec<
     ctx.sources
         .iter()
         .filter(|s| workers.contains(&s.krate) && s.scope == DepKind::Normal && s.facts.is_ok())
-        .filter(|s| needles.iter().any(|n| s.file.text.contains(n)))
+        .filter(|s| needles.iter().any(|n| s.mentions(n)))
         .collect()
 }
 

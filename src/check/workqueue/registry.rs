@@ -258,15 +258,15 @@ pub fn build(ctx: &Context<'_>) -> Registry {
     let facts: Vec<(&str, OmFacts)> = files
         .par_iter()
         .filter(|s| {
-            s.file.path == ROOT_PATH
+            s.path == ROOT_PATH
                 || ["WorkKindSpec", "const ", " as "]
                     .iter()
-                    .any(|n| s.file.text.contains(n))
+                    .any(|n| s.mentions(n))
         })
         .filter_map(|s| {
-            let is_root = s.file.path == ROOT_PATH;
-            with_parsed(&s.file, |tree| om_facts(&s.file, tree, is_root))
-                .map(|f| (s.file.path.as_str(), f))
+            let is_root = s.path == ROOT_PATH;
+            with_parsed(s.file(), |tree| om_facts(s.file(), tree, is_root))
+                .map(|f| (s.path.as_str(), f))
         })
         .collect();
     let mut reg = Registry {

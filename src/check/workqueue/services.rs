@@ -32,10 +32,10 @@ pub fn manager_enqueues(ctx: &Context<'_>) -> Vec<EnqueueCall> {
     let mut out: Vec<EnqueueCall> = files
         .par_iter()
         .filter_map(|s| {
-            with_parsed(&s.file, |tree| {
+            with_parsed(s.file(), |tree| {
                 let mut v = Managers {
-                    file: &s.file,
-                    manager_file: s.file.path.ends_with("/manager.rs"),
+                    file: s.file(),
+                    manager_file: s.path.ends_with("/manager.rs"),
                     impls: Vec::new(),
                     fns: Vec::new(),
                     out: Vec::new(),

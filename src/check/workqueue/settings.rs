@@ -26,7 +26,7 @@ pub fn fields(ctx: &Context<'_>) -> Vec<Field> {
     let mut out: Vec<Field> = files
         .par_iter()
         .filter_map(|s| {
-            with_parsed(&s.file, |tree| {
+            with_parsed(s.file(), |tree| {
                 let mut out = Vec::new();
                 structs(&tree.items, &mut |st| {
                     for f in &st.fields {
@@ -44,10 +44,10 @@ pub fn fields(ctx: &Context<'_>) -> Vec<Field> {
                             .unwrap_or_else(|| name.clone());
                         out.push(Field {
                             krate: s.krate,
-                            path: s.file.path.clone(),
+                            path: s.path.clone(),
                             field: name,
                             key,
-                            at: loc(&s.file, ident.span()),
+                            at: loc(s.file(), ident.span()),
                         });
                     }
                 });

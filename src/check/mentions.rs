@@ -1,0 +1,57 @@
+//! The words the work-queue rules look for in a Rust file before they parse it again
+//! (`impl WorkHandler`, `struct Settings`, `Command`, …), recorded per file as a bit set so
+//! a warm run can pick the few files those rules parse without reading every file's text.
+
+use serde::{Deserialize, Serialize};
+
+/// Every word recorded. A rule asking for a word not listed here reads the file's text.
+pub const TOKENS: &[&str] = &[
+    "WorkHandler",
+    "WorkContext",
+    "WorkKindSpec",
+    "KINDS",
+    "Command",
+    "enqueue",
+    "struct Settings",
+    "const ",
+    " as ",
+];
+
+/// Which of [`TOKENS`] a file's text contains.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mentions(u16);
+
+impl Mentions {
+    pub fn scan(text: &str) -> Mentions {
+        let bits = TOKENS
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| text.contains(*t))
+            .fold(0u16, |acc, (i, _)| acc | (1 << i));
+        Mentions(bits)
+    }
+
+    /// Whether the file contains `token`; `None` when `token` is not recorded.
+    pub fn has(self, token: &str) -> Option<bool> {
+        TOKENS
+            .iter()
+            .position(|t| *t == token)
+            .map(|i| self.0 & (1 << i) != 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_each_token_and_only_those() {
+        assert!(TOKENS.len() <= 16, "the set is a u16");
+        let m = Mentions::scan("impl WorkHandler for X {}\nlet c = Command::new(\"ls\");");
+        assert_eq!(m.has("WorkHandler"), Some(true));
+        assert_eq!(m.has("Command"), Some(true));
+        assert_eq!(m.has("enqueue"), Some(false));
+        assert_eq!(m.has("not a token"), None);
+        assert_eq!(Mentions::scan(""), Mentions::default());
+    }
+}

@@ -1,0 +1,170 @@
+//! The check cache (`.scaffold/cache/`): a warm run reports exactly what a cold run does,
+//! an edit is seen however its metadata was dressed up, a damaged cache is rebuilt, and a
+//! `--staged` run keeps the entries of the files it did not visit.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::{copy_fixture, git, run_in};
+
+fn cache_file(repo: &Path) -> PathBuf {
+    let dir = repo.join(".scaffold/cache");
+    let mut bins: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "bin"))
+        .collect();
+    assert_eq!(bins.len(), 1, "one cache file: {bins:?}");
+    bins.remove(0)
+}
+
+fn check_json(repo: &Path) -> (i32, String) {
+    let r = run_in(repo, &["check", "--format", "json"]);
+    assert!(r.code == 0 || r.code == 1, "{}", r.stderr);
+    (r.code, r.stdout)
+}
+
+/// Rewrites `rel` with `from` replaced by `to` (same length), then sets its modification
+/// time back to what it was: only the content and the change time differ.
+fn edit_keeping_size_and_mtime(repo: &Path, rel: &str, from: &str, to: &str) {
+    assert_eq!(from.len(), to.len());
+    let path = repo.join(rel);
+    let before = std::fs::metadata(&path).expect("meta");
+    let text = std::fs::read_to_string(&path).expect("read");
+    assert!(text.contains(from), "{rel} holds {from}");
+    std::fs::write(&path, text.replacen(from, to, 1)).expect("write");
+    let f = std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .expect("open");
+    f.set_modified(before.modified().expect("mtime"))
+        .expect("set mtime");
+    let after = std::fs::metadata(&path).expect("meta");
+    assert_eq!(before.len(), after.len());
+    assert_eq!(before.modified().ok(), after.modified().ok());
+}
+
+#[test]
+fn a_warm_run_reports_what_a_cold_run_does() {
+    // Fixtures whose rules read file text lazily (work-queue rules) and by cached facts
+    // (imports, suppressions, parse failures).
+    for fixture in [
+        "rules/import-forbidden",
+        "rules/kind-unhandled",
+        "rules/handler-builds-context",
+        "rules/worker-shell-exec",
+        "rules/settings-undocumented",
+        "rules/suppression-invalid",
+        "rules/source-unparsed",
+    ] {
+        let repo = copy_fixture(fixture);
+        let cold = check_json(repo.path());
+        assert!(cache_file(repo.path()).is_file());
+        let warm = check_json(repo.path());
+        assert_eq!(cold, warm, "{fixture}: warm differs from cold");
+        assert_eq!(cold.0, 1, "{fixture} has findings");
+    }
+}
+
+#[test]
+fn an_edit_is_seen_though_size_and_mtime_are_restored() {
+    let repo = copy_fixture("rules/import-forbidden");
+    let (_, cold) = check_json(repo.path());
+    let main = "workers/maintenance/src/main.rs";
+    edit_keeping_size_and_mtime(
+        repo.path(),
+        main,
+        "::infra::resolve();",
+        "::infrx::resolve();",
+    );
+    let (_, after) = check_json(repo.path());
+    assert_ne!(cold, after, "the edit removed a finding");
+    let fresh = copy_fixture("rules/import-forbidden");
+    std::fs::copy(repo.path().join(main), fresh.path().join(main)).expect("copy");
+    assert_eq!(
+        after,
+        check_json(fresh.path()).1,
+        "as a cold run of the edited tree"
+    );
+}
+
+#[test]
+fn entries_trusted_by_metadata_still_see_every_edit() {
+    let repo = copy_fixture("rules/import-forbidden");
+    // Only files that had settled before a run are recorded with their metadata.
+    std::thread::sleep(Duration::from_millis(3_500));
+    let (_, cold) = check_json(repo.path());
+    let (_, warm) = check_json(repo.path());
+    assert_eq!(cold, warm);
+    let main = "workers/maintenance/src/main.rs";
+    edit_keeping_size_and_mtime(
+        repo.path(),
+        main,
+        "::infra::resolve();",
+        "::infrx::resolve();",
+    );
+    let (_, after) = check_json(repo.path());
+    assert_ne!(
+        cold, after,
+        "the change time moved, so the file was read again"
+    );
+    // The file that never changed is still reported from its entry.
+    assert!(
+        after.contains("workers/maintenance/tests/dns.rs"),
+        "{after}"
+    );
+}
+
+#[test]
+fn a_damaged_cache_is_rebuilt_never_trusted() {
+    let repo = copy_fixture("rules/import-forbidden");
+    let (_, cold) = check_json(repo.path());
+    let file = cache_file(repo.path());
+    let good = std::fs::read(&file).expect("read cache");
+    for damage in [b"garbage".to_vec(), good[..good.len() / 2].to_vec(), {
+        let mut flipped = good.clone();
+        let i = flipped.len() - 3;
+        flipped[i] ^= 0x40;
+        flipped
+    }] {
+        std::fs::write(&file, &damage).expect("damage");
+        assert_eq!(check_json(repo.path()).1, cold);
+        let rebuilt = std::fs::read(&file).expect("read");
+        assert!(
+            rebuilt.starts_with(&good[..16]) && rebuilt.len() >= good.len(),
+            "rebuilt whole"
+        );
+    }
+}
+
+#[test]
+fn a_staged_run_keeps_the_entries_of_files_it_did_not_visit() {
+    let repo = copy_fixture("rules/import-forbidden");
+    git(repo.path(), &["init", "-q"]);
+    git(repo.path(), &["add", "-A"]);
+    git(repo.path(), &["commit", "-q", "-m", "base"]);
+    check_json(repo.path());
+    let full = std::fs::read(cache_file(repo.path())).expect("read cache");
+    // A comment at the end: the same facts, a new hash of the same size.
+    let dns = repo.path().join("workers/maintenance/src/platform/dns.rs");
+    let text = std::fs::read_to_string(&dns).expect("read") + "// touched\n";
+    std::fs::write(&dns, text).expect("write");
+    git(repo.path(), &["add", "-A"]);
+    let r = run_in(repo.path(), &["check", "--staged", "--format", "json"]);
+    assert!(r.code == 0 || r.code == 1, "{}", r.stderr);
+    let after = std::fs::read(cache_file(repo.path())).expect("read cache");
+    // The staged file's entry may lose its recorded metadata (it was just written); every
+    // other file's entry is kept as it was. A cache of the staged file alone would be a
+    // fraction of the size.
+    let one_stat = 64;
+    assert!(
+        after.len() + one_stat >= full.len() && after.len() <= full.len(),
+        "every file's entry is still there after the staged run: {} then {} bytes",
+        full.len(),
+        after.len()
+    );
+    assert!(full.len() > 3 * one_stat, "{} bytes", full.len());
+    assert_ne!(after, full, "the staged file's entry was updated");
+}
