@@ -9,15 +9,55 @@ use std::time::Duration;
 
 use common::{copy_fixture, git, run_in};
 
-fn cache_file(repo: &Path) -> PathBuf {
+/// The cache file whose name starts with `prefix`: `check-` (per-file facts) or
+/// `workqueue-` (the work-queue extractors' results).
+fn cache_file(repo: &Path, prefix: &str) -> PathBuf {
     let dir = repo.join(".scaffold/cache");
     let mut bins: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "bin"))
+        .filter(|p| {
+            p.extension().is_some_and(|x| x == "bin")
+                && p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
+        })
         .collect();
-    assert_eq!(bins.len(), 1, "one cache file: {bins:?}");
+    assert_eq!(bins.len(), 1, "one {prefix} cache file: {bins:?}");
     bins.remove(0)
+}
+
+fn replace_in(repo: &Path, rel: &str, from: &str, to: &str) {
+    let path = repo.join(rel);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{rel}: {e}"));
+    assert!(text.contains(from), "{rel} holds {from}");
+    std::fs::write(&path, text.replacen(from, to, 1)).expect("write");
+}
+
+type Edit<'a> = (&'a str, &'a str, &'a str);
+
+/// Applies `before`, runs check (filling the caches), applies `after` and runs again:
+/// the warm run must report exactly what a cold run on a fresh copy with both applied
+/// does, and differ from the first run (the edit matters).
+fn warm_matches_cold_after(fixture: &str, before: &[Edit<'_>], after: &[Edit<'_>]) {
+    let warm = copy_fixture(fixture);
+    for (rel, from, to) in before {
+        replace_in(warm.path(), rel, from, to);
+    }
+    let first = check_json(warm.path());
+    for (rel, from, to) in after {
+        replace_in(warm.path(), rel, from, to);
+    }
+    let second = check_json(warm.path());
+    let cold = copy_fixture(fixture);
+    for (rel, from, to) in before.iter().chain(after) {
+        replace_in(cold.path(), rel, from, to);
+    }
+    assert_eq!(
+        second,
+        check_json(cold.path()),
+        "{fixture}: warm differs from cold"
+    );
+    assert_ne!(first, second, "{fixture}: the edit changes the findings");
 }
 
 fn check_json(repo: &Path) -> (i32, String) {
@@ -61,7 +101,8 @@ fn a_warm_run_reports_what_a_cold_run_does() {
     ] {
         let repo = copy_fixture(fixture);
         let cold = check_json(repo.path());
-        assert!(cache_file(repo.path()).is_file());
+        assert!(cache_file(repo.path(), "check-").is_file());
+        assert!(cache_file(repo.path(), "workqueue-").is_file());
         let warm = check_json(repo.path());
         assert_eq!(cold, warm, "{fixture}: warm differs from cold");
         assert_eq!(cold.0, 1, "{fixture} has findings");
@@ -119,9 +160,15 @@ fn entries_trusted_by_metadata_still_see_every_edit() {
 
 #[test]
 fn a_damaged_cache_is_rebuilt_never_trusted() {
-    let repo = copy_fixture("rules/import-forbidden");
+    let repo = copy_fixture("rules/kind-requires-mismatch");
     let (_, cold) = check_json(repo.path());
-    let file = cache_file(repo.path());
+    for prefix in ["check-", "workqueue-"] {
+        damage_each_way(repo.path(), prefix, &cold);
+    }
+}
+
+fn damage_each_way(repo: &Path, prefix: &str, cold: &str) {
+    let file = cache_file(repo, prefix);
     let good = std::fs::read(&file).expect("read cache");
     for damage in [b"garbage".to_vec(), good[..good.len() / 2].to_vec(), {
         let mut flipped = good.clone();
@@ -130,7 +177,7 @@ fn a_damaged_cache_is_rebuilt_never_trusted() {
         flipped
     }] {
         std::fs::write(&file, &damage).expect("damage");
-        assert_eq!(check_json(repo.path()).1, cold);
+        assert_eq!(check_json(repo).1, cold);
         let rebuilt = std::fs::read(&file).expect("read");
         assert!(
             rebuilt.starts_with(&good[..16]) && rebuilt.len() >= good.len(),
@@ -146,7 +193,7 @@ fn a_staged_run_keeps_the_entries_of_files_it_did_not_visit() {
     git(repo.path(), &["add", "-A"]);
     git(repo.path(), &["commit", "-q", "-m", "base"]);
     check_json(repo.path());
-    let full = std::fs::read(cache_file(repo.path())).expect("read cache");
+    let full = std::fs::read(cache_file(repo.path(), "check-")).expect("read cache");
     // A comment at the end: the same facts, a new hash of the same size.
     let dns = repo.path().join("workers/maintenance/src/platform/dns.rs");
     let text = std::fs::read_to_string(&dns).expect("read") + "// touched\n";
@@ -154,7 +201,7 @@ fn a_staged_run_keeps_the_entries_of_files_it_did_not_visit() {
     git(repo.path(), &["add", "-A"]);
     let r = run_in(repo.path(), &["check", "--staged", "--format", "json"]);
     assert!(r.code == 0 || r.code == 1, "{}", r.stderr);
-    let after = std::fs::read(cache_file(repo.path())).expect("read cache");
+    let after = std::fs::read(cache_file(repo.path(), "check-")).expect("read cache");
     // The staged file's entry may lose its recorded metadata (it was just written); every
     // other file's entry is kept as it was. A cache of the staged file alone would be a
     // fraction of the size.
@@ -167,4 +214,36 @@ fn a_staged_run_keeps_the_entries_of_files_it_did_not_visit() {
     );
     assert!(full.len() > 3 * one_stat, "{} bytes", full.len());
     assert_ne!(after, full, "the staged file's entry was updated");
+}
+
+#[test]
+fn work_queue_results_follow_every_file_they_read() {
+    let fixture = "rules/kind-requires-mismatch";
+    let om = "om/src/work/kinds.rs";
+    let sweep = "workers/maintenance/src/handlers/sweep.rs";
+    let notify = "workers/maintenance/src/handlers/notify_shipment.rs";
+    // The handler's own file changes.
+    warm_matches_cold_after(
+        fixture,
+        &[],
+        &[(notify, "\"mail.send\"", "\"shipping.notify\"")],
+    );
+    // An om const the handler's REQUIRES names changes; the handler's file does not.
+    let uses_om = [
+        (
+            om,
+            "pub const",
+            "pub const SWEEP_PERM: &str = \"work.sweep\";\npub const",
+        ),
+        (sweep, "&[SWEEP_PERMISSION]", "&[SWEEP_PERM]"),
+    ];
+    warm_matches_cold_after(
+        fixture,
+        &uses_om,
+        &[(
+            om,
+            "SWEEP_PERM: &str = \"work.sweep\"",
+            "SWEEP_PERM: &str = \"work.other\"",
+        )],
+    );
 }

@@ -77,6 +77,8 @@ pub struct Context<'r> {
     edges: std::sync::OnceLock<Vec<super::edges::Edge<'r>>>,
     /// The work-queue model, built on first use by the rules that read it.
     pub workqueue: super::workqueue::Slot,
+    /// The work-queue extractors' per-file results, kept across runs.
+    pub memo: super::workqueue::memo::Memo,
 }
 
 impl<'r> Context<'r> {
@@ -159,6 +161,7 @@ impl<'r> Context<'r> {
             agent_name,
             edges: std::sync::OnceLock::new(),
             workqueue: Default::default(),
+            memo: super::workqueue::memo::Memo::new(&repo.root),
         }
     }
 

@@ -165,6 +165,8 @@ pub fn run(repo: &Repo, opts: &CheckOptions) -> Outcome {
             run(&ctx, &mut sink);
         }
     }
+    // A run of some rules or some files keeps the results it did not use.
+    ctx.memo.save(only.is_some() || !opts.only.is_empty());
     let mut files: Vec<&crate::source::SourceFile> = Vec::new();
     files.push(&repo.codemap_file);
     files.extend(repo.gate_matrix.as_ref().map(|(_, f)| f));

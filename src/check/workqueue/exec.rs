@@ -10,13 +10,13 @@ use syn::visit::{self, Visit};
 
 use super::handlers::handler_impl;
 use super::services::item_attrs;
-use super::{is_test_code, loc, peel, str_lit, type_name, with_parsed};
+use super::{is_test_code, loc, peel, str_lit, type_name};
 use crate::check::context::Context;
 use crate::check::finding::Location;
 use crate::source::SourceFile;
 
 /// A `WorkContext` a handler builds itself.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct BuiltContext {
     pub path: String,
     pub at: Location,
@@ -31,7 +31,10 @@ pub fn built_contexts(ctx: &Context<'_>) -> Vec<BuiltContext> {
     let mut out: Vec<BuiltContext> = files
         .par_iter()
         .filter(|s| s.mentions("WorkHandler"))
-        .filter_map(|s| with_parsed(s.file(), |tree| contexts_in(s.file(), tree)))
+        .filter_map(|s| {
+            ctx.memo
+                .parsed("contexts", s, 0, |tree| contexts_in(s.file(), tree))
+        })
         .flatten()
         .collect();
     out.sort_by(|a, b| (&a.path, a.at.offset).cmp(&(&b.path, b.at.offset)));
@@ -137,7 +140,7 @@ impl<'ast> Visit<'ast> for Contexts<'_> {
 }
 
 /// A process a worker starts that it should not.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Exec {
     pub path: String,
     /// The program argument of `Command::new`.
@@ -147,7 +150,7 @@ pub struct Exec {
     pub what: ExecKind,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ExecKind {
     /// A shell (`sh`) with its command flag (`-c`).
     Shell { shell: String, flag: String },
@@ -160,7 +163,7 @@ pub fn execs(ctx: &Context<'_>) -> Vec<Exec> {
     let mut out: Vec<Exec> = files
         .par_iter()
         .filter_map(|s| {
-            with_parsed(s.file(), |tree| {
+            ctx.memo.parsed("execs", s, 0, |tree| {
                 let mut v = Fns {
                     file: s.file(),
                     impls: Vec::new(),
@@ -649,7 +652,7 @@ mod tests {
 
     fn scan(src: &str) -> Vec<(String, ExecKind)> {
         let file = SourceFile::new("w.rs", src);
-        with_parsed(&file, |tree| {
+        crate::check::workqueue::with_parsed(&file, |tree| {
             let mut v = Fns {
                 file: &file,
                 impls: Vec::new(),

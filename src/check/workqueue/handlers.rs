@@ -7,13 +7,13 @@ use rayon::prelude::*;
 use syn::visit::{self, Visit};
 
 use super::registry::{StrExpr, Strings, renames};
-use super::{is_test_code, loc, peel, str_lit, type_name, with_parsed};
+use super::{is_test_code, loc, peel, str_lit, type_name};
 use crate::check::context::Context;
 use crate::check::finding::Location;
 use crate::source::SourceFile;
 
 /// One `impl WorkHandler for X`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Handler {
     /// Index of its worker crate.
     pub krate: usize,
@@ -32,11 +32,15 @@ pub struct Handler {
 }
 
 /// Every handler in every worker.
-pub fn find(ctx: &Context<'_>, om: &Strings) -> Vec<Handler> {
+pub fn find(ctx: &Context<'_>, om: &Strings, om_inputs: u128) -> Vec<Handler> {
     let files = super::worker_sources(ctx, &["WorkHandler"]);
     let mut out: Vec<Handler> = files
         .par_iter()
-        .filter_map(|s| with_parsed(s.file(), |tree| in_file(s.file(), s.krate, tree, om)))
+        .filter_map(|s| {
+            ctx.memo.parsed("handlers", s, om_inputs, |tree| {
+                in_file(s.file(), s.krate, tree, om)
+            })
+        })
         .flatten()
         .collect();
     out.sort_by(|a, b| (&a.path, a.ty_at.offset).cmp(&(&b.path, b.ty_at.offset)));
@@ -169,7 +173,7 @@ fn impls(
 }
 
 /// What one test (or helper) function does.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct TestFn {
     /// Every identifier it names (with `use … as` aliases resolved).
     pub names: HashSet<String>,
@@ -234,7 +238,7 @@ pub fn tests(ctx: &Context<'_>) -> HandlerTests {
     let parsed: Vec<(usize, Vec<FnInfo>)> = files
         .par_iter()
         .filter(|(_, s)| s.facts.is_ok())
-        .filter_map(|(k, s)| with_parsed(s.file(), file_fns).map(|f| (*k, f)))
+        .filter_map(|(k, s)| ctx.memo.parsed("tests", s, 0, file_fns).map(|f| (*k, f)))
         .collect();
     let mut fns: HashMap<usize, Vec<FnInfo>> = HashMap::new();
     for (k, f) in parsed {
@@ -248,6 +252,7 @@ pub fn tests(ctx: &Context<'_>) -> HandlerTests {
     out
 }
 
+#[derive(serde::Serialize, serde::Deserialize)]
 struct FnInfo {
     name: String,
     is_test: bool,

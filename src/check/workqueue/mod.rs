@@ -11,6 +11,7 @@
 pub mod exec;
 pub mod handlers;
 pub mod lanes;
+pub mod memo;
 pub mod registry;
 pub mod services;
 pub mod settings;
@@ -47,7 +48,7 @@ impl Model {
 
     fn build(ctx: &Context<'_>) -> Model {
         let registry = registry::build(ctx);
-        let handlers = handlers::find(ctx, &registry.strings);
+        let handlers = handlers::find(ctx, &registry.strings, registry.inputs);
         let tests = handlers::tests(ctx);
         Model {
             registry,

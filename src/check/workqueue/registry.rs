@@ -12,7 +12,7 @@ use std::collections::HashMap;
 
 use rayon::prelude::*;
 
-use super::{loc, peel, str_lit, upper_snake, with_parsed};
+use super::{loc, peel, str_lit, upper_snake};
 use crate::check::context::Context;
 use crate::check::finding::Location;
 use crate::source::SourceFile;
@@ -23,7 +23,7 @@ pub const ROOT_PATH: &str = "om/src/root.rs";
 pub const DEFAULT_LANE: &str = "default";
 
 /// How a string value is written.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum StrExpr {
     Lit(String),
     /// A path whose last segment names a const.
@@ -145,7 +145,7 @@ impl Strings {
 }
 
 /// One `WorkKindSpec { … }`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Spec {
     /// The file that writes it.
     pub path: String,
@@ -193,6 +193,8 @@ pub struct Registry {
     pub strings: Strings,
     /// Every `const X: &[WorkKindSpec]`: (file, name, whether every element was read).
     pub slices: Vec<(String, String, bool)>,
+    /// A hash of the om files read: what results that depend on the registry key by.
+    pub inputs: u128,
 }
 
 impl Registry {
@@ -242,7 +244,7 @@ impl Registry {
 type RawEntry = (Location, String, Vec<String>, Option<Vec<Spec>>);
 
 /// What one om file contributes.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 struct OmFacts {
     strings: Vec<(String, String)>,
     renames: Vec<(String, String)>,
@@ -250,6 +252,18 @@ struct OmFacts {
     slices: Vec<(String, bool)>,
     /// `KINDS` elements: position, text, path segments.
     kinds: Option<Vec<RawEntry>>,
+}
+
+/// A hash of every om file the registry reads (path and content), for results that
+/// depend on the registry.
+fn inputs(files: &[&crate::check::context::Source]) -> u128 {
+    let mut data = Vec::new();
+    for s in files {
+        data.extend_from_slice(s.path.as_bytes());
+        data.push(0);
+        data.extend_from_slice(&s.hash.to_le_bytes());
+    }
+    xxhash_rust::xxh3::xxh3_128(&data)
 }
 
 pub fn build(ctx: &Context<'_>) -> Registry {
@@ -265,12 +279,14 @@ pub fn build(ctx: &Context<'_>) -> Registry {
         })
         .filter_map(|s| {
             let is_root = s.path == ROOT_PATH;
-            with_parsed(s.file(), |tree| om_facts(s.file(), tree, is_root))
+            ctx.memo
+                .parsed("om", s, 0, |tree| om_facts(s.file(), tree, is_root))
                 .map(|f| (s.path.as_str(), f))
         })
         .collect();
     let mut reg = Registry {
         root_exists,
+        inputs: inputs(&files),
         ..Registry::default()
     };
     let mut root_kinds = None;
@@ -597,7 +613,8 @@ mod tests {
              WorkKindSpec { name: \"Z\", permission: \"a.z\", ..OTHER },\n\
              make_spec(\"W\"),\n];\n",
         );
-        let facts = with_parsed(&file, |t| om_facts(&file, t, false)).expect("parses");
+        let facts = crate::check::workqueue::with_parsed(&file, |t| om_facts(&file, t, false))
+            .expect("parses");
         let lanes: Vec<Option<StrExpr>> = facts.specs.iter().map(|s| s.lane.clone()).collect();
         assert_eq!(
             lanes,

@@ -3,7 +3,7 @@
 use rayon::prelude::*;
 use syn::visit::{self, Visit};
 
-use super::{is_test_code, loc, peel, type_name, with_parsed};
+use super::{is_test_code, loc, peel, type_name};
 use crate::check::context::Context;
 use crate::check::finding::Location;
 use crate::repo::workspace::DepKind;
@@ -13,7 +13,7 @@ use crate::source::SourceFile;
 pub const DIRECT: &[&str] = &["enqueue", "enqueue_many"];
 
 /// One direct enqueue in a manager.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct EnqueueCall {
     pub path: String,
     pub at: Location,
@@ -32,7 +32,7 @@ pub fn manager_enqueues(ctx: &Context<'_>) -> Vec<EnqueueCall> {
     let mut out: Vec<EnqueueCall> = files
         .par_iter()
         .filter_map(|s| {
-            with_parsed(s.file(), |tree| {
+            ctx.memo.parsed("enqueues", s, 0, |tree| {
                 let mut v = Managers {
                     file: s.file(),
                     manager_file: s.path.ends_with("/manager.rs"),

@@ -3,12 +3,12 @@
 use rayon::prelude::*;
 
 use super::services::item_attrs;
-use super::{is_test_code, loc, with_parsed};
+use super::{is_test_code, loc};
 use crate::check::context::Context;
 use crate::check::finding::Location;
 
 /// One field of a worker's `Settings`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Field {
     pub krate: usize,
     pub path: String,
@@ -26,7 +26,7 @@ pub fn fields(ctx: &Context<'_>) -> Vec<Field> {
     let mut out: Vec<Field> = files
         .par_iter()
         .filter_map(|s| {
-            with_parsed(s.file(), |tree| {
+            ctx.memo.parsed("settings", s, 0, |tree| {
                 let mut out = Vec::new();
                 structs(&tree.items, &mut |st| {
                     for f in &st.fields {

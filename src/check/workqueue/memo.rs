@@ -1,0 +1,182 @@
+//! What the work-queue extractors found in each file, kept across runs in
+//! `.scaffold/cache/` beside the check cache, so a warm run parses none of the files the
+//! kind, lane and architecture rules read again.
+//!
+//! An extractor's result is keyed by the extractor's name, the file's path, crate and
+//! content hash, and whatever else the extractor reads (`extra`: the om registry's inputs
+//! for handlers). The file's header holds this scaffold's version and the source of the
+//! extractors, so a build whose extraction changed never reuses an older build's
+//! results. A damaged file is an empty memo, never trusted.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::with_parsed;
+use crate::check::context::Source;
+
+const FILE: &str = ".scaffold/cache/workqueue-v1.bin";
+const MAGIC: &[u8; 16] = b"scaffold-wq\0\0\0\0\x01";
+
+/// The results of one run: those loaded (on first use) and those this run used.
+#[derive(Debug)]
+pub struct Memo {
+    root: PathBuf,
+    old: OnceLock<HashMap<u128, Vec<u8>>>,
+    used: Mutex<HashMap<u128, Vec<u8>>>,
+    /// Whether a result was computed rather than loaded.
+    missed: AtomicBool,
+}
+
+/// What the results are valid under: the version and the extractors' source.
+fn version_key() -> u128 {
+    let mut data = env!("CARGO_PKG_VERSION").as_bytes().to_vec();
+    for source in [
+        include_str!("memo.rs"),
+        include_str!("mod.rs"),
+        include_str!("registry.rs"),
+        include_str!("handlers.rs"),
+        include_str!("exec.rs"),
+        include_str!("services.rs"),
+        include_str!("settings.rs"),
+        include_str!("../finding.rs"),
+        include_str!("../../source.rs"),
+    ] {
+        data.extend_from_slice(&xxhash_rust::xxh3::xxh3_128(source.as_bytes()).to_le_bytes());
+    }
+    xxhash_rust::xxh3::xxh3_128(&data)
+}
+
+impl Memo {
+    pub fn new(root: &Path) -> Memo {
+        Memo {
+            root: root.to_path_buf(),
+            old: OnceLock::new(),
+            used: Mutex::new(HashMap::new()),
+            missed: AtomicBool::new(false),
+        }
+    }
+
+    fn old(&self) -> &HashMap<u128, Vec<u8>> {
+        self.old.get_or_init(|| {
+            std::fs::read(self.root.join(FILE))
+                .ok()
+                .and_then(|b| decode(&b))
+                .unwrap_or_default()
+        })
+    }
+
+    /// `f` run on the parsed tree of `s`, or its result from an earlier run when nothing
+    /// it reads has changed. `None` when the file does not parse.
+    pub fn parsed<T: Serialize + DeserializeOwned>(
+        &self,
+        extractor: &str,
+        s: &Source,
+        extra: u128,
+        f: impl FnOnce(&syn::File) -> T,
+    ) -> Option<T> {
+        let key = {
+            let mut data = Vec::with_capacity(extractor.len() + s.path.len() + 48);
+            data.extend_from_slice(extractor.as_bytes());
+            data.push(0);
+            data.extend_from_slice(s.path.as_bytes());
+            data.push(0);
+            data.extend_from_slice(&(s.krate as u64).to_le_bytes());
+            data.extend_from_slice(&s.hash.to_le_bytes());
+            data.extend_from_slice(&extra.to_le_bytes());
+            xxhash_rust::xxh3::xxh3_128(&data)
+        };
+        if let Some(bytes) = self.old().get(&key)
+            && let Ok(v) = postcard::from_bytes::<T>(bytes)
+        {
+            self.lock().insert(key, bytes.clone());
+            return Some(v);
+        }
+        let v = with_parsed(s.file(), f)?;
+        self.missed.store(true, Ordering::Relaxed);
+        if let Ok(bytes) = postcard::to_stdvec(&v) {
+            self.lock().insert(key, bytes);
+        }
+        Some(v)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u128, Vec<u8>>> {
+        self.used.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Writes the results back when this run computed any, or (a full run) no longer
+    /// needs some. A partial run (`--staged`) keeps every loaded result it did not use.
+    /// Errors only cost speed next time, so they are ignored.
+    pub fn save(&self, partial: bool) {
+        let Some(old) = self.old.get() else {
+            return; // no rule asked: nothing changed
+        };
+        let mut used = std::mem::take(&mut *self.lock());
+        let dropped = !partial && used.len() != old.len();
+        if !self.missed.load(Ordering::Relaxed) && !dropped {
+            return;
+        }
+        if partial {
+            for (k, v) in old {
+                used.entry(*k).or_insert_with(|| v.clone());
+            }
+        }
+        let mut entries: Vec<(u128, Vec<u8>)> = used.into_iter().collect();
+        entries.sort_unstable_by_key(|e| e.0);
+        let _ = write(&self.root, &entries);
+    }
+}
+
+fn write(root: &Path, entries: &[(u128, Vec<u8>)]) -> std::io::Result<()> {
+    let payload = postcard::to_stdvec(&(version_key(), entries)).map_err(std::io::Error::other)?;
+    let mut bytes = Vec::with_capacity(payload.len() + 32);
+    bytes.extend_from_slice(MAGIC);
+    bytes.extend_from_slice(&xxhash_rust::xxh3::xxh3_128(&payload).to_le_bytes());
+    bytes.extend_from_slice(&payload);
+    let path = root.join(FILE);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
+    std::fs::write(&tmp, &bytes)?;
+    std::fs::rename(&tmp, &path)
+}
+
+fn decode(bytes: &[u8]) -> Option<HashMap<u128, Vec<u8>>> {
+    let rest = bytes.strip_prefix(MAGIC.as_slice())?;
+    if rest.len() < 16 {
+        return None;
+    }
+    let (sum, payload) = rest.split_at(16);
+    if xxhash_rust::xxh3::xxh3_128(payload) != u128::from_le_bytes(sum.try_into().ok()?) {
+        return None;
+    }
+    let (key, entries): (u128, Vec<(u128, Vec<u8>)>) = postcard::from_bytes(payload).ok()?;
+    (key == version_key()).then(|| entries.into_iter().collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_rejects_damage() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let entries = vec![(1u128, vec![1u8, 2, 3]), (2, vec![])];
+        write(dir.path(), &entries).expect("write");
+        let file = dir.path().join(FILE);
+        let bytes = std::fs::read(&file).expect("read");
+        let map = decode(&bytes).expect("decodes");
+        assert_eq!(map.get(&1), Some(&vec![1u8, 2, 3]));
+        let mut flipped = bytes.clone();
+        let last = flipped.len() - 1;
+        flipped[last] ^= 1;
+        assert!(decode(&flipped).is_none());
+        assert!(decode(&bytes[..bytes.len() / 2]).is_none());
+        assert!(decode(b"garbage").is_none());
+    }
+}
