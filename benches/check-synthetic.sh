@@ -43,7 +43,8 @@ hyperfine --warmup 2 --runs 10 --export-json "$work/bench.json" \
 git -C "$work/repo" init -q
 git -C "$work/repo" add -A
 git -C "$work/repo" -c user.name=bench -c user.email=bench@invalid commit -q -m synthetic
-one=$(cd "$work/repo" && ls workers/*/src/module_0.rs | head -n 1)
+firsts=("$work"/repo/workers/*/src/module_0.rs)  # no `ls | head`: SIGPIPE under pipefail
+one=${firsts[0]#"$work/repo/"}
 echo "// touched" >> "$work/repo/$one"
 git -C "$work/repo" add "$one"
 "$bin" -C "$work/repo" check > /dev/null

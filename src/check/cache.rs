@@ -60,6 +60,14 @@ pub struct Cache {
 #[derive(Debug, Clone)]
 pub struct Taken(Range<usize>);
 
+/// One entry of the cache to write.
+#[derive(Debug)]
+pub enum Record {
+    /// Copied as encoded from the cache that was loaded (the file did not change).
+    Kept(Taken),
+    Fresh(Entry),
+}
+
 /// `stat`, if a file with this metadata had settled before a run that started at
 /// `started_ns` (nanoseconds since the epoch): only then may a later run trust it.
 pub fn settled(stat: Option<FileStat>, started_ns: i128) -> Option<FileStat> {
@@ -118,19 +126,29 @@ impl Cache {
         postcard::from_bytes(self.payload.get(taken.0.clone())?).ok()
     }
 
-    /// The entries no file of this run took: files that are gone, or that a partial run
-    /// (`--staged`) did not visit.
-    pub fn into_rest(self) -> HashMap<String, Entry> {
-        self.index
-            .iter()
-            .filter_map(|(p, r)| Some((p.clone(), self.entry(&Taken(r.clone()))?)))
-            .collect()
+    /// Whether every loaded entry was taken (none is left for a file that is gone).
+    pub fn all_taken(&self) -> bool {
+        self.index.is_empty()
     }
 
-    /// Writes `entries` as the new cache, by temp file and rename. A cache that cannot be
-    /// written (read-only checkout) only costs speed, so errors are returned for the
-    /// caller to ignore.
-    pub fn save(root: &Path, key: u128, entries: HashMap<String, Entry>) -> std::io::Result<()> {
+    /// The entries no file of this run took, still encoded: files that are gone, or that
+    /// a partial run (`--staged`) did not visit.
+    pub fn rest(&self) -> impl Iterator<Item = (String, Record)> + '_ {
+        self.index
+            .iter()
+            .map(|(p, r)| (p.clone(), Record::Kept(Taken(r.clone()))))
+    }
+
+    /// Writes `records` as the new cache, by temp file and rename; a kept record is
+    /// copied from this cache as it was encoded. A cache that cannot be written
+    /// (read-only checkout) only costs speed, so errors are returned for the caller to
+    /// ignore.
+    pub fn save(
+        &self,
+        root: &Path,
+        key: u128,
+        mut records: Vec<(String, Record)>,
+    ) -> std::io::Result<()> {
         let dir = root.join(DIR);
         std::fs::create_dir_all(&dir)?;
         let ignore = dir.join(".gitignore");
@@ -141,17 +159,24 @@ impl Cache {
                 "Signature: 8a477f597d28d172789f06886806bc55\n# scaffold check cache\n",
             )?;
         }
-        let mut sorted: Vec<(String, Entry)> = entries.into_iter().collect();
-        sorted.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let mut payload = Vec::with_capacity(64 * sorted.len() + 32);
+        records.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        records.dedup_by(|a, b| a.0 == b.0);
+        let mut payload = Vec::with_capacity(self.payload.len().max(64 * records.len()) + 32);
         payload.extend_from_slice(&key.to_le_bytes());
-        payload.extend_from_slice(&len32(sorted.len())?);
-        for (path, entry) in &sorted {
-            let data = postcard::to_stdvec(entry).map_err(std::io::Error::other)?;
+        payload.extend_from_slice(&len32(records.len())?);
+        for (path, record) in &records {
+            let fresh;
+            let data: &[u8] = match record {
+                Record::Kept(t) => self.payload.get(t.0.clone()).unwrap_or_default(),
+                Record::Fresh(entry) => {
+                    fresh = postcard::to_stdvec(entry).map_err(std::io::Error::other)?;
+                    &fresh
+                }
+            };
             payload.extend_from_slice(&len32(path.len())?);
             payload.extend_from_slice(path.as_bytes());
             payload.extend_from_slice(&len32(data.len())?);
-            payload.extend_from_slice(&data);
+            payload.extend_from_slice(data);
         }
         let mut bytes = Vec::with_capacity(payload.len() + 32);
         bytes.extend_from_slice(MAGIC);
@@ -250,17 +275,25 @@ mod tests {
                 suppressions: Vec::new(),
             },
         );
-        Cache::save(dir.path(), 1, entries.clone()).expect("save");
+        let records = entries
+            .clone()
+            .into_iter()
+            .map(|(p, e)| (p, Record::Fresh(e)))
+            .collect();
+        Cache::default().save(dir.path(), 1, records).expect("save");
         let mut c = Cache::load(dir.path(), 1);
         let taken = c.take("a.rs").expect("recorded");
         assert_eq!(c.entry(&taken).map(|e| e.hash), Some(7));
         assert!(c.take("a.rs").is_none(), "an entry is taken once");
-        assert!(c.into_rest().is_empty());
-        assert_eq!(
-            Cache::load(dir.path(), 1).into_rest().len(),
-            1,
-            "what a run does not take is kept"
-        );
+        assert!(c.all_taken());
+        let whole = Cache::load(dir.path(), 1);
+        assert_eq!(whole.rest().count(), 1, "what a run does not take is kept");
+        // Kept entries are copied as they were encoded.
+        let before = std::fs::read(path(dir.path())).expect("read");
+        whole
+            .save(dir.path(), 1, whole.rest().collect())
+            .expect("save");
+        assert_eq!(std::fs::read(path(dir.path())).expect("read"), before);
         assert!(
             Cache::load(dir.path(), 2).take("a.rs").is_none(),
             "another key is a miss"

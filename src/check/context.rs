@@ -39,8 +39,8 @@ pub struct Source {
     pub mentions: Mentions,
     /// Its metadata, when it had settled before this run (what the cache records).
     stat: Option<FileStat>,
-    /// Whether its facts came from the cache by metadata alone (nothing to write back).
-    by_stat: bool,
+    /// Its cache entry, when taken by metadata alone (written back as it was).
+    kept: Option<cache::Taken>,
 }
 
 impl Source {
@@ -298,18 +298,19 @@ fn parse_all(
     let sources: Vec<Option<Source>> = prepared
         .into_par_iter()
         .map(|(path, krate, taken)| {
-            let walked = repo.rust.get(path).copied();
-            let entry = taken.and_then(|t| cache.entry(&t));
+            // From the walk, or (a listed load) taken here, before any read, so a write
+            // during the read shows as a change.
+            let walked = repo.rust.get(path).copied().or_else(|| {
+                std::fs::symlink_metadata(repo.root.join(path))
+                    .ok()
+                    .map(|m| FileStat::of(&m))
+            });
+            let entry = taken.as_ref().and_then(|t| cache.entry(t));
             let file = OnceLock::new();
-            let (entry, stat, by_stat) = match entry {
-                Some(e) if walked.is_some() && e.stat == walked => (e, walked, true),
+            let (entry, stat, kept) = match entry {
+                Some(e) if walked.is_some() && e.stat == walked => (e, walked, taken),
                 entry => {
-                    // Taken before the read, so a write during it shows as a change.
-                    let stat = walked.or_else(|| {
-                        std::fs::symlink_metadata(repo.root.join(path))
-                            .ok()
-                            .map(|m| FileStat::of(&m))
-                    });
+                    let stat = walked;
                     let text: Arc<str> = crate::repo::read_in(&repo.root, path)?.into();
                     let hash = cache::hash(&text);
                     let src = SourceFile::new(path.clone(), text);
@@ -324,7 +325,7 @@ fn parse_all(
                         },
                     };
                     let _ = file.set(src);
-                    (entry, cache::settled(stat, repo.started_ns), false)
+                    (entry, cache::settled(stat, repo.started_ns), None)
                 }
             };
             let scope = file_scope(&repo.workspace.crates[krate], path);
@@ -339,7 +340,7 @@ fn parse_all(
                 hash: entry.hash,
                 mentions: entry.mentions,
                 stat,
-                by_stat,
+                kept,
             })
         })
         .collect();
@@ -349,24 +350,31 @@ fn parse_all(
 
 /// Writes what this run found back to the cache, unless every file was taken from it by
 /// metadata and no entry is left over (then the file on disk is already right). A partial
-/// run (`--staged`) keeps the entries of the files it did not visit.
+/// run (`--staged`) keeps the entries of the files it did not visit. Entries of files
+/// that did not change are copied as they were encoded.
 fn save_cache(repo: &Repo, key: u128, cache: Cache, sources: &[Source], partial: bool) {
-    let rest = cache.into_rest();
-    let stale = !partial && !rest.is_empty();
-    if !stale && sources.iter().all(|s| s.by_stat) {
+    let stale = !partial && !cache.all_taken();
+    if !stale && sources.iter().all(|s| s.kept.is_some()) {
         return;
     }
-    let mut entries: HashMap<String, cache::Entry> = if partial { rest } else { HashMap::new() };
+    let mut records: Vec<(String, cache::Record)> = if partial {
+        cache.rest().collect()
+    } else {
+        Vec::new()
+    };
     for s in sources {
-        let entry = cache::Entry {
-            hash: s.hash,
-            stat: s.stat,
-            mentions: s.mentions,
-            facts: s.facts.clone(),
-            suppressions: s.suppressions.clone(),
+        let record = match &s.kept {
+            Some(t) => cache::Record::Kept(t.clone()),
+            None => cache::Record::Fresh(cache::Entry {
+                hash: s.hash,
+                stat: s.stat,
+                mentions: s.mentions,
+                facts: s.facts.clone(),
+                suppressions: s.suppressions.clone(),
+            }),
         };
-        entries.insert(s.path.clone(), entry);
+        records.push((s.path.clone(), record));
     }
     // A cache that cannot be written (a read-only checkout) only costs speed next time.
-    let _ = Cache::save(&repo.root, key, entries);
+    let _ = cache.save(&repo.root, key, records);
 }
