@@ -39,7 +39,8 @@ pub struct Source {
     pub mentions: Mentions,
     /// Its metadata, when it had settled before this run (what the cache records).
     stat: Option<FileStat>,
-    /// Its cache entry, when taken by metadata alone (written back as it was).
+    /// Its cache entry, when it still holds exactly what this run would record (written
+    /// back as it was encoded; a run where every file's is, writes nothing).
     kept: Option<cache::Taken>,
 }
 
@@ -310,22 +311,30 @@ fn parse_all(
             let (entry, stat, kept) = match entry {
                 Some(e) if walked.is_some() && e.stat == walked => (e, walked, taken),
                 entry => {
-                    let stat = walked;
+                    let stat = cache::settled(walked, repo.started_ns);
                     let text: Arc<str> = crate::repo::read_in(&repo.root, path)?.into();
                     let hash = cache::hash(&text);
                     let src = SourceFile::new(path.clone(), text);
-                    let entry = match entry {
-                        Some(e) if e.hash == hash => e,
-                        _ => cache::Entry {
-                            hash,
-                            stat: None,
-                            mentions: Mentions::scan(&src.text),
-                            facts: rust_refs::extract(&src.text, candidates),
-                            suppressions: suppress::scan(&src),
-                        },
+                    let (entry, kept) = match entry {
+                        // The same content: the entry is written back as it was unless the
+                        // metadata to record changed (a file that has settled since).
+                        Some(e) if e.hash == hash => {
+                            let kept = taken.filter(|_| e.stat == stat);
+                            (e, kept)
+                        }
+                        _ => {
+                            let fresh = cache::Entry {
+                                hash,
+                                stat: None,
+                                mentions: Mentions::scan(&src.text),
+                                facts: rust_refs::extract(&src.text, candidates),
+                                suppressions: suppress::scan(&src),
+                            };
+                            (fresh, None)
+                        }
                     };
                     let _ = file.set(src);
-                    (entry, cache::settled(stat, repo.started_ns), None)
+                    (entry, stat, kept)
                 }
             };
             let scope = file_scope(&repo.workspace.crates[krate], path);
