@@ -48,6 +48,13 @@ pub enum StoreError {
     Json(#[from] serde_json::Error),
     #[error("a store task stopped unexpectedly: {0}")]
     Task(String),
+    /// An operation of one backend asked of a store on another.
+    #[error("`{operation}` needs a {needs} store; this one is {backend}")]
+    WrongBackend {
+        operation: &'static str,
+        needs: &'static str,
+        backend: &'static str,
+    },
 }
 
 impl StoreError {

@@ -44,7 +44,8 @@ impl<'a> Tx<'a> {
     }
 
     /// The SQLite connection the transaction runs on, for the producer's business writes
-    /// (`None` on other backends).
+    /// (`None` on other backends; on PostgreSQL a producer opens its own transaction and
+    /// calls [`crate::Store::enqueue_in_postgres`]).
     pub fn connection(&self) -> Option<&rusqlite::Connection> {
         match &self.inner {
             TxInner::Sqlite(conn) => Some(conn),

@@ -287,3 +287,82 @@ async fn retention_empties_the_table_behind_the_loop() {
         .get(0);
     assert_eq!(effects, 0, "effects go with their items");
 }
+
+/// A producer's own PostgreSQL transaction holds its business write and the outbox row:
+/// rolled back, neither exists and nothing is relayed; committed, both do, and the relay
+/// creates the item with the id `enqueue_in_postgres` returned, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_producer_transaction_commits_its_outbox_row_with_its_business_write() {
+    if !database_named() {
+        return;
+    }
+    let (url, _guard) = fresh_url("");
+    let store = Store::open(&url).await.expect("open");
+    store.migrate().await.expect("migrate");
+    let schema = url
+        .split("schema=")
+        .nth(1)
+        .and_then(|s| s.split('&').next())
+        .expect("the schema in the URL")
+        .to_owned();
+    // The producer's connection keeps the server's default search_path: the runtime must
+    // name its own schema.
+    let mut client = raw().await;
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE \"{schema}\".shipments (id text PRIMARY KEY, state text NOT NULL)"
+        ))
+        .await
+        .expect("business table");
+    let write = |id: &str| {
+        format!("INSERT INTO \"{schema}\".shipments (id, state) VALUES ('{id}', 'shipped')")
+    };
+
+    let tx = client.transaction().await.expect("begin");
+    tx.batch_execute(&write("s-1"))
+        .await
+        .expect("business write");
+    store
+        .enqueue_in_postgres(&tx, NewItem::new("PG", serde_json::json!({ "n": 1 })))
+        .await
+        .expect("outbox row");
+    tx.rollback().await.expect("rollback");
+    assert_eq!(store.relay_outbox(100).await.expect("relay"), 0);
+    assert!(
+        store
+            .list(ListFilter::default())
+            .await
+            .expect("list")
+            .is_empty()
+    );
+
+    let tx = client.transaction().await.expect("begin");
+    tx.batch_execute(&write("s-2"))
+        .await
+        .expect("business write");
+    let id = store
+        .enqueue_in_postgres(&tx, NewItem::new("PG", serde_json::json!({ "n": 2 })))
+        .await
+        .expect("outbox row");
+    tx.commit().await.expect("commit");
+    assert_eq!(store.relay_outbox(100).await.expect("relay"), 1);
+    assert_eq!(store.relay_outbox(100).await.expect("relay again"), 0);
+    let items = store.list(ListFilter::default()).await.expect("list");
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0].id, id, "the item has the outbox row's id");
+    let shipped: i64 = client
+        .query_one(&format!("SELECT count(*) FROM \"{schema}\".shipments"), &[])
+        .await
+        .expect("count")
+        .get(0);
+    assert_eq!(shipped, 1, "only the committed business write exists");
+
+    // Another backend refuses rather than writing elsewhere.
+    let memory = Store::open("memory://").await.expect("memory store");
+    let tx = client.transaction().await.expect("begin");
+    let err = memory
+        .enqueue_in_postgres(&tx, NewItem::new("PG", serde_json::json!({ "n": 3 })))
+        .await
+        .expect_err("a memory store has no PostgreSQL outbox");
+    assert!(err.to_string().contains("needs a postgres store"), "{err}");
+}

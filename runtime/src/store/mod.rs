@@ -54,6 +54,10 @@ pub struct ClaimRequest {
 pub trait Backend: Send + Sync + fmt::Debug {
     /// `sqlite`, `memory`, `postgres`.
     fn name(&self) -> &'static str;
+    /// The schema the queue's tables live in, on PostgreSQL.
+    fn postgres_schema(&self) -> Option<&str> {
+        None
+    }
     /// Applies the migrations not applied yet; returns the schema version now in force.
     fn migrate(&self) -> BoxFuture<'_, StoreResult<i64>>;
     /// The schema version in force (0 for a new database).
@@ -406,6 +410,27 @@ impl Store {
     /// turns it into an item with the same id. Returns that id.
     pub fn enqueue_in(&self, tx: &mut Tx<'_>, item: NewItem) -> StoreResult<ItemId> {
         tx.enqueue(item)
+    }
+
+    /// Inserts an outbox row for `item` inside a transaction the producer opened on its own
+    /// PostgreSQL connection (to the queue's database), beside its business writes: the row
+    /// commits or rolls back with them, and the relay turns it into an item with the
+    /// returned id. The queue's schema is named in the statement, so the producer's
+    /// `search_path` does not matter. [`StoreError::WrongBackend`] on another backend.
+    pub async fn enqueue_in_postgres(
+        &self,
+        tx: &tokio_postgres::Transaction<'_>,
+        item: NewItem,
+    ) -> StoreResult<ItemId> {
+        let schema = self
+            .backend
+            .postgres_schema()
+            .ok_or(StoreError::WrongBackend {
+                operation: "enqueue_in_postgres",
+                needs: "postgres",
+                backend: self.backend.name(),
+            })?;
+        postgres::insert_outbox_in(tx, schema, &item, self.now()).await
     }
 
     /// Relays up to `limit` outbox rows; returns how many items it created.

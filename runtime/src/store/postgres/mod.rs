@@ -50,7 +50,7 @@ use crate::item::{
 use crate::store::{Backend, BoxFuture, ClaimRequest, StoreResult, TxBody};
 use crate::time::Timestamp;
 
-pub(crate) use ops::insert_outbox;
+pub(crate) use ops::{insert_outbox, insert_outbox_in};
 
 /// Connections a backend keeps at most unless `?pool_size=N` says otherwise.
 pub const DEFAULT_POOL_SIZE: usize = 10;
@@ -225,6 +225,10 @@ impl PostgresBackend {
 impl Backend for PostgresBackend {
     fn name(&self) -> &'static str {
         "postgres"
+    }
+
+    fn postgres_schema(&self) -> Option<&str> {
+        Some(&self.target.schema)
     }
 
     fn migrate(&self) -> BoxFuture<'_, StoreResult<i64>> {

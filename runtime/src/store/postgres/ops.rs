@@ -835,30 +835,57 @@ pub(crate) fn insert_outbox(
     now: Timestamp,
 ) -> StoreResult<ItemId> {
     handle.block_on(async {
-        let stmt = tx
-            .prepare_cached(
-                "INSERT INTO outbox (kind, lane, payload, dedupe_key, run_at, priority, \
-                     max_attempts, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
-                 RETURNING id",
-            )
-            .await?;
-        let row = tx
-            .query_one(
-                &stmt,
-                &[
-                    &item.kind,
-                    &item.lane,
-                    &Json(&item.payload),
-                    &item.dedupe_key,
-                    &item.run_at.map(Timestamp::as_millis),
-                    &item.priority,
-                    &item.max_attempts,
-                    &now.as_millis(),
-                ],
-            )
-            .await?;
-        Ok(row.try_get(0)?)
+        let stmt = tx.prepare_cached(&insert_outbox_sql("outbox")).await?;
+        insert_outbox_with(&**tx, &stmt, item, now).await
     })
+}
+
+/// Inserts an outbox row for `item` in a transaction the producer opened on its own
+/// connection: the table is named with the queue's schema, since that connection's
+/// `search_path` is the producer's.
+pub(crate) async fn insert_outbox_in(
+    tx: &tokio_postgres::Transaction<'_>,
+    schema: &str,
+    item: &NewItem,
+    now: Timestamp,
+) -> StoreResult<ItemId> {
+    let sql = insert_outbox_sql(&format!("\"{schema}\".outbox"));
+    insert_outbox_with(tx, sql.as_str(), item, now).await
+}
+
+fn insert_outbox_sql(table: &str) -> String {
+    format!(
+        "INSERT INTO {table} (kind, lane, payload, dedupe_key, run_at, priority, \
+             max_attempts, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id"
+    )
+}
+
+async fn insert_outbox_with<C, S>(
+    client: &C,
+    statement: &S,
+    item: &NewItem,
+    now: Timestamp,
+) -> StoreResult<ItemId>
+where
+    C: tokio_postgres::GenericClient + Sync,
+    S: tokio_postgres::ToStatement + Sync + Send + ?Sized,
+{
+    let row = client
+        .query_one(
+            statement,
+            &[
+                &item.kind,
+                &item.lane,
+                &Json(&item.payload),
+                &item.dedupe_key,
+                &item.run_at.map(Timestamp::as_millis),
+                &item.priority,
+                &item.max_attempts,
+                &now.as_millis(),
+            ],
+        )
+        .await?;
+    Ok(row.try_get(0)?)
 }
 
 pub(crate) async fn relay_outbox(
