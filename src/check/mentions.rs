@@ -5,6 +5,8 @@
 use serde::{Deserialize, Serialize};
 
 /// Every word recorded. A rule asking for a word not listed here reads the file's text.
+/// The first [`REPO_WIDE`] are what a repo-wide rule looks for in any file; the rest only
+/// the om registry reads (and a change under `om/` is never local anyway).
 pub const TOKENS: &[&str] = &[
     "WorkHandler",
     "WorkContext",
@@ -16,6 +18,9 @@ pub const TOKENS: &[&str] = &[
     "const ",
     " as ",
 ];
+
+/// How many of [`TOKENS`], from the start, a repo-wide rule reads.
+pub const REPO_WIDE: usize = 7;
 
 /// Which of [`TOKENS`] a file's text contains.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -29,6 +34,12 @@ impl Mentions {
             .filter(|(_, t)| text.contains(*t))
             .fold(0u16, |acc, (i, _)| acc | (1 << i));
         Mentions(bits)
+    }
+
+    /// Whether the text holds a word a repo-wide rule reads: then a change to the file is
+    /// not local to it (see `check::changes_are_local`).
+    pub fn repo_wide(self) -> bool {
+        self.0 & ((1 << REPO_WIDE) - 1) != 0
     }
 
     /// Whether the file contains `token`; `None` when `token` is not recorded.
@@ -53,5 +64,7 @@ mod tests {
         assert_eq!(m.has("enqueue"), Some(false));
         assert_eq!(m.has("not a token"), None);
         assert_eq!(Mentions::scan(""), Mentions::default());
+        assert!(m.repo_wide());
+        assert!(!Mentions::scan("pub const A: &str = \"a\"; use x as y;").repo_wide());
     }
 }

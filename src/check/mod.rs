@@ -66,17 +66,6 @@ pub struct CheckOptions {
     pub restricted: bool,
 }
 
-/// Text a repo-wide rule looks for: a changed file holding any of it is not local.
-const REPO_WIDE_TOKENS: &[&str] = &[
-    "WorkHandler",
-    "WorkContext",
-    "WorkKindSpec",
-    "KINDS",
-    "Command",
-    "enqueue",
-    "struct Settings",
-];
-
 /// Whether a change set can only affect per-file rules: every change adds or modifies a
 /// `.rs` file or a README.md (no deletion or rename), outside `om/`, `platform/runtime/`
 /// and any `tests/` folder, whose text holds nothing a repo-wide rule reads. Manifests,
@@ -92,7 +81,7 @@ pub fn changes_are_local(root: &std::path::Path, changes: &ChangeSet) -> bool {
                 && !p.starts_with("platform/runtime/")
                 && !p.split('/').any(|seg| seg == "tests")
                 && std::fs::read_to_string(root.join(p))
-                    .is_ok_and(|t| !REPO_WIDE_TOKENS.iter().any(|k| t.contains(k)))
+                    .is_ok_and(|t| !mentions::Mentions::scan(&t).repo_wide())
         })
 }
 

@@ -32,7 +32,9 @@ pub struct Memo {
     missed: AtomicBool,
 }
 
-/// What the results are valid under: the version and the extractors' source.
+/// What the results are valid under: the version and the extractors' source. An
+/// extractor that comes to depend on code in another file must add that file here, or a
+/// build whose extraction changed could reuse an older build's results.
 fn version_key() -> u128 {
     let mut data = env!("CARGO_PKG_VERSION").as_bytes().to_vec();
     for source in [
