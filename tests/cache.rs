@@ -240,3 +240,41 @@ fn work_queue_results_follow_every_file_they_read() {
         )],
     );
 }
+
+/// What identifies a file's content on disk (inode and mtime): unchanged means not
+/// rewritten.
+fn written(path: &Path) -> (u64, std::time::SystemTime) {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).expect("meta");
+    (m.ino(), m.modified().expect("mtime"))
+}
+
+#[test]
+fn a_run_that_changes_nothing_writes_nothing() {
+    let repo = copy_fixture("rules/kind-unhandled");
+    // A file that is a `#[path]` module of two crates is visited twice per run.
+    replace_in(
+        repo.path(),
+        "workers/billing/src/main.rs",
+        "fn main",
+        "#[path = \"../../maintenance/src/settings.rs\"]\nmod shared_settings;\n\nfn main",
+    );
+    std::thread::sleep(Duration::from_millis(3_500));
+    let first = check_json(repo.path());
+    let check = cache_file(repo.path(), "check-");
+    let memo = cache_file(repo.path(), "workqueue-");
+    let before = (written(&check), written(&memo));
+    let second = check_json(repo.path());
+    assert_eq!(first, second);
+    assert_eq!(
+        (written(&check), written(&memo)),
+        before,
+        "neither cache was rewritten"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(repo.path().join(".scaffold/cache"))
+        .expect("cache dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}

@@ -52,8 +52,9 @@ pub struct Entry {
 pub struct Cache {
     /// The payload: the key, then per entry its path and its encoded [`Entry`].
     payload: Vec<u8>,
-    /// Where each path's encoded entry lies in `payload`; a path leaves when taken.
-    index: HashMap<String, Range<usize>>,
+    /// Where each path's encoded entry lies in `payload`, and whether a file of this run
+    /// took it.
+    index: HashMap<String, (Range<usize>, bool)>,
 }
 
 /// An entry taken from the cache, still encoded.
@@ -91,6 +92,7 @@ pub fn key(candidates: &[&str]) -> u128 {
         include_str!("suppress.rs"),
         include_str!("cache.rs"),
         include_str!("mentions.rs"),
+        include_str!("../repo/files.rs"),
     ] {
         data.extend_from_slice(&xxhash_rust::xxh3::xxh3_128(source.as_bytes()).to_le_bytes());
     }
@@ -118,7 +120,11 @@ impl Cache {
     /// [`Cache::entry`] and checks that it still matches the file (by metadata or by
     /// content hash).
     pub fn take(&mut self, path: &str) -> Option<Taken> {
-        self.index.remove(path).map(Taken)
+        // Not removed: a `#[path]` module shared by two crates is visited twice.
+        self.index.get_mut(path).map(|(range, taken)| {
+            *taken = true;
+            Taken(range.clone())
+        })
     }
 
     /// Decodes a taken entry; `None` if it does not decode (then the file is parsed).
@@ -128,7 +134,7 @@ impl Cache {
 
     /// Whether every loaded entry was taken (none is left for a file that is gone).
     pub fn all_taken(&self) -> bool {
-        self.index.is_empty()
+        self.index.values().all(|(_, taken)| *taken)
     }
 
     /// The entries no file of this run took, still encoded: files that are gone, or that
@@ -136,7 +142,8 @@ impl Cache {
     pub fn rest(&self) -> impl Iterator<Item = (String, Record)> + '_ {
         self.index
             .iter()
-            .map(|(p, r)| (p.clone(), Record::Kept(Taken(r.clone()))))
+            .filter(|(_, (_, taken))| !taken)
+            .map(|(p, (r, _))| (p.clone(), Record::Kept(Taken(r.clone()))))
     }
 
     /// Writes `records` as the new cache, by temp file and rename; a kept record is
@@ -182,10 +189,22 @@ impl Cache {
         bytes.extend_from_slice(MAGIC);
         bytes.extend_from_slice(&xxhash_rust::xxh3::xxh3_128(&payload).to_le_bytes());
         bytes.extend_from_slice(&payload);
-        let tmp = dir.join(format!(".{FILE}.{}.tmp", std::process::id()));
-        std::fs::write(&tmp, &bytes)?;
-        std::fs::rename(&tmp, path(root))
+        replace(&path(root), &bytes)
     }
+}
+
+/// Replaces `path` with `bytes` by a uniquely named temp file in its folder and a rename,
+/// so a reader sees the old file or the new one; the temp file is removed if anything
+/// fails.
+pub fn replace(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".scaffold-cache")
+        .suffix(".tmp")
+        .tempfile_in(dir)?;
+    std::io::Write::write_all(&mut tmp, bytes)?;
+    tmp.persist(path).map(|_| ()).map_err(|e| e.error)
 }
 
 fn len32(n: usize) -> std::io::Result<[u8; 4]> {
@@ -228,7 +247,7 @@ fn decode(mut bytes: Vec<u8>, key: u128) -> Option<Cache> {
             .ok()?
             .to_owned();
         let data_len = u32_at(next(4)?)?;
-        index.insert(path, next(data_len)?);
+        index.insert(path, (next(data_len)?, false));
     }
     (at == payload.len()).then_some(Cache { payload, index })
 }
@@ -284,8 +303,12 @@ mod tests {
         let mut c = Cache::load(dir.path(), 1);
         let taken = c.take("a.rs").expect("recorded");
         assert_eq!(c.entry(&taken).map(|e| e.hash), Some(7));
-        assert!(c.take("a.rs").is_none(), "an entry is taken once");
+        assert!(
+            c.take("a.rs").is_some(),
+            "a file visited twice finds it again"
+        );
         assert!(c.all_taken());
+        assert_eq!(c.rest().count(), 0);
         let whole = Cache::load(dir.path(), 1);
         assert_eq!(whole.rest().count(), 1, "what a run does not take is kept");
         // Kept entries are copied as they were encoded.

@@ -53,6 +53,25 @@ impl Source {
         })
     }
 
+    /// A source of `root` whose facts are empty and whose recorded hash is `hash`, its text
+    /// read on first use (for tests of what reads it lazily).
+    #[cfg(test)]
+    pub(crate) fn detached(root: &Path, path: &str, hash: u128) -> Source {
+        Source {
+            path: path.to_owned(),
+            file: OnceLock::new(),
+            root: Arc::from(root),
+            krate: 0,
+            scope: DepKind::Normal,
+            facts: Ok(RustFacts::default()),
+            suppressions: Vec::new(),
+            hash,
+            mentions: Mentions::default(),
+            stat: None,
+            kept: None,
+        }
+    }
+
     /// Whether the file's text contains `token` (from the recorded words when it is one).
     pub fn mentions(&self, token: &str) -> bool {
         self.mentions

@@ -98,10 +98,16 @@ impl Memo {
             self.lock().insert(key, bytes.clone());
             return Some(v);
         }
-        let v = with_parsed(s.file(), f)?;
-        self.missed.store(true, Ordering::Relaxed);
-        if let Ok(bytes) = postcard::to_stdvec(&v) {
-            self.lock().insert(key, bytes);
+        let file = s.file();
+        let v = with_parsed(file, f)?;
+        // The text is read now, the hash was taken earlier (or came from the cache by the
+        // file's metadata): a file edited in between must not leave this result under the
+        // hash of content it was not computed from.
+        if crate::check::cache::hash(&file.text) == s.hash {
+            self.missed.store(true, Ordering::Relaxed);
+            if let Ok(bytes) = postcard::to_stdvec(&v) {
+                self.lock().insert(key, bytes);
+            }
         }
         Some(v)
     }
@@ -139,13 +145,7 @@ fn write(root: &Path, entries: &[(u128, Vec<u8>)]) -> std::io::Result<()> {
     bytes.extend_from_slice(MAGIC);
     bytes.extend_from_slice(&xxhash_rust::xxh3::xxh3_128(&payload).to_le_bytes());
     bytes.extend_from_slice(&payload);
-    let path = root.join(FILE);
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
-    std::fs::write(&tmp, &bytes)?;
-    std::fs::rename(&tmp, &path)
+    crate::check::cache::replace(&root.join(FILE), &bytes)
 }
 
 fn decode(bytes: &[u8]) -> Option<HashMap<u128, Vec<u8>>> {
@@ -164,6 +164,31 @@ fn decode(bytes: &[u8]) -> Option<HashMap<u128, Vec<u8>>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keeps_no_result_for_text_that_changed_since_it_was_hashed() {
+        let dir = tempfile::tempdir().expect("tmp");
+        std::fs::write(dir.path().join("a.rs"), "fn now() {}\n").expect("write");
+        let count = |tree: &syn::File| tree.items.len();
+        // The hash of what the file held when the run hashed it, before an edit.
+        let stale = Source::detached(dir.path(), "a.rs", crate::check::cache::hash("old"));
+        let memo = Memo::new(dir.path());
+        assert_eq!(memo.parsed("items", &stale, 0, count), Some(1));
+        memo.save(false);
+        assert!(
+            !dir.path().join(FILE).exists(),
+            "nothing recorded under the old hash"
+        );
+        let current = crate::check::cache::hash("fn now() {}\n");
+        let fresh = Source::detached(dir.path(), "a.rs", current);
+        let memo = Memo::new(dir.path());
+        assert_eq!(memo.parsed("items", &fresh, 0, count), Some(1));
+        memo.save(false);
+        assert_eq!(
+            decode(&std::fs::read(dir.path().join(FILE)).expect("saved")).map(|m| m.len()),
+            Some(1)
+        );
+    }
 
     #[test]
     fn round_trips_and_rejects_damage() {
