@@ -30,6 +30,10 @@ pub struct Memo {
     used: Mutex<HashMap<u128, Vec<u8>>>,
     /// Whether a result was computed rather than loaded.
     missed: AtomicBool,
+    /// Whether a file changed under this run (its text no longer hashed as recorded):
+    /// results computed after that may depend on it (handlers on om's consts), so none is
+    /// recorded.
+    unsettled: AtomicBool,
 }
 
 /// What the results are valid under: the version and the extractors' source. An
@@ -60,6 +64,7 @@ impl Memo {
             old: OnceLock::new(),
             used: Mutex::new(HashMap::new()),
             missed: AtomicBool::new(false),
+            unsettled: AtomicBool::new(false),
         }
     }
 
@@ -102,8 +107,11 @@ impl Memo {
         let v = with_parsed(file, f)?;
         // The text is read now, the hash was taken earlier (or came from the cache by the
         // file's metadata): a file edited in between must not leave this result under the
-        // hash of content it was not computed from.
-        if crate::check::cache::hash(&file.text) == s.hash {
+        // hash of content it was not computed from, nor any later result (which may have
+        // read this one) be recorded.
+        if crate::check::cache::hash(&file.text) != s.hash {
+            self.unsettled.store(true, Ordering::Relaxed);
+        } else if !self.unsettled.load(Ordering::Relaxed) {
             self.missed.store(true, Ordering::Relaxed);
             if let Ok(bytes) = postcard::to_stdvec(&v) {
                 self.lock().insert(key, bytes);
@@ -179,8 +187,15 @@ mod tests {
             !dir.path().join(FILE).exists(),
             "nothing recorded under the old hash"
         );
+        // Nor anything after it in the same run.
         let current = crate::check::cache::hash("fn now() {}\n");
         let fresh = Source::detached(dir.path(), "a.rs", current);
+        assert_eq!(memo.parsed("items", &fresh, 0, count), Some(1));
+        memo.save(false);
+        assert!(
+            !dir.path().join(FILE).exists(),
+            "nothing after a change either"
+        );
         let memo = Memo::new(dir.path());
         assert_eq!(memo.parsed("items", &fresh, 0, count), Some(1));
         memo.save(false);
