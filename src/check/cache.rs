@@ -84,23 +84,49 @@ pub fn hash(text: &str) -> u128 {
 /// that extracts entries, and the names files are scanned for (facts only list
 /// references to those names).
 pub fn key(candidates: &[&str]) -> u128 {
-    // The code that produces entries is part of the key, so a build whose extraction
-    // changed never reuses an older build's entries, whatever the version says.
-    let mut data = env!("CARGO_PKG_VERSION").as_bytes().to_vec();
-    for source in [
+    let mut data = code_key(&[
         include_str!("rust_refs.rs"),
         include_str!("suppress.rs"),
         include_str!("cache.rs"),
         include_str!("mentions.rs"),
         include_str!("../repo/files.rs"),
-    ] {
-        data.extend_from_slice(&xxhash_rust::xxh3::xxh3_128(source.as_bytes()).to_le_bytes());
-    }
+    ]);
     for c in candidates {
         data.push(0);
         data.extend_from_slice(c.as_bytes());
     }
     xxhash_rust::xxh3::xxh3_128(&data)
+}
+
+/// This scaffold's version and a hash of each of `sources`, the code that produces a
+/// cache's entries: part of every cache key, so a build whose extraction changed never
+/// reuses an older build's entries, whatever the version says.
+pub(crate) fn code_key(sources: &[&str]) -> Vec<u8> {
+    let mut data = env!("CARGO_PKG_VERSION").as_bytes().to_vec();
+    for source in sources {
+        data.extend_from_slice(&xxhash_rust::xxh3::xxh3_128(source.as_bytes()).to_le_bytes());
+    }
+    data
+}
+
+/// `payload` behind `magic` and its checksum: what a cache file holds.
+pub(crate) fn seal(magic: &[u8; 16], payload: &[u8]) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(payload.len() + 32);
+    bytes.extend_from_slice(magic);
+    bytes.extend_from_slice(&xxhash_rust::xxh3::xxh3_128(payload).to_le_bytes());
+    bytes.extend_from_slice(payload);
+    bytes
+}
+
+/// The payload of a file [`seal`] wrote with `magic`; `None` when the magic or the
+/// checksum does not match (damaged, truncated, another format).
+pub(crate) fn unseal(magic: &[u8; 16], mut bytes: Vec<u8>) -> Option<Vec<u8>> {
+    if !bytes.starts_with(magic) || bytes.len() < magic.len() + 16 {
+        return None;
+    }
+    let sum = u128::from_le_bytes(bytes[magic.len()..magic.len() + 16].try_into().ok()?);
+    let payload = bytes.split_off(magic.len() + 16);
+    (xxhash_rust::xxh3::xxh3_128(&payload) == sum).then_some(payload)
 }
 
 fn path(root: &Path) -> PathBuf {
@@ -185,11 +211,7 @@ impl Cache {
             payload.extend_from_slice(&len32(data.len())?);
             payload.extend_from_slice(data);
         }
-        let mut bytes = Vec::with_capacity(payload.len() + 32);
-        bytes.extend_from_slice(MAGIC);
-        bytes.extend_from_slice(&xxhash_rust::xxh3::xxh3_128(&payload).to_le_bytes());
-        bytes.extend_from_slice(&payload);
-        replace(&path(root), &bytes)
+        replace(&path(root), &seal(MAGIC, &payload))
     }
 }
 
@@ -215,15 +237,8 @@ fn len32(n: usize) -> std::io::Result<[u8; 4]> {
 
 /// Checks the magic, checksum and key, and indexes the entries; `None` on any mismatch
 /// or truncation.
-fn decode(mut bytes: Vec<u8>, key: u128) -> Option<Cache> {
-    if !bytes.starts_with(MAGIC) || bytes.len() < MAGIC.len() + 16 {
-        return None;
-    }
-    let sum = u128::from_le_bytes(bytes[MAGIC.len()..MAGIC.len() + 16].try_into().ok()?);
-    let payload = bytes.split_off(MAGIC.len() + 16);
-    if xxhash_rust::xxh3::xxh3_128(&payload) != sum {
-        return None;
-    }
+fn decode(bytes: Vec<u8>, key: u128) -> Option<Cache> {
+    let payload = unseal(MAGIC, bytes)?;
     let mut at = 0usize;
     let mut next = |n: usize| -> Option<Range<usize>> {
         let r = at..at.checked_add(n)?;

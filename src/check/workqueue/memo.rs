@@ -40,8 +40,7 @@ pub struct Memo {
 /// extractor that comes to depend on code in another file must add that file here, or a
 /// build whose extraction changed could reuse an older build's results.
 fn version_key() -> u128 {
-    let mut data = env!("CARGO_PKG_VERSION").as_bytes().to_vec();
-    for source in [
+    let data = crate::check::cache::code_key(&[
         include_str!("memo.rs"),
         include_str!("mod.rs"),
         include_str!("registry.rs"),
@@ -51,9 +50,7 @@ fn version_key() -> u128 {
         include_str!("settings.rs"),
         include_str!("../finding.rs"),
         include_str!("../../source.rs"),
-    ] {
-        data.extend_from_slice(&xxhash_rust::xxh3::xxh3_128(source.as_bytes()).to_le_bytes());
-    }
+    ]);
     xxhash_rust::xxh3::xxh3_128(&data)
 }
 
@@ -72,7 +69,7 @@ impl Memo {
         self.old.get_or_init(|| {
             std::fs::read(self.root.join(FILE))
                 .ok()
-                .and_then(|b| decode(&b))
+                .and_then(decode)
                 .unwrap_or_default()
         })
     }
@@ -149,23 +146,15 @@ impl Memo {
 
 fn write(root: &Path, entries: &[(u128, Vec<u8>)]) -> std::io::Result<()> {
     let payload = postcard::to_stdvec(&(version_key(), entries)).map_err(std::io::Error::other)?;
-    let mut bytes = Vec::with_capacity(payload.len() + 32);
-    bytes.extend_from_slice(MAGIC);
-    bytes.extend_from_slice(&xxhash_rust::xxh3::xxh3_128(&payload).to_le_bytes());
-    bytes.extend_from_slice(&payload);
-    crate::check::cache::replace(&root.join(FILE), &bytes)
+    crate::check::cache::replace(
+        &root.join(FILE),
+        &crate::check::cache::seal(MAGIC, &payload),
+    )
 }
 
-fn decode(bytes: &[u8]) -> Option<HashMap<u128, Vec<u8>>> {
-    let rest = bytes.strip_prefix(MAGIC.as_slice())?;
-    if rest.len() < 16 {
-        return None;
-    }
-    let (sum, payload) = rest.split_at(16);
-    if xxhash_rust::xxh3::xxh3_128(payload) != u128::from_le_bytes(sum.try_into().ok()?) {
-        return None;
-    }
-    let (key, entries): (u128, Vec<(u128, Vec<u8>)>) = postcard::from_bytes(payload).ok()?;
+fn decode(bytes: Vec<u8>) -> Option<HashMap<u128, Vec<u8>>> {
+    let payload = crate::check::cache::unseal(MAGIC, bytes)?;
+    let (key, entries): (u128, Vec<(u128, Vec<u8>)>) = postcard::from_bytes(&payload).ok()?;
     (key == version_key()).then(|| entries.into_iter().collect())
 }
 
@@ -200,7 +189,7 @@ mod tests {
         assert_eq!(memo.parsed("items", &fresh, 0, count), Some(1));
         memo.save(false);
         assert_eq!(
-            decode(&std::fs::read(dir.path().join(FILE)).expect("saved")).map(|m| m.len()),
+            decode(std::fs::read(dir.path().join(FILE)).expect("saved")).map(|m| m.len()),
             Some(1)
         );
     }
@@ -212,13 +201,13 @@ mod tests {
         write(dir.path(), &entries).expect("write");
         let file = dir.path().join(FILE);
         let bytes = std::fs::read(&file).expect("read");
-        let map = decode(&bytes).expect("decodes");
+        let map = decode(bytes.clone()).expect("decodes");
         assert_eq!(map.get(&1), Some(&vec![1u8, 2, 3]));
         let mut flipped = bytes.clone();
         let last = flipped.len() - 1;
         flipped[last] ^= 1;
-        assert!(decode(&flipped).is_none());
-        assert!(decode(&bytes[..bytes.len() / 2]).is_none());
-        assert!(decode(b"garbage").is_none());
+        assert!(decode(flipped).is_none());
+        assert!(decode(bytes[..bytes.len() / 2].to_vec()).is_none());
+        assert!(decode(b"garbage".to_vec()).is_none());
     }
 }
