@@ -85,7 +85,9 @@ pub fn hash(text: &str) -> u128 {
 /// references to those names).
 pub fn key(candidates: &[&str]) -> u128 {
     let mut data = code_key(&[
-        include_str!("rust_refs.rs"),
+        include_str!("rust_refs/mod.rs"),
+        include_str!("rust_refs/fast.rs"),
+        include_str!("rust_refs/syn_scan.rs"),
         include_str!("suppress.rs"),
         include_str!("cache.rs"),
         include_str!("mentions.rs"),
@@ -101,8 +103,13 @@ pub fn key(candidates: &[&str]) -> u128 {
 /// This scaffold's version and a hash of each of `sources`, the code that produces a
 /// cache's entries: part of every cache key, so a build whose extraction changed never
 /// reuses an older build's entries, whatever the version says.
+const CARGO_LOCK: &str = include_str!("../../Cargo.lock");
+
 pub(crate) fn code_key(sources: &[&str]) -> Vec<u8> {
     let mut data = env!("CARGO_PKG_VERSION").as_bytes().to_vec();
+    // The locked dependency versions: a parser upgrade at the same version and sources
+    // (syn, ra_ap_parser) may read files differently.
+    data.extend_from_slice(&xxhash_rust::xxh3::xxh3_128(CARGO_LOCK.as_bytes()).to_le_bytes());
     for source in sources {
         data.extend_from_slice(&xxhash_rust::xxh3::xxh3_128(source.as_bytes()).to_le_bytes());
     }

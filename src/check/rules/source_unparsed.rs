@@ -1,9 +1,10 @@
 //! # source-unparsed
 //!
 //! ## What it finds
-//! A `.rs` file of a workspace crate that `syn` cannot parse, and a crate `Cargo.toml`
-//! that is not valid TOML (or a workspace member without one). The finding points at the
-//! place the parser stopped.
+//! A `.rs` file of a workspace crate that does not parse, and a crate `Cargo.toml` that
+//! is not valid TOML (or a workspace member without one). Files are read with
+//! rust-analyzer's parser; one it reports an error in goes to `syn`, and the finding is
+//! syn's, pointing at the place syn stopped.
 //!
 //! ## Why
 //! The checker fails closed: a file it cannot read could hold any import, so skipping it

@@ -1,72 +1,18 @@
-//! What a Rust source file says about other crates: every `use`, `extern crate` and
-//! qualified path whose first segment may name a crate, with its precise position and
-//! whether it sits in test-only (`#[cfg(test)]`) code.
+//! The authoritative scan: a full `syn` parse and a visitor over its tree.
 //!
-//! Every item is visited whatever its `cfg`, so cfg-gated code is checked on every cfg.
-//! Macro bodies and `include!` are not expanded (documented blind spots).
+//! The fast scan (`fast.rs`) hands every file it cannot take cleanly to this one, so a
+//! file's facts, and the message and position of a parse failure, are always syn's.
 
 use std::collections::HashSet;
 
 use syn::visit::{self, Visit};
 
+use super::{CrateRef, ParseFailure, RefKind, RustFacts};
 use crate::repo::workspace::DepKind;
 
-/// How a file names another crate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum RefKind {
-    Use,
-    Path,
-    ExternCrate,
-}
-
-/// One place a file names a crate.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct CrateRef {
-    /// The first path segment as written (after resolving `extern crate … as` aliases).
-    pub name: String,
-    pub kind: RefKind,
-    /// Normal, or Dev inside `#[cfg(test)]`; the file's own scope is applied later.
-    pub scope: DepKind,
-    pub line: usize,
-    pub column: usize,
-    pub offset: usize,
-    pub len: usize,
-}
-
-/// What one file contributes.
-#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
-pub struct RustFacts {
-    pub refs: Vec<CrateRef>,
-    /// `#[path = "…"]` module files, as written, relative to the declaring file's directory.
-    pub path_mods: Vec<String>,
-}
-
-/// A parse failure with its position.
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
-pub struct ParseFailure {
-    pub message: String,
-    pub line: usize,
-    pub column: usize,
-    pub offset: usize,
-}
-
-/// Deeper delimiter nesting than this is reported unparsed instead of being handed to
-/// syn, whose recursive descent would otherwise exhaust the thread's stack.
-pub const MAX_NESTING: usize = 1_000;
-
 /// Parses `text` with syn and extracts the references to any name in `candidates`.
-pub fn extract(text: &str, candidates: &HashSet<String>) -> Result<RustFacts, ParseFailure> {
-    if let Some(offset) = too_deep(text) {
-        let before = &text[..offset];
-        let line = before.matches('\n').count() + 1;
-        let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-        return Err(ParseFailure {
-            message: format!("delimiters nest deeper than {MAX_NESTING} levels"),
-            line,
-            column,
-            offset,
-        });
-    }
+/// The caller has already refused nesting deeper than [`super::MAX_NESTING`].
+pub(super) fn extract(text: &str, candidates: &HashSet<String>) -> Result<RustFacts, ParseFailure> {
     let result = match syn::parse_file(text) {
         Ok(file) => {
             // Names the file binds itself — modules at any depth and what `use` imports —
@@ -101,26 +47,6 @@ pub fn extract(text: &str, candidates: &HashSet<String>) -> Result<RustFacts, Pa
     // thousands of files does not grow it without bound.
     proc_macro2::extra::invalidate_current_thread_spans();
     result
-}
-
-/// The offset of the first delimiter nested deeper than `MAX_NESTING`, counting `(`, `[`
-/// and `{` outside comments and string literals only roughly (a string full of brackets
-/// can only make the count higher, never hide real nesting).
-fn too_deep(text: &str) -> Option<usize> {
-    let mut depth = 0usize;
-    for (i, b) in text.bytes().enumerate() {
-        match b {
-            b'(' | b'[' | b'{' => {
-                depth += 1;
-                if depth > MAX_NESTING {
-                    return Some(i);
-                }
-            }
-            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    None
 }
 
 /// Names a file binds: every `mod` (inline or not, at any depth) and every name a `use`
@@ -342,135 +268,5 @@ impl<'ast> Visit<'ast> for RefVisitor<'_> {
     fn visit_macro(&mut self, m: &'ast syn::Macro) {
         // The macro's own path is a reference; its body is opaque tokens (a blind spot).
         self.visit_path(&m.path);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn names(src: &str) -> Vec<(String, RefKind, DepKind, usize, usize)> {
-        let cands: HashSet<String> = ["acme_infra", "acme_apps", "acme_om"]
-            .into_iter()
-            .map(String::from)
-            .collect();
-        extract(src, &cands)
-            .expect("parses")
-            .refs
-            .into_iter()
-            .map(|r| (r.name, r.kind, r.scope, r.line, r.column))
-            .collect()
-    }
-
-    #[test]
-    fn finds_grouped_nested_renamed_and_qualified_refs() {
-        let src = "use {acme_infra::{a, b::c}, std::fmt};\n\
-                   pub use acme_om::Kind as K;\n\
-                   extern crate acme_apps as apps;\n\
-                   fn f() -> ::acme_om::T { apps::run(); let x: acme_infra::X = acme_infra::make(); x }\n\
-                   #[cfg(test)]\nmod tests { use acme_infra::testing; }\n\
-                   #[cfg(not(test))]\nfn g() { acme_om::go() }\n";
-        let got = names(src);
-        assert!(
-            got.contains(&("acme_infra".into(), RefKind::Use, DepKind::Normal, 1, 6)),
-            "{got:?}"
-        );
-        assert!(got.contains(&("acme_om".into(), RefKind::Use, DepKind::Normal, 2, 9)));
-        assert!(got.contains(&(
-            "acme_apps".into(),
-            RefKind::ExternCrate,
-            DepKind::Normal,
-            3,
-            14
-        )));
-        assert!(
-            got.iter()
-                .any(|r| r.0 == "acme_apps" && r.1 == RefKind::Path && r.3 == 4)
-        );
-        assert!(
-            got.iter()
-                .any(|r| r.0 == "acme_om" && r.1 == RefKind::Path && r.3 == 4)
-        );
-        assert_eq!(
-            got.iter()
-                .filter(|r| r.0 == "acme_infra" && r.3 == 4)
-                .count(),
-            2
-        );
-        assert!(got.contains(&("acme_infra".into(), RefKind::Use, DepKind::Dev, 6, 17)));
-        assert!(
-            got.iter()
-                .any(|r| r.0 == "acme_om" && r.3 == 8 && r.2 == DepKind::Normal)
-        );
-    }
-
-    #[test]
-    fn local_modules_shadow_crate_names_and_single_segments_are_ignored() {
-        let src =
-            "mod acme_om;\nfn f() { acme_om::x(); let acme_infra = 1; let _ = acme_infra; }\n";
-        assert!(names(src).is_empty());
-    }
-
-    #[test]
-    fn reports_parse_failures_with_a_position() {
-        let err = extract("fn f( {\n", &HashSet::new()).expect_err("invalid");
-        assert_eq!(err.line, 1);
-        assert!(err.column >= 1);
-    }
-
-    #[test]
-    fn refuses_nesting_deeper_than_the_limit_instead_of_overflowing() {
-        let deep = format!(
-            "fn main() {{ let _x = {}1{}; }}\n",
-            "(".repeat(MAX_NESTING + 5),
-            ")".repeat(MAX_NESTING + 5)
-        );
-        let err = extract(&deep, &HashSet::new()).expect_err("too deep");
-        assert!(err.message.contains("nest deeper"));
-        assert_eq!(err.line, 1);
-        let ok = format!(
-            "fn main() {{ let _x = {}1{}; }}\n",
-            "(".repeat(200),
-            ")".repeat(200)
-        );
-        assert!(extract(&ok, &HashSet::new()).is_ok());
-    }
-
-    #[test]
-    fn names_the_file_binds_shadow_crate_names_in_paths() {
-        let src = "use crate::acme_infra;\nmod outer { mod acme_apps {} fn f() { acme_apps::x(); } }\n\
-                   fn g() { acme_infra::y(); }\nuse acme_om;\nfn h() { acme_om::z(); }\n";
-        let got = names(src);
-        assert!(
-            !got.iter()
-                .any(|r| r.0 == "acme_infra" || r.0 == "acme_apps"),
-            "{got:?}"
-        );
-        // `use acme_om;` imports the crate as itself: still an edge, at the use and the path.
-        assert_eq!(
-            got.iter().filter(|r| r.0 == "acme_om").count(),
-            2,
-            "{got:?}"
-        );
-    }
-
-    #[test]
-    fn offsets_are_the_files_own_with_a_bom_or_a_shebang() {
-        let cands: HashSet<String> = ["acme_om"].into_iter().map(String::from).collect();
-        for text in [
-            "\u{feff}use acme_om::x;\n",
-            "#!/usr/bin/env run-cargo-script\nuse acme_om::x;\n",
-        ] {
-            let facts = extract(text, &cands).expect("parses");
-            let r = &facts.refs[0];
-            assert_eq!(&text[r.offset..r.offset + r.len], "acme_om", "{text:?}");
-        }
-    }
-
-    #[test]
-    fn collects_path_modules() {
-        let facts =
-            extract("#[path = \"../shared/x.rs\"]\nmod x;\n", &HashSet::new()).expect("parses");
-        assert_eq!(facts.path_mods, ["../shared/x.rs"]);
     }
 }

@@ -1,0 +1,660 @@
+//! The fast scan: rust-analyzer's lexer and parser (`ra_ap_parser`), read as one stream of
+//! enter / token / exit steps. No syntax tree is built and trivia (whitespace, comments)
+//! is never looked at; a few small stacks follow the nodes that matter (paths, use trees,
+//! attributes, items).
+//!
+//! It finds what the syn scan finds (see `syn_scan.rs`) in about a third of the time, and
+//! takes a file only when rust-analyzer's lexer and parser report no error at all.
+//! Anything else (an error, a parser panic, cargo-script frontmatter) returns `None`, and
+//! the caller hands the file to syn, whose verdict and message stand. A file this scan
+//! cannot read is never silently skipped.
+//!
+//! Where the two differ, this scan follows Rust more closely (the differential tests in
+//! `mod.rs` pin each case): `<T as Trait>::f` and `<T>::f` name no crate (syn's tree makes
+//! `Trait` and `f` look like first segments); a `use` group holding a `::`-rooted path is
+//! read (syn keeps the item as opaque tokens); `extern crate … as` aliases apply to the
+//! whole file; `#![cfg(test)]` makes its file or inline module test-only; `#[cfg(test)]`
+//! counts on every item, trait items included. And rust-analyzer's grammar accepts some
+//! code rustc only rejects after parsing (`pub(x)`, a doc comment with no item after it,
+//! newer syntax syn lacks); such a file is read, not reported unparsed.
+
+use std::cell::Cell;
+use std::collections::{HashMap, HashSet};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Once;
+
+use ra_ap_parser::{Edition, LexedStr, Step, SyntaxKind as K, TopEntryPoint};
+
+use super::{CrateRef, RefKind, RustFacts};
+use crate::repo::workspace::DepKind;
+
+/// The edition the lexer and parser read with. A file that only parses under another
+/// edition (`async` as a 2015 identifier, say) reports an error and goes to syn.
+const EDITION: Edition = Edition::Edition2021;
+
+/// The facts of `text`, or `None` when rust-analyzer's lexer or parser reports anything.
+pub(super) fn scan(text: &str, candidates: &HashSet<String>) -> Option<RustFacts> {
+    // rust-analyzer keeps offsets in `u32`.
+    if u32::try_from(text.len()).is_err() {
+        return None;
+    }
+    let body = text.strip_prefix('\u{feff}').unwrap_or(text);
+    // Cargo-script frontmatter (`---`, unstable) is for syn to refuse: this version of the
+    // lexer can panic inside a malformed one.
+    let after_shebang = match body.strip_prefix("#!") {
+        Some(rest) => rest.split_once('\n').map_or("", |(_, r)| r),
+        None => body,
+    };
+    if after_shebang.trim_start().starts_with('-') {
+        return None;
+    }
+    // A parser bug must cost speed, never a finding: syn takes the file instead, and the
+    // panic is not printed.
+    quiet_panics_in_scan();
+    QUIET.set(true);
+    let facts = catch_unwind(AssertUnwindSafe(|| scan_unguarded(text, body, candidates)));
+    QUIET.set(false);
+    facts.ok().flatten()
+}
+
+thread_local! {
+    /// Set while this thread runs the scan: a panic then is caught and not printed.
+    static QUIET: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Wraps the process's panic hook, once, so it stays silent for panics the scan catches.
+fn quiet_panics_in_scan() {
+    static WRAP: Once = Once::new();
+    WRAP.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !QUIET.get() {
+                previous(info);
+            }
+        }));
+    });
+}
+
+fn scan_unguarded(text: &str, body: &str, candidates: &HashSet<String>) -> Option<RustFacts> {
+    let lexed = LexedStr::new(EDITION, body);
+    if lexed.errors().next().is_some() {
+        return None;
+    }
+    let output = TopEntryPoint::SourceFile.parse(&lexed.to_input(EDITION), EDITION);
+    let mut scanner = Scanner::new(body);
+    // The parser's steps count non-trivia tokens; `pos` walks the lexed tokens beside them.
+    let n = lexed.len();
+    let mut pos = 0;
+    let skip_trivia = |pos: &mut usize| {
+        while *pos < n && lexed.kind(*pos).is_trivia() {
+            *pos += 1;
+        }
+    };
+    for step in output.iter() {
+        match step {
+            Step::Enter { kind } => scanner.enter(kind),
+            Step::Exit => scanner.exit(),
+            Step::Token {
+                kind,
+                n_input_tokens,
+            } => {
+                skip_trivia(&mut pos);
+                let end = pos + usize::from(n_input_tokens);
+                if end > n {
+                    return None;
+                }
+                scanner.token(kind, lexed.text_start(pos), lexed.text_start(end));
+                pos = end;
+            }
+            // `x.0.1`: one float token read as two field names; the step closes the
+            // nodes the parser opened for it (one when it ends in a dot, else two).
+            Step::FloatSplit { ends_in_dot } => {
+                skip_trivia(&mut pos);
+                // `s.1e0` has no dot to split at: an error.
+                if pos >= n || !lexed.text(pos).contains('.') {
+                    return None;
+                }
+                pos += 1;
+                for _ in 0..1 + usize::from(!ends_in_dot) {
+                    scanner.exit();
+                }
+            }
+            Step::Error { .. } => return None,
+        }
+        if scanner.failed {
+            return None;
+        }
+    }
+    skip_trivia(&mut pos);
+    if pos != n || !scanner.stack.is_empty() {
+        return None;
+    }
+    Some(scanner.finish(text, text.len() - body.len(), candidates))
+}
+
+/// A token: its text and its byte offset in the scanned text.
+#[derive(Clone, Copy)]
+struct Tok<'t> {
+    text: &'t str,
+    offset: usize,
+}
+
+/// A path being read: the outermost `PATH` node of a chain (`a::b::c` nests three).
+struct PathRec<'t> {
+    depth: usize,
+    segments: u32,
+    leading_colon: bool,
+    first: Option<Tok<'t>>,
+    last: Option<Tok<'t>>,
+}
+
+/// A `USE_TREE` node.
+struct TreeRec<'t> {
+    depth: usize,
+    /// Not below a path prefix: its first segment names what the `use` imports from.
+    top: bool,
+    /// Segments written before this tree (`a::b::{…}` gives its trees two).
+    prefix: u32,
+    /// Its own path: segment count and last segment.
+    path: Option<(u32, Option<Tok<'t>>)>,
+    /// No `{…}` list and no `*` below it: it binds a name.
+    leaf: bool,
+    rename: Option<&'t str>,
+}
+
+/// An `ATTR` node.
+#[derive(Default)]
+struct AttrRec<'t> {
+    depth: usize,
+    inner: bool,
+    /// The attribute's name when its path is a single segment (`cfg`, `path`, …).
+    name: Option<&'t str>,
+    /// Inside `cfg(…)`'s tokens: one entry per open delimiter, true when under `not`.
+    cfg_levels: Option<Vec<bool>>,
+    after_not: bool,
+    cfg_test: bool,
+    /// `#[name = "…"]`: the string literal, as written.
+    value: Option<&'t str>,
+}
+
+/// An item node (or the file), whose `#[cfg(test)]` makes everything in it test-only.
+struct ItemRec {
+    depth: usize,
+    refs_start: usize,
+    test: bool,
+}
+
+struct RawRef<'t> {
+    tok: Tok<'t>,
+    kind: RefKind,
+    test: bool,
+}
+
+struct Scanner<'t> {
+    body: &'t str,
+    stack: Vec<K>,
+    paths: Vec<PathRec<'t>>,
+    trees: Vec<TreeRec<'t>>,
+    attrs: Vec<AttrRec<'t>>,
+    items: Vec<ItemRec>,
+    in_use: usize,
+    in_extern_crate: usize,
+    test_depth: usize,
+    extern_target: Option<&'t str>,
+    refs: Vec<RawRef<'t>>,
+    /// Names the file binds: modules and what `use` brings in. They shadow crate names.
+    locals: HashSet<&'t str>,
+    /// `extern crate x as y`: y → x.
+    aliases: HashMap<&'t str, &'t str>,
+    path_mods: Vec<String>,
+    failed: bool,
+}
+
+fn is_item(kind: K) -> bool {
+    matches!(
+        kind,
+        K::CONST
+            | K::ENUM
+            | K::EXTERN_CRATE
+            | K::FN
+            | K::EXTERN_BLOCK
+            | K::IMPL
+            | K::MACRO_CALL
+            | K::MACRO_RULES
+            | K::MACRO_DEF
+            | K::MODULE
+            | K::STATIC
+            | K::STRUCT
+            | K::TRAIT
+            | K::TYPE_ALIAS
+            | K::UNION
+            | K::USE
+    )
+}
+
+impl<'t> Scanner<'t> {
+    fn new(body: &'t str) -> Self {
+        Scanner {
+            body,
+            stack: Vec::with_capacity(64),
+            paths: Vec::new(),
+            trees: Vec::new(),
+            attrs: Vec::new(),
+            items: Vec::new(),
+            in_use: 0,
+            in_extern_crate: 0,
+            test_depth: 0,
+            extern_target: None,
+            refs: Vec::new(),
+            locals: HashSet::new(),
+            aliases: HashMap::new(),
+            path_mods: Vec::new(),
+            failed: false,
+        }
+    }
+
+    /// The kind of the node `up` levels above the innermost open one (0 = innermost).
+    fn up(&self, up: usize) -> Option<K> {
+        self.stack.len().checked_sub(up + 1).map(|i| self.stack[i])
+    }
+
+    fn enter(&mut self, kind: K) {
+        let parent = self.stack.last().copied();
+        let depth = self.stack.len();
+        self.stack.push(kind);
+        match kind {
+            K::PATH if parent != Some(K::PATH) => self.paths.push(PathRec {
+                depth,
+                segments: 0,
+                leading_colon: false,
+                first: None,
+                last: None,
+            }),
+            K::PATH_SEGMENT if parent == Some(K::PATH) => {
+                if let Some(p) = self.paths.last_mut() {
+                    p.segments += 1;
+                }
+            }
+            K::USE_TREE => {
+                let (top, prefix) = match (parent, self.trees.last()) {
+                    (Some(K::USE), _) => (true, 0),
+                    (Some(K::USE_TREE_LIST), Some(owner)) => {
+                        let own = owner.path.map_or(0, |p| p.0);
+                        (owner.top && own == 0, owner.prefix + own)
+                    }
+                    _ => (false, 0),
+                };
+                self.trees.push(TreeRec {
+                    depth,
+                    top,
+                    prefix,
+                    path: None,
+                    leaf: true,
+                    rename: None,
+                });
+            }
+            K::USE_TREE_LIST if parent == Some(K::USE_TREE) => {
+                if let Some(t) = self.trees.last_mut() {
+                    t.leaf = false;
+                }
+            }
+            K::ATTR => self.attrs.push(AttrRec {
+                depth,
+                ..AttrRec::default()
+            }),
+            K::TOKEN_TREE if parent == Some(K::META) => {
+                if let Some(a) = self.attrs.last_mut()
+                    && a.depth + 2 == depth
+                    && a.name == Some("cfg")
+                {
+                    a.cfg_levels = Some(Vec::new());
+                }
+            }
+            _ => {}
+        }
+        match kind {
+            K::USE => self.in_use += 1,
+            K::EXTERN_CRATE => self.in_extern_crate += 1,
+            _ => {}
+        }
+        if kind == K::SOURCE_FILE || is_item(kind) {
+            self.items.push(ItemRec {
+                depth,
+                refs_start: self.refs.len(),
+                test: false,
+            });
+        }
+    }
+
+    /// A non-trivia token at `start..end` of the body.
+    fn token(&mut self, kind: K, start: usize, end: usize) {
+        let Some(text) = self.body.get(start..end) else {
+            self.failed = true;
+            return;
+        };
+        let tok = Tok {
+            text,
+            offset: start,
+        };
+        let (top, parent, grand) = (self.up(0), self.up(1), self.up(2));
+
+        // Paths: the first and last segment names, and a leading `::`.
+        if top == Some(K::NAME_REF) && parent == Some(K::PATH_SEGMENT) && grand == Some(K::PATH) {
+            if let Some(p) = self.paths.last_mut() {
+                if p.segments == 1 && p.first.is_none() {
+                    p.first = Some(tok);
+                }
+                p.last = Some(tok);
+            }
+        } else if top == Some(K::PATH_SEGMENT)
+            && kind == K::COLON2
+            && let Some(p) = self.paths.last_mut()
+            && p.segments == 1
+            && p.first.is_none()
+        {
+            p.leading_colon = true;
+        }
+
+        match (top, parent) {
+            (Some(K::NAME), Some(K::MODULE)) => {
+                self.locals.insert(text);
+            }
+            (Some(K::NAME_REF), Some(K::EXTERN_CRATE)) => {
+                self.extern_target = Some(text);
+                self.push_ref(tok, RefKind::ExternCrate);
+            }
+            (Some(K::NAME), Some(K::RENAME)) => self.rename(grand, text),
+            (Some(K::RENAME), _) if kind == K::UNDERSCORE => self.rename(parent, text),
+            (Some(K::USE_TREE), _) if kind == K::STAR => {
+                if let Some(t) = self.trees.last_mut() {
+                    t.leaf = false;
+                }
+            }
+            (Some(K::ATTR), _) if kind == K::BANG => {
+                if let Some(a) = self.attrs.last_mut() {
+                    a.inner = true;
+                }
+            }
+            (Some(K::LITERAL), Some(K::META)) if kind == K::STRING && grand == Some(K::ATTR) => {
+                if let Some(a) = self.attrs.last_mut() {
+                    a.value = Some(text);
+                }
+            }
+            _ => {}
+        }
+
+        if let Some(a) = self.attrs.last_mut()
+            && let Some(levels) = &mut a.cfg_levels
+        {
+            cfg_token(levels, &mut a.after_not, &mut a.cfg_test, kind, text);
+        }
+    }
+
+    fn rename(&mut self, owner: Option<K>, name: &'t str) {
+        match owner {
+            Some(K::EXTERN_CRATE) => {
+                if let Some(target) = self.extern_target {
+                    self.aliases.insert(name, target);
+                }
+            }
+            Some(K::USE_TREE) => {
+                if let Some(t) = self.trees.last_mut() {
+                    t.rename = Some(name);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn exit(&mut self) {
+        let Some(kind) = self.stack.pop() else {
+            self.failed = true;
+            return;
+        };
+        let depth = self.stack.len();
+        let parent = self.stack.last().copied();
+        match kind {
+            K::PATH => {
+                if let Some(p) = self.paths.pop_if(|p| p.depth == depth) {
+                    self.path_done(p, depth, parent);
+                }
+            }
+            K::USE_TREE => {
+                if let Some(t) = self.trees.pop_if(|t| t.depth == depth) {
+                    self.tree_done(t);
+                }
+            }
+            K::ATTR => {
+                if let Some(a) = self.attrs.pop_if(|a| a.depth == depth) {
+                    self.attr_done(a, depth, parent);
+                }
+            }
+            K::TOKEN_TREE => {
+                if let Some(a) = self.attrs.last_mut()
+                    && a.depth + 2 == depth
+                {
+                    a.cfg_levels = None;
+                }
+            }
+            K::USE => self.in_use = self.in_use.saturating_sub(1),
+            K::EXTERN_CRATE => {
+                self.in_extern_crate = self.in_extern_crate.saturating_sub(1);
+                self.extern_target = None;
+            }
+            _ => {}
+        }
+        if let Some(item) = self.items.pop_if(|i| i.depth == depth)
+            && item.test
+        {
+            self.test_depth -= 1;
+        }
+    }
+
+    fn path_done(&mut self, p: PathRec<'t>, depth: usize, parent: Option<K>) {
+        if parent == Some(K::USE_TREE) && self.in_use > 0 {
+            if let Some(t) = self.trees.last_mut()
+                && t.depth + 1 == depth
+            {
+                t.path = Some((p.segments, p.last));
+                if t.top
+                    && let Some(first) = p.first
+                {
+                    self.push_ref(first, RefKind::Use);
+                }
+            }
+            return;
+        }
+        if parent == Some(K::META)
+            && let Some(a) = self.attrs.last_mut()
+            && a.depth + 2 == depth
+            && p.segments == 1
+            && !p.leading_colon
+        {
+            a.name = p.first.map(|t| t.text);
+        }
+        // A `use` item's and an `extern crate` item's own attributes are not read.
+        if self.in_use > 0 || self.in_extern_crate > 0 {
+            return;
+        }
+        if (p.segments >= 2 || p.leading_colon)
+            && let Some(first) = p.first
+        {
+            self.push_ref(first, RefKind::Path);
+        }
+    }
+
+    fn tree_done(&mut self, t: TreeRec<'t>) {
+        if !t.leaf {
+            return;
+        }
+        if let Some(rename) = t.rename {
+            self.locals.insert(rename);
+        } else if let Some((segments, Some(last))) = t.path
+            && t.prefix + segments >= 2
+            && last.text != "self"
+        {
+            // `use a::b::c;` binds `c`; `use a;` (a crate as itself) binds nothing new.
+            self.locals.insert(last.text);
+        }
+    }
+
+    fn attr_done(&mut self, a: AttrRec<'t>, depth: usize, parent: Option<K>) {
+        if a.cfg_test {
+            // An outer attribute belongs to its parent item; an inner one (`#![…]`) to the
+            // item whose body holds it, or to the file.
+            let owner_depth = match parent {
+                Some(k) if k == K::SOURCE_FILE || is_item(k) => depth.checked_sub(1),
+                Some(K::ITEM_LIST | K::ASSOC_ITEM_LIST | K::EXTERN_ITEM_LIST) if a.inner => {
+                    depth.checked_sub(2)
+                }
+                Some(K::STMT_LIST) if a.inner && self.up(1) == Some(K::BLOCK_EXPR) => {
+                    depth.checked_sub(3)
+                }
+                _ => None,
+            };
+            if let Some(item) = self.items.last_mut()
+                && Some(item.depth) == owner_depth
+                && !item.test
+            {
+                item.test = true;
+                self.test_depth += 1;
+                for r in &mut self.refs[item.refs_start..] {
+                    r.test = true;
+                }
+            }
+        }
+        if a.name == Some("path")
+            && parent == Some(K::MODULE)
+            && let Some(value) = a.value.and_then(string_value)
+        {
+            self.path_mods.push(value);
+        }
+    }
+
+    fn push_ref(&mut self, tok: Tok<'t>, kind: RefKind) {
+        self.refs.push(RawRef {
+            tok,
+            kind,
+            test: self.test_depth > 0,
+        });
+    }
+
+    /// Resolves aliases, drops names the file binds itself and names that are not
+    /// candidates, and places each reference by line and column in `text` (which holds
+    /// the scanned body after `base` bytes: a byte-order mark).
+    fn finish(mut self, text: &str, base: usize, candidates: &HashSet<String>) -> RustFacts {
+        self.refs.sort_by_key(|r| r.tok.offset);
+        let mut lines = LineCursor::new(text);
+        let mut refs = Vec::new();
+        for r in &self.refs {
+            let written = r.tok.text;
+            if r.kind == RefKind::Path && self.locals.contains(written) {
+                continue;
+            }
+            let name = match self.aliases.get(written) {
+                Some(target) => (*target).to_owned(),
+                None => {
+                    let bare = written.strip_prefix("r#").unwrap_or(written);
+                    if !candidates.contains(bare) {
+                        continue;
+                    }
+                    bare.to_owned()
+                }
+            };
+            let offset = base + r.tok.offset;
+            let (line, column) = lines.at(offset);
+            refs.push(CrateRef {
+                name,
+                kind: r.kind,
+                scope: if r.test {
+                    DepKind::Dev
+                } else {
+                    DepKind::Normal
+                },
+                line,
+                column,
+                offset,
+                len: written.len(),
+            });
+        }
+        RustFacts {
+            refs,
+            path_mods: self.path_mods,
+        }
+    }
+}
+
+/// One token inside `cfg(…)`: `test` as a predicate, not under `not(…)`, marks it.
+fn cfg_token(levels: &mut Vec<bool>, after_not: &mut bool, test: &mut bool, kind: K, text: &str) {
+    match kind {
+        K::L_PAREN | K::L_BRACK | K::L_CURLY => {
+            // The outermost delimiter is `cfg`'s own list.
+            let blocked = levels.last().is_some_and(|b| *b) || (!levels.is_empty() && *after_not);
+            levels.push(blocked);
+            *after_not = false;
+        }
+        K::R_PAREN | K::R_BRACK | K::R_CURLY => {
+            levels.pop();
+            *after_not = false;
+        }
+        K::IDENT => {
+            if text == "test" && levels.last() == Some(&false) {
+                *test = true;
+            }
+            *after_not = text == "not";
+        }
+        _ => {}
+    }
+}
+
+/// The value of a string literal as written: plain ones directly, anything with escapes
+/// or a raw prefix through syn.
+fn string_value(lit: &str) -> Option<String> {
+    if let Some(inner) = lit.strip_prefix('"').and_then(|s| s.strip_suffix('"'))
+        && !inner.contains(['\\', '\r'])
+    {
+        return Some(inner.to_owned());
+    }
+    let value = syn::parse_str::<syn::LitStr>(lit).ok().map(|l| l.value());
+    proc_macro2::extra::invalidate_current_thread_spans();
+    value
+}
+
+/// Line and character column of increasing offsets, counted once through the text.
+struct LineCursor<'a> {
+    text: &'a str,
+    pos: usize,
+    line: usize,
+    line_start: usize,
+}
+
+impl<'a> LineCursor<'a> {
+    fn new(text: &'a str) -> Self {
+        LineCursor {
+            text,
+            pos: 0,
+            line: 1,
+            line_start: 0,
+        }
+    }
+
+    fn at(&mut self, offset: usize) -> (usize, usize) {
+        if offset < self.pos {
+            *self = LineCursor::new(self.text);
+        }
+        let offset = offset.min(self.text.len());
+        if let Some(seg) = self.text.get(self.pos..offset) {
+            for (i, _) in seg.match_indices('\n') {
+                self.line += 1;
+                self.line_start = self.pos + i + 1;
+            }
+        }
+        self.pos = offset;
+        let column = self
+            .text
+            .get(self.line_start..offset)
+            .map_or(0, |s| s.chars().count())
+            + 1;
+        (self.line, column)
+    }
+}

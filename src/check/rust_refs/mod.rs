@@ -1,0 +1,460 @@
+//! What a Rust source file says about other crates: every `use`, `extern crate` and
+//! qualified path whose first segment may name a crate, with its precise position and
+//! whether it sits in test-only (`#[cfg(test)]`) code.
+//!
+//! Every item is visited whatever its `cfg`, so cfg-gated code is checked on every cfg.
+//! Macro bodies and `include!` are not expanded (documented blind spots).
+//!
+//! Two scans find the same facts: `fast` (rust-analyzer's parser, no tree) takes every
+//! file its parser accepts without error; `syn_scan` (a full syn parse) takes the rest and
+//! has the last word on what is a parse failure.
+
+mod fast;
+mod syn_scan;
+
+use std::collections::HashSet;
+
+use crate::repo::workspace::DepKind;
+
+/// How a file names another crate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum RefKind {
+    Use,
+    Path,
+    ExternCrate,
+}
+
+/// One place a file names a crate.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CrateRef {
+    /// The first path segment as written (after resolving `extern crate … as` aliases).
+    pub name: String,
+    pub kind: RefKind,
+    /// Normal, or Dev inside `#[cfg(test)]`; the file's own scope is applied later.
+    pub scope: DepKind,
+    pub line: usize,
+    pub column: usize,
+    pub offset: usize,
+    pub len: usize,
+}
+
+/// What one file contributes.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct RustFacts {
+    pub refs: Vec<CrateRef>,
+    /// `#[path = "…"]` module files, as written, relative to the declaring file's directory.
+    pub path_mods: Vec<String>,
+}
+
+/// A parse failure with its position.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct ParseFailure {
+    pub message: String,
+    pub line: usize,
+    pub column: usize,
+    pub offset: usize,
+}
+
+/// Deeper delimiter nesting than this is reported unparsed instead of being handed to
+/// syn, whose recursive descent would otherwise exhaust the thread's stack.
+pub const MAX_NESTING: usize = 1_000;
+
+/// Extracts the references to any name in `candidates` from `text`, or says where it
+/// fails to parse.
+pub fn extract(text: &str, candidates: &HashSet<String>) -> Result<RustFacts, ParseFailure> {
+    if let Some(offset) = too_deep(text) {
+        let before = &text[..offset];
+        let line = before.matches('\n').count() + 1;
+        let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        return Err(ParseFailure {
+            message: format!("delimiters nest deeper than {MAX_NESTING} levels"),
+            line,
+            column,
+            offset,
+        });
+    }
+    match fast::scan(text, candidates) {
+        Some(facts) => Ok(facts),
+        None => syn_scan::extract(text, candidates),
+    }
+}
+
+/// The offset of the first delimiter nested deeper than `MAX_NESTING`, counting `(`, `[`
+/// and `{` outside comments and string literals only roughly (a string full of brackets
+/// can only make the count higher, never hide real nesting).
+fn too_deep(text: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    for (i, b) in text.bytes().enumerate() {
+        match b {
+            b'(' | b'[' | b'{' => {
+                depth += 1;
+                if depth > MAX_NESTING {
+                    return Some(i);
+                }
+            }
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(src: &str) -> Vec<(String, RefKind, DepKind, usize, usize)> {
+        let cands: HashSet<String> = ["acme_infra", "acme_apps", "acme_om"]
+            .into_iter()
+            .map(String::from)
+            .collect();
+        extract(src, &cands)
+            .expect("parses")
+            .refs
+            .into_iter()
+            .map(|r| (r.name, r.kind, r.scope, r.line, r.column))
+            .collect()
+    }
+
+    #[test]
+    fn finds_grouped_nested_renamed_and_qualified_refs() {
+        let src = "use {acme_infra::{a, b::c}, std::fmt};\n\
+                   pub use acme_om::Kind as K;\n\
+                   extern crate acme_apps as apps;\n\
+                   fn f() -> ::acme_om::T { apps::run(); let x: acme_infra::X = acme_infra::make(); x }\n\
+                   #[cfg(test)]\nmod tests { use acme_infra::testing; }\n\
+                   #[cfg(not(test))]\nfn g() { acme_om::go() }\n";
+        let got = names(src);
+        assert!(
+            got.contains(&("acme_infra".into(), RefKind::Use, DepKind::Normal, 1, 6)),
+            "{got:?}"
+        );
+        assert!(got.contains(&("acme_om".into(), RefKind::Use, DepKind::Normal, 2, 9)));
+        assert!(got.contains(&(
+            "acme_apps".into(),
+            RefKind::ExternCrate,
+            DepKind::Normal,
+            3,
+            14
+        )));
+        assert!(
+            got.iter()
+                .any(|r| r.0 == "acme_apps" && r.1 == RefKind::Path && r.3 == 4)
+        );
+        assert!(
+            got.iter()
+                .any(|r| r.0 == "acme_om" && r.1 == RefKind::Path && r.3 == 4)
+        );
+        assert_eq!(
+            got.iter()
+                .filter(|r| r.0 == "acme_infra" && r.3 == 4)
+                .count(),
+            2
+        );
+        assert!(got.contains(&("acme_infra".into(), RefKind::Use, DepKind::Dev, 6, 17)));
+        assert!(
+            got.iter()
+                .any(|r| r.0 == "acme_om" && r.3 == 8 && r.2 == DepKind::Normal)
+        );
+    }
+
+    #[test]
+    fn local_modules_shadow_crate_names_and_single_segments_are_ignored() {
+        let src =
+            "mod acme_om;\nfn f() { acme_om::x(); let acme_infra = 1; let _ = acme_infra; }\n";
+        assert!(names(src).is_empty());
+    }
+
+    #[test]
+    fn reports_parse_failures_with_a_position() {
+        let err = extract("fn f( {\n", &HashSet::new()).expect_err("invalid");
+        assert_eq!(err.line, 1);
+        assert!(err.column >= 1);
+    }
+
+    #[test]
+    fn refuses_nesting_deeper_than_the_limit_instead_of_overflowing() {
+        let deep = format!(
+            "fn main() {{ let _x = {}1{}; }}\n",
+            "(".repeat(MAX_NESTING + 5),
+            ")".repeat(MAX_NESTING + 5)
+        );
+        let err = extract(&deep, &HashSet::new()).expect_err("too deep");
+        assert!(err.message.contains("nest deeper"));
+        assert_eq!(err.line, 1);
+        let ok = format!(
+            "fn main() {{ let _x = {}1{}; }}\n",
+            "(".repeat(200),
+            ")".repeat(200)
+        );
+        assert!(extract(&ok, &HashSet::new()).is_ok());
+    }
+
+    #[test]
+    fn names_the_file_binds_shadow_crate_names_in_paths() {
+        let src = "use crate::acme_infra;\nmod outer { mod acme_apps {} fn f() { acme_apps::x(); } }\n\
+                   fn g() { acme_infra::y(); }\nuse acme_om;\nfn h() { acme_om::z(); }\n";
+        let got = names(src);
+        assert!(
+            !got.iter()
+                .any(|r| r.0 == "acme_infra" || r.0 == "acme_apps"),
+            "{got:?}"
+        );
+        // `use acme_om;` imports the crate as itself: still an edge, at the use and the path.
+        assert_eq!(
+            got.iter().filter(|r| r.0 == "acme_om").count(),
+            2,
+            "{got:?}"
+        );
+    }
+
+    #[test]
+    fn offsets_are_the_files_own_with_a_bom_or_a_shebang() {
+        let cands: HashSet<String> = ["acme_om"].into_iter().map(String::from).collect();
+        for text in [
+            "\u{feff}use acme_om::x;\n",
+            "#!/usr/bin/env run-cargo-script\nuse acme_om::x;\n",
+        ] {
+            let facts = extract(text, &cands).expect("parses");
+            let r = &facts.refs[0];
+            assert_eq!(&text[r.offset..r.offset + r.len], "acme_om", "{text:?}");
+        }
+    }
+
+    #[test]
+    fn collects_path_modules() {
+        let facts =
+            extract("#[path = \"../shared/x.rs\"]\nmod x;\n", &HashSet::new()).expect("parses");
+        assert_eq!(facts.path_mods, ["../shared/x.rs"]);
+    }
+}
+
+/// The fast scan against syn's, file by file: the same facts wherever rust-analyzer's
+/// parser takes a file, and syn's verdict wherever it does not.
+#[cfg(test)]
+mod differential {
+    use std::collections::HashSet;
+    use std::path::Path;
+
+    use super::{fast, syn_scan};
+
+    /// Every identifier-like word of `text`, so that every reference counts.
+    fn words(text: &str) -> HashSet<String> {
+        text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .filter(|w| !w.is_empty())
+            .map(str::to_owned)
+            .collect()
+    }
+
+    fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        let mut entries: Vec<_> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
+        entries.sort();
+        for p in entries {
+            if p.is_dir() && !p.ends_with("target") {
+                rust_files(&p, out);
+            } else if p.extension().is_some_and(|e| e == "rs") {
+                out.push(p);
+            }
+        }
+    }
+
+    /// `Err` names the first difference.
+    fn compare(text: &str) -> Result<bool, String> {
+        let cands = words(text);
+        let slow = syn_scan::extract(text, &cands);
+        let Some(fast) = fast::scan(text, &cands) else {
+            // Handed to syn: nothing to compare, and syn decides.
+            return Ok(false);
+        };
+        let slow = slow.map_err(|e| {
+            format!(
+                "rust-analyzer's parser took a file syn rejects: {}",
+                e.message
+            )
+        })?;
+        let key = |r: &super::CrateRef| (r.offset, r.kind as u8, r.name.clone());
+        let mut a = fast.refs.clone();
+        let mut b = slow.refs.clone();
+        a.sort_by_key(key);
+        b.sort_by_key(key);
+        if a != b {
+            let only_fast: Vec<_> = a.iter().filter(|r| !b.contains(r)).collect();
+            let only_syn: Vec<_> = b.iter().filter(|r| !a.contains(r)).collect();
+            return Err(format!(
+                "refs differ\nonly fast: {only_fast:?}\nonly syn: {only_syn:?}"
+            ));
+        }
+        if fast.path_mods != slow.path_mods {
+            return Err(format!(
+                "path modules differ: {:?} vs {:?}",
+                fast.path_mods, slow.path_mods
+            ));
+        }
+        Ok(true)
+    }
+
+    #[test]
+    fn the_fast_scan_agrees_with_syn_on_every_rust_file_of_this_repository() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files = Vec::new();
+        for dir in ["src", "runtime", "tests", "fixtures", "benches", "examples"] {
+            rust_files(&root.join(dir), &mut files);
+        }
+        assert!(files.len() > 100, "found only {} files", files.len());
+        let mut compared = 0;
+        let mut problems = Vec::new();
+        for f in &files {
+            let Ok(text) = std::fs::read_to_string(f) else {
+                continue;
+            };
+            match compare(&text) {
+                Ok(took) => compared += usize::from(took),
+                Err(e) => problems.push(format!("{}: {e}", f.display())),
+            }
+        }
+        assert!(problems.is_empty(), "{}", problems.join("\n\n"));
+        // Nearly all real files go the fast way; a drop means the scan lost its speed.
+        assert!(
+            compared * 10 >= files.len() * 9,
+            "fast scan took {compared} of {} files",
+            files.len()
+        );
+    }
+
+    #[test]
+    fn the_fast_scan_agrees_with_syn_on_edge_cases() {
+        let cases = [
+            "use ::acme::x;\nuse {a::b::{c, self}, e as f};\nuse h::*;\nuse {i, j::k as _};\n",
+            "use crate::{acme_x};\nuse self::y::z;\nuse super::w;\nfn f() { z::q(); w::r(); acme_x::s(); }\n",
+            "extern crate acme_apps as apps;\nextern crate self as me;\nfn f() { apps::run(); me::x(); }\n",
+            "fn f() -> ::acme_om::T { <T as acme::Tr>::f(); acme_infra::make::<acme::X>() }\n",
+            "#[cfg(test)]\nmod tests { use acme_infra::testing; fn t() { acme::x(); } }\n\
+             #[cfg(not(test))]\nfn g() { acme_om::go() }\n#[cfg(all(unix, test))] fn h() { a::b() }\n\
+             #[cfg(any(not(test), feature = \"x\"))] fn i() { c::d() }\n#[acme::attr] #[cfg(test)] fn j() {}\n",
+            "impl S { #[cfg(test)] fn t() { acme::x(); } fn u() { acme::y(); } }\n",
+            "#[path = \"../shared/x.rs\"]\nmod x;\n#[path = r\"raw.rs\"] mod y;\n#[path = \"a\\\\b.rs\"] mod z;\n",
+            "mod acme_om;\nfn f() { acme_om::x(); let acme_infra = 1; let _ = acme_infra; }\n",
+            "fn f() { match x { acme::E::A(y) => {}, acme::E::B { .. } => {} } let s = acme::S { a: 1 }; }\n",
+            "trait T: acme::Tr + ?Sized where Self: acme::U<Item = acme::V> { type A: acme::W; }\n",
+            "fn f(x: &dyn for<'a> acme::Fn(&'a u8) -> acme::R) -> impl acme::I { acme::mac!(x::y); x.0.1 }\n",
+            "macro_rules! m { ($x:expr) => { acme::y($x) }; }\nfn f() { m!(acme::z); println!(\"{}\", acme::w()); }\n",
+            "pub(crate) struct S<T: acme::B = acme::D>(pub acme::X, T);\nenum E { A = acme::N as isize }\n",
+            "\u{feff}use acme_om::x;\n",
+            "#!/usr/bin/env run-cargo-script\nuse acme_om::x;\nfn f() { acme_om::y(); }\n",
+            "fn f() { r#acme::x(); let r#type = acme::r#type::y(); }\n",
+            "const C: usize = acme::N; static S: acme::T = acme::T::new(); type A = acme::B<acme::C>;\n",
+            "struct S(u8, (u8, u8));\nfn f(s: S) { let _ = (s.0, s.1.0, s.1 .1); acme::x(); }\n",
+            "fn f() { async { acme::x().await }; let c = |y: acme::Y| -> acme::Z { acme::z(y) }; }\n",
+            "#[doc = acme::DOC] fn f() {}\n#[tokio::main] async fn main() {}\n",
+        ];
+        for case in cases {
+            assert_eq!(compare(case), Ok(true), "{case}");
+        }
+    }
+
+    /// Small deletions in real files (an LCG picks where): wherever both scans take the
+    /// damaged file, they agree. rust-analyzer's parser is lenient in places syn is not
+    /// (`pub(x)`, a doc comment with no item after it), which rustc rejects later; those
+    /// files are allowed to take the fast way, and none hides an import.
+    #[test]
+    fn damaged_files_give_the_same_facts_wherever_both_scans_take_them() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files = Vec::new();
+        rust_files(&root.join("src"), &mut files);
+        let mut seed: u64 = 0x5eed;
+        let (mut tried, mut both) = (0, 0);
+        for f in &files {
+            let Ok(text) = std::fs::read_to_string(f) else {
+                continue;
+            };
+            for _ in 0..4 {
+                seed = seed
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                let pos = usize::try_from(seed >> 33).unwrap_or(0) % text.len().max(1);
+                let end =
+                    (pos + 1 + usize::try_from((seed >> 20) % 4).unwrap_or(0)).min(text.len());
+                let (Some(head), Some(tail)) = (text.get(..pos), text.get(end..)) else {
+                    continue;
+                };
+                let damaged = format!("{head}{tail}");
+                tried += 1;
+                let cands = words(&damaged);
+                if let (Some(_), Ok(_)) = (
+                    fast::scan(&damaged, &cands),
+                    syn_scan::extract(&damaged, &cands),
+                ) {
+                    both += 1;
+                    if let Err(e) = compare(&damaged) {
+                        panic!("{} with bytes {pos}..{end} removed: {e}", f.display());
+                    }
+                }
+            }
+        }
+        assert!(tried > 300 && both > 100, "tried {tried}, both took {both}");
+    }
+
+    #[test]
+    fn a_malformed_frontmatter_or_float_field_goes_to_syn_without_a_panic() {
+        for text in [
+            "fn f(s: S) { s.1e0 }\n",
+            "---\n-\u{2502}\n",
+            "#!/bin/x\n---\n-\u{2502}\n",
+            "  ---\nfn f() {}\n",
+        ] {
+            assert!(fast::scan(text, &HashSet::new()).is_none(), "{text:?}");
+            assert!(super::extract(text, &HashSet::new()).is_err(), "{text:?}");
+        }
+    }
+
+    /// The deepest nesting the scans accept parses, through the fast scan and through syn,
+    /// on the stack `main` gives the check's worker threads (64 MiB), in a debug build.
+    #[test]
+    fn the_deepest_accepted_nesting_parses_on_a_small_stack() {
+        let depth = super::MAX_NESTING - 2;
+        let text = format!(
+            "fn main() {{ let _x = {}1{}; }}\n",
+            "(".repeat(depth),
+            ")".repeat(depth)
+        );
+        let run = std::thread::Builder::new()
+            .stack_size(64 << 20)
+            .spawn(move || {
+                let cands = HashSet::new();
+                (
+                    fast::scan(&text, &cands).is_some(),
+                    syn_scan::extract(&text, &cands).is_ok(),
+                )
+            })
+            .expect("spawns");
+        assert_eq!(run.join().expect("no stack overflow"), (true, true));
+    }
+
+    /// syn keeps a `use` whose group holds a `::`-rooted path as opaque tokens
+    /// (`Item::Verbatim`), so it saw no import there; the fast scan sees all of them.
+    #[test]
+    fn the_fast_scan_sees_imports_syn_keeps_as_opaque_tokens() {
+        let text = "use {acme_om::x, ::acme_infra::y};\n";
+        let cands = words(text);
+        let names =
+            |refs: Vec<super::CrateRef>| refs.into_iter().map(|r| r.name).collect::<Vec<_>>();
+        let fast = fast::scan(text, &cands).expect("rust-analyzer parses it");
+        assert_eq!(names(fast.refs), ["acme_om", "acme_infra"]);
+        let slow = syn_scan::extract(text, &cands).expect("syn parses it");
+        assert!(slow.refs.is_empty(), "{:?}", slow.refs);
+    }
+
+    /// syn writes `<T>::name` as a `::`-rooted path and so named a crate `name` there.
+    #[test]
+    fn the_fast_scan_does_not_take_a_qualified_self_path_for_a_crate() {
+        let text = "fn f() { <Vec<u8>>::acme_om(); }\n";
+        let cands = words(text);
+        let fast = fast::scan(text, &cands).expect("rust-analyzer parses it");
+        assert!(fast.refs.is_empty(), "{:?}", fast.refs);
+        let slow = syn_scan::extract(text, &cands).expect("syn parses it");
+        assert_eq!(slow.refs.len(), 1, "{:?}", slow.refs);
+    }
+}
