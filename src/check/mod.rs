@@ -3,6 +3,7 @@
 pub mod baseline;
 pub mod cache;
 pub mod catalogue;
+pub mod cfg_test;
 pub mod context;
 pub mod edges;
 pub mod finding;

@@ -26,6 +26,7 @@ use std::sync::Once;
 use ra_ap_parser::{Edition, LexedStr, Step, SyntaxKind as K, TopEntryPoint};
 
 use super::{CrateRef, RefKind, RustFacts};
+use crate::check::cfg_test::{CfgTok, requires_test};
 use crate::repo::workspace::DepKind;
 
 /// The edition the lexer and parser read with. A file that only parses under another
@@ -169,10 +170,10 @@ struct AttrRec<'t> {
     inner: bool,
     /// The attribute's name when its path is a single segment (`cfg`, `path`, …).
     name: Option<&'t str>,
-    /// Inside `cfg(…)`'s tokens: one entry per open delimiter, true when under `not`.
-    cfg_levels: Option<Vec<bool>>,
-    after_not: bool,
-    cfg_test: bool,
+    /// `cfg(…)`'s tokens, outer delimiters included, while they are read.
+    cfg: Option<Vec<CfgTok>>,
+    /// Inside `cfg`'s token tree.
+    in_cfg: bool,
     /// `#[name = "…"]`: the string literal, as written.
     value: Option<&'t str>,
 }
@@ -307,7 +308,8 @@ impl<'t> Scanner<'t> {
                     && a.depth + 2 == depth
                     && a.name == Some("cfg")
                 {
-                    a.cfg_levels = Some(Vec::new());
+                    a.cfg = Some(Vec::new());
+                    a.in_cfg = true;
                 }
             }
             _ => {}
@@ -384,9 +386,16 @@ impl<'t> Scanner<'t> {
         }
 
         if let Some(a) = self.attrs.last_mut()
-            && let Some(levels) = &mut a.cfg_levels
+            && a.in_cfg
+            && let Some(tokens) = &mut a.cfg
         {
-            cfg_token(levels, &mut a.after_not, &mut a.cfg_test, kind, text);
+            tokens.push(match kind {
+                K::L_PAREN | K::L_BRACK | K::L_CURLY => CfgTok::Open,
+                K::R_PAREN | K::R_BRACK | K::R_CURLY => CfgTok::Close,
+                K::COMMA => CfgTok::Comma,
+                K::IDENT => CfgTok::Ident(text.to_owned()),
+                _ => CfgTok::Other,
+            });
         }
     }
 
@@ -433,7 +442,7 @@ impl<'t> Scanner<'t> {
                 if let Some(a) = self.attrs.last_mut()
                     && a.depth + 2 == depth
                 {
-                    a.cfg_levels = None;
+                    a.in_cfg = false;
                 }
             }
             K::USE => self.in_use = self.in_use.saturating_sub(1),
@@ -499,7 +508,11 @@ impl<'t> Scanner<'t> {
     }
 
     fn attr_done(&mut self, a: AttrRec<'t>, depth: usize, parent: Option<K>) {
-        if a.cfg_test {
+        // The predicate is what the outer parentheses hold.
+        let cfg_test = a.cfg.as_deref().is_some_and(|t| {
+            t.len() >= 2 && t[0] == CfgTok::Open && requires_test(&t[1..t.len() - 1])
+        });
+        if cfg_test {
             // An outer attribute belongs to its parent item; an inner one (`#![…]`) to the
             // item whose body holds it, or to the file.
             let owner_depth = match parent {
@@ -581,29 +594,6 @@ impl<'t> Scanner<'t> {
             refs,
             path_mods: self.path_mods,
         }
-    }
-}
-
-/// One token inside `cfg(…)`: `test` as a predicate, not under `not(…)`, marks it.
-fn cfg_token(levels: &mut Vec<bool>, after_not: &mut bool, test: &mut bool, kind: K, text: &str) {
-    match kind {
-        K::L_PAREN | K::L_BRACK | K::L_CURLY => {
-            // The outermost delimiter is `cfg`'s own list.
-            let blocked = levels.last().is_some_and(|b| *b) || (!levels.is_empty() && *after_not);
-            levels.push(blocked);
-            *after_not = false;
-        }
-        K::R_PAREN | K::R_BRACK | K::R_CURLY => {
-            levels.pop();
-            *after_not = false;
-        }
-        K::IDENT => {
-            if text == "test" && levels.last() == Some(&false) {
-                *test = true;
-            }
-            *after_not = text == "not";
-        }
-        _ => {}
     }
 }
 

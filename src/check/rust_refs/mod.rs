@@ -158,6 +158,19 @@ mod tests {
         );
     }
 
+    /// Code under `any(…, test)` is also built without `test`: not test-only.
+    #[test]
+    fn only_cfg_predicates_that_require_test_make_code_test_only() {
+        let src = "#[cfg(any(feature = \"x\", test))]\nmod a { use acme_infra::one; }\n\
+                   #[cfg(all(feature = \"x\", test))]\nmod b { use acme_infra::two; }\n\
+                   #[cfg(any(test, all(test, unix)))]\nfn c() { acme_om::three(); }\n";
+        let got = names(src);
+        let scope = |line| got.iter().find(|r| r.3 == line).map(|r| r.2);
+        assert_eq!(scope(2), Some(DepKind::Normal), "{got:?}");
+        assert_eq!(scope(4), Some(DepKind::Dev), "{got:?}");
+        assert_eq!(scope(6), Some(DepKind::Dev), "{got:?}");
+    }
+
     #[test]
     fn local_modules_shadow_crate_names_and_single_segments_are_ignored() {
         let src =
@@ -335,6 +348,7 @@ mod differential {
              #[cfg(not(test))]\nfn g() { acme_om::go() }\n#[cfg(all(unix, test))] fn h() { a::b() }\n\
              #[cfg(any(not(test), feature = \"x\"))] fn i() { c::d() }\n#[acme::attr] #[cfg(test)] fn j() {}\n",
             "impl S { #[cfg(test)] fn t() { acme::x(); } fn u() { acme::y(); } }\n",
+            "#[cfg(any(feature = \"x\", test))] mod a { use acme::p; }\n#[cfg(all(unix, any(test)))] fn b() { acme::q(); }\n",
             "#[path = \"../shared/x.rs\"]\nmod x;\n#[path = r\"raw.rs\"] mod y;\n#[path = \"a\\\\b.rs\"] mod z;\n",
             "mod acme_om;\nfn f() { acme_om::x(); let acme_infra = 1; let _ = acme_infra; }\n",
             "fn f() { match x { acme::E::A(y) => {}, acme::E::B { .. } => {} } let s = acme::S { a: 1 }; }\n",

@@ -166,31 +166,7 @@ impl RefVisitor<'_> {
 }
 
 fn is_cfg_test(attrs: &[syn::Attribute]) -> bool {
-    attrs.iter().any(|a| {
-        a.path().is_ident("cfg")
-            && a.meta
-                .require_list()
-                .is_ok_and(|l| mentions_test(l.tokens.clone()))
-    })
-}
-
-/// `test` appears as a cfg predicate (`test`, `all(test, …)`), not under `not(…)`.
-fn mentions_test(tokens: proc_macro2::TokenStream) -> bool {
-    let mut prev_not = false;
-    for tt in tokens {
-        match tt {
-            proc_macro2::TokenTree::Ident(i) if i == "test" => return true,
-            proc_macro2::TokenTree::Ident(i) => prev_not = i == "not",
-            proc_macro2::TokenTree::Group(g) => {
-                if !prev_not && mentions_test(g.stream()) {
-                    return true;
-                }
-                prev_not = false;
-            }
-            proc_macro2::TokenTree::Punct(_) | proc_macro2::TokenTree::Literal(_) => {}
-        }
-    }
-    false
+    attrs.iter().any(crate::check::cfg_test::is_cfg_test_attr)
 }
 
 fn item_attrs(item: &syn::Item) -> &[syn::Attribute] {

@@ -49,6 +49,7 @@ fn version_key() -> u128 {
         include_str!("services.rs"),
         include_str!("settings.rs"),
         include_str!("../finding.rs"),
+        include_str!("../cfg_test.rs"),
         include_str!("../../source.rs"),
     ]);
     xxhash_rust::xxh3::xxh3_128(&data)

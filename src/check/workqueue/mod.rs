@@ -126,29 +126,8 @@ pub(crate) fn is_test_code(attrs: &[syn::Attribute]) -> bool {
         if last.as_deref() == Some("test") {
             return true;
         }
-        a.path().is_ident("cfg")
-            && a.meta
-                .require_list()
-                .is_ok_and(|l| cfg_mentions_test(l.tokens.clone()))
+        crate::check::cfg_test::is_cfg_test_attr(a)
     })
-}
-
-fn cfg_mentions_test(tokens: proc_macro2::TokenStream) -> bool {
-    let mut prev_not = false;
-    for tt in tokens {
-        match tt {
-            proc_macro2::TokenTree::Ident(i) if i == "test" => return true,
-            proc_macro2::TokenTree::Ident(i) => prev_not = i == "not",
-            proc_macro2::TokenTree::Group(g) => {
-                if !prev_not && cfg_mentions_test(g.stream()) {
-                    return true;
-                }
-                prev_not = false;
-            }
-            proc_macro2::TokenTree::Punct(_) | proc_macro2::TokenTree::Literal(_) => {}
-        }
-    }
-    false
 }
 
 /// The last identifier of a type path (`crate::a::Foo<T>` → `Foo`).
