@@ -543,48 +543,21 @@ fn list(names: &[String]) -> String {
     }
 }
 
-/// The lanes the worker's processes in dev.sh serve (`serve --lane L`, else `default`).
+/// The lanes the worker's processes in dev.sh serve (`serve --lane L`, else `default`), as
+/// the checker's `lane-undeployed` reads them.
 fn served_lanes(dev_sh: &str, name: &str, worker: &str) -> Vec<String> {
     let package = format!("{name}-{worker}");
-    let mut lanes = Vec::new();
-    for words in crate::check::workqueue::lanes::shell_commands(dev_sh) {
-        let runs_it = words.windows(2).any(|w| w[0] == "-p" && w[1] == package);
-        if !runs_it || !words.iter().any(|w| w == "serve") {
-            continue;
-        }
-        let lane = words
-            .windows(2)
-            .find(|w| w[0] == "--lane")
-            .map(|w| w[1].clone())
-            .or_else(|| {
-                words
-                    .iter()
-                    .find_map(|w| w.strip_prefix("--lane=").map(str::to_owned))
-            })
-            .or_else(|| {
-                words
-                    .iter()
-                    .find_map(|w| crate::check::workqueue::lanes::lane_assignment(w))
-            })
-            .or_else(|| exported_lane(dev_sh))
-            .unwrap_or_else(|| "default".to_owned());
-        lanes.push(lane);
-    }
-    lanes
+    crate::check::workqueue::lanes::dev_sh_processes(dev_sh)
+        .into_iter()
+        .filter(|p| p.words.windows(2).any(|w| w[0] == "-p" && w[1] == package))
+        .map(|p| p.lane.unwrap_or_else(|| "default".to_owned()))
+        .collect()
 }
 
 /// The lane an existing worker's own process serves: the last of its processes in dev.sh
 /// (replicas on other lanes are inserted above it, below the marker).
 fn served_lane(dev_sh: &str, name: &str, worker: &str) -> Option<String> {
     served_lanes(dev_sh, name, worker).into_iter().next_back()
-}
-
-/// A lane variable the script exports to every process (`export ACME_WORKER_LANE=default`).
-fn exported_lane(dev_sh: &str) -> Option<String> {
-    dev_sh.lines().find_map(|l| {
-        let rest = l.trim().strip_prefix("export ")?;
-        crate::check::workqueue::lanes::lane_assignment(rest.trim())
-    })
 }
 
 /// The `file:line` of a variant or payload that `kind`'s names would collide with in the

@@ -84,8 +84,27 @@ fn dev_sh(repo: &Repo) -> Place {
         return place;
     };
     place.exists = true;
+    for process in dev_sh_processes(&text) {
+        place.add(process.lane);
+    }
+    place
+}
+
+/// A worker process `scripts/dev.sh` starts: a command with the word `serve`.
+#[derive(Debug)]
+pub struct DevProcess {
+    /// The command's words, quotes removed.
+    pub words: Vec<String>,
+    /// Its lane: `--lane L` after `serve`, else a `…_LANE=L` assignment on the command,
+    /// else the last one the script exported before it; `None` when there is none.
+    pub lane: Option<String>,
+}
+
+/// The worker processes dev.sh starts, in order, each with the lane it serves.
+pub fn dev_sh_processes(text: &str) -> Vec<DevProcess> {
+    let mut processes = Vec::new();
     let mut exported: Option<String> = None;
-    for cmd in shell_commands(&text) {
+    for cmd in shell_commands(text) {
         let words: Vec<&str> = cmd.iter().map(String::as_str).collect();
         let skip = usize::from(words.first() == Some(&"export"));
         let assignments: Vec<&str> = words[skip..]
@@ -101,11 +120,13 @@ fn dev_sh(repo: &Repo) -> Place {
             continue;
         }
         if let Some(lane) = serve_lane(&words) {
-            let lane = lane.or_else(|| words.iter().find_map(|a| lane_assignment(a)));
-            place.add(lane.or_else(|| exported.clone()));
+            let lane = lane
+                .or_else(|| words.iter().find_map(|a| lane_assignment(a)))
+                .or_else(|| exported.clone());
+            processes.push(DevProcess { words: cmd, lane });
         }
     }
-    place
+    processes
 }
 
 fn is_assignment(w: &str) -> bool {
@@ -577,6 +598,21 @@ fn hcl_lane(body: &str, strings: &[String]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_process_serves_its_own_lane_else_the_one_exported_before_it() {
+        let lanes: Vec<Option<String>> = dev_sh_processes(
+            "cargo run -p a -- serve &\nexport ACME_WORKER_LANE=fast\n\
+             cargo run -p b -- serve &\nACME_WORKER_LANE=bulk cargo run -p c -- serve &\n\
+             export ACME_WORKER_LANE=slow\ncargo run -p d -- serve --lane=x &\n\
+             cargo run -p e -- serve &\ncargo run -p f -- health\n",
+        )
+        .into_iter()
+        .map(|p| p.lane)
+        .collect();
+        let want = [None, Some("fast"), Some("bulk"), Some("x"), Some("slow")];
+        assert_eq!(lanes, want.map(|l| l.map(str::to_owned)));
+    }
 
     #[test]
     fn shell_commands_split_words_quotes_and_separators() {
