@@ -12,14 +12,13 @@
 //! Where the two differ, this scan follows Rust more closely (the differential tests in
 //! `mod.rs` pin each case): `<T as Trait>::f` and `<T>::f` name no crate (syn's tree makes
 //! `Trait` and `f` look like first segments); a `use` group holding a `::`-rooted path is
-//! read (syn keeps the item as opaque tokens); `extern crate … as` aliases apply to the
-//! whole file; `#![cfg(test)]` makes its file or inline module test-only; `#[cfg(test)]`
+//! read (syn keeps the item as opaque tokens); `#![cfg(test)]` makes its file or inline module test-only; `#[cfg(test)]`
 //! counts on every item, trait items included. And rust-analyzer's grammar accepts some
 //! code rustc only rejects after parsing (`pub(x)`, a doc comment with no item after it,
 //! newer syntax syn lacks); such a file is read, not reported unparsed.
 
 use std::cell::Cell;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Once;
 
@@ -111,8 +110,9 @@ fn scan_unguarded(text: &str, body: &str, candidates: &HashSet<String>) -> Optio
             // nodes the parser opened for it (one when it ends in a dot, else two).
             Step::FloatSplit { ends_in_dot } => {
                 skip_trivia(&mut pos);
-                // `s.1e0` has no dot to split at: an error.
-                if pos >= n || !lexed.text(pos).contains('.') {
+                // Only digits around one dot are two field indexes (`s.1e0`, `s.0.1f32`
+                // are errors rustc reports after parsing).
+                if pos >= n || !is_field_pair(lexed.text(pos)) {
                     return None;
                 }
                 pos += 1;
@@ -131,6 +131,14 @@ fn scan_unguarded(text: &str, body: &str, candidates: &HashSet<String>) -> Optio
         return None;
     }
     Some(scanner.finish(text, text.len() - body.len(), candidates))
+}
+
+/// `0.1` or `0.`: a float literal that can stand for two tuple-field indexes.
+fn is_field_pair(float: &str) -> bool {
+    float.bytes().filter(|b| *b == b'.').count() == 1
+        && float
+            .bytes()
+            .all(|b| b.is_ascii_digit() || b == b'_' || b == b'.')
 }
 
 /// A token: its text and its byte offset in the scanned text.
@@ -205,8 +213,9 @@ struct Scanner<'t> {
     refs: Vec<RawRef<'t>>,
     /// Names the file binds: modules and what `use` brings in. They shadow crate names.
     locals: HashSet<&'t str>,
-    /// `extern crate x as y`: y → x.
-    aliases: HashMap<&'t str, &'t str>,
+    /// `extern crate x as y`: (y, x, where y is written). An alias names its crate in the
+    /// references after it, as in syn's scan.
+    aliases: Vec<(&'t str, &'t str, usize)>,
     path_mods: Vec<String>,
     failed: bool,
 }
@@ -248,7 +257,7 @@ impl<'t> Scanner<'t> {
             extern_target: None,
             refs: Vec::new(),
             locals: HashSet::new(),
-            aliases: HashMap::new(),
+            aliases: Vec::new(),
             path_mods: Vec::new(),
             failed: false,
         }
@@ -365,8 +374,8 @@ impl<'t> Scanner<'t> {
                 self.extern_target = Some(text);
                 self.push_ref(tok, RefKind::ExternCrate);
             }
-            (Some(K::NAME), Some(K::RENAME)) => self.rename(grand, text),
-            (Some(K::RENAME), _) if kind == K::UNDERSCORE => self.rename(parent, text),
+            (Some(K::NAME), Some(K::RENAME)) => self.rename(grand, tok),
+            (Some(K::RENAME), _) if kind == K::UNDERSCORE => self.rename(parent, tok),
             (Some(K::USE_TREE), _) if kind == K::STAR => {
                 if let Some(t) = self.trees.last_mut() {
                     t.leaf = false;
@@ -399,16 +408,16 @@ impl<'t> Scanner<'t> {
         }
     }
 
-    fn rename(&mut self, owner: Option<K>, name: &'t str) {
+    fn rename(&mut self, owner: Option<K>, name: Tok<'t>) {
         match owner {
             Some(K::EXTERN_CRATE) => {
                 if let Some(target) = self.extern_target {
-                    self.aliases.insert(name, target);
+                    self.aliases.push((name.text, target, name.offset));
                 }
             }
             Some(K::USE_TREE) => {
                 if let Some(t) = self.trees.last_mut() {
-                    t.rename = Some(name);
+                    t.rename = Some(name.text);
                 }
             }
             _ => {}
@@ -564,8 +573,16 @@ impl<'t> Scanner<'t> {
             if r.kind == RefKind::Path && self.locals.contains(written) {
                 continue;
             }
-            let name = match self.aliases.get(written) {
-                Some(target) => (*target).to_owned(),
+            // An `extern crate` line names its own crate, whatever another line's alias says.
+            let alias = (r.kind != RefKind::ExternCrate)
+                .then(|| {
+                    self.aliases
+                        .iter()
+                        .find(|(a, _, at)| *a == written && *at < r.tok.offset)
+                })
+                .flatten();
+            let name = match alias {
+                Some((_, target, _)) => (*target).to_owned(),
                 None => {
                     let bare = written.strip_prefix("r#").unwrap_or(written);
                     if !candidates.contains(bare) {
@@ -616,6 +633,9 @@ struct LineCursor<'a> {
     pos: usize,
     line: usize,
     line_start: usize,
+    /// Characters from `line_start` to `pos`: a long line is counted once, not once per
+    /// reference on it.
+    column: usize,
 }
 
 impl<'a> LineCursor<'a> {
@@ -625,6 +645,7 @@ impl<'a> LineCursor<'a> {
             pos: 0,
             line: 1,
             line_start: 0,
+            column: 0,
         }
     }
 
@@ -639,12 +660,12 @@ impl<'a> LineCursor<'a> {
                 self.line_start = self.pos + i + 1;
             }
         }
+        let from = self.pos.max(self.line_start);
+        if from == self.line_start {
+            self.column = 0;
+        }
+        self.column += self.text.get(from..offset).map_or(0, |s| s.chars().count());
         self.pos = offset;
-        let column = self
-            .text
-            .get(self.line_start..offset)
-            .map_or(0, |s| s.chars().count())
-            + 1;
-        (self.line, column)
+        (self.line, self.column + 1)
     }
 }

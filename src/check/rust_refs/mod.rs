@@ -67,7 +67,9 @@ pub fn extract(text: &str, candidates: &HashSet<String>) -> Result<RustFacts, Pa
         let line = before.matches('\n').count() + 1;
         let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
         return Err(ParseFailure {
-            message: format!("delimiters nest deeper than {MAX_NESTING} levels"),
+            message: format!(
+                "nests deeper than the checker reads ({MAX_NESTING} delimiters, {MAX_ANGLES} generic `<`, or {MAX_PREFIX_RUN} prefix operators)"
+            ),
             line,
             column,
             offset,
@@ -79,11 +81,21 @@ pub fn extract(text: &str, candidates: &HashSet<String>) -> Result<RustFacts, Pa
     }
 }
 
-/// The offset of the first delimiter nested deeper than `MAX_NESTING`, counting `(`, `[`
-/// and `{` outside comments and string literals only roughly (a string full of brackets
-/// can only make the count higher, never hide real nesting).
+/// Generic arguments nested deeper than this (`Vec<Vec<…>>`) are refused like deep
+/// delimiters. `<` is counted within one statement, so comparisons do not add up.
+pub const MAX_ANGLES: usize = 2_000;
+
+/// A run of more prefix operators than this (`&&&…x`, `!!!…x`, `---…1`) nests that many
+/// unary expressions; it is refused like deep delimiters.
+pub const MAX_PREFIX_RUN: usize = 5_000;
+
+/// The offset where `text` nests deeper than the parsers' recursion can take on the
+/// checker's threads: delimiters past `MAX_NESTING`, `<` past `MAX_ANGLES` within a
+/// statement, or a run of prefix operators past `MAX_PREFIX_RUN`. Counted roughly, outside
+/// and inside comments and strings alike: a string full of brackets can only make a count
+/// higher, never hide real nesting.
 fn too_deep(text: &str) -> Option<usize> {
-    let mut depth = 0usize;
+    let (mut depth, mut angles, mut run) = (0usize, 0usize, 0usize);
     for (i, b) in text.bytes().enumerate() {
         match b {
             b'(' | b'[' | b'{' => {
@@ -93,7 +105,27 @@ fn too_deep(text: &str) -> Option<usize> {
                 }
             }
             b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            b'<' => {
+                angles += 1;
+                if angles > MAX_ANGLES {
+                    return Some(i);
+                }
+            }
+            b'>' => angles = angles.saturating_sub(1),
             _ => {}
+        }
+        if matches!(b, b';' | b'{' | b'}') {
+            angles = 0;
+        }
+        match b {
+            b'&' | b'*' | b'-' | b'!' => {
+                run += 1;
+                if run > MAX_PREFIX_RUN {
+                    return Some(i);
+                }
+            }
+            b' ' | b'\t' | b'\n' | b'\r' => {}
+            _ => run = 0,
         }
     }
     None
@@ -158,6 +190,59 @@ mod tests {
         );
     }
 
+    /// Deep generics and long runs of prefix operators are refused before either parser
+    /// recurses into them; comparisons spread over statements are not nesting.
+    #[test]
+    fn refuses_deep_generics_and_prefix_runs_but_not_many_comparisons() {
+        let deep = [
+            format!(
+                "type T = {}u8{};\n",
+                "Vec<".repeat(30_000),
+                ">".repeat(30_000)
+            ),
+            format!("fn f() {{ let _ = {}x; }}\n", "&".repeat(200_000)),
+            format!("fn f() {{ let _ = {}1; }}\n", "- ".repeat(200_000)),
+        ];
+        for text in &deep {
+            let err = extract(text, &HashSet::new()).expect_err("too deep");
+            assert!(err.message.contains("nests deeper"), "{}", err.message);
+        }
+        let comparisons = "fn f(a: u8) -> u8 { if a < 1 { return 1; }\n".to_owned()
+            + &"    if a < 2 { return 2; }\n".repeat(5_000)
+            + "    0 }\n// ----------------------------------------\n";
+        assert!(extract(&comparisons, &HashSet::new()).is_ok());
+    }
+
+    /// An alias on one line does not rename another line's `extern crate` (cfg
+    /// alternatives), and applies only to the references after it.
+    #[test]
+    fn an_extern_crate_line_names_its_own_crate() {
+        let src = "#[cfg(feature = \"a\")] extern crate acme_infra;\n\
+                   #[cfg(not(feature = \"a\"))] extern crate acme_om as acme_infra;\n\
+                   fn f() { acme_infra::x(); }\n";
+        let got = names(src);
+        assert!(
+            got.contains(&(
+                "acme_infra".into(),
+                RefKind::ExternCrate,
+                DepKind::Normal,
+                1,
+                36
+            )),
+            "{got:?}"
+        );
+        assert!(
+            got.iter()
+                .any(|r| r.0 == "acme_om" && r.1 == RefKind::ExternCrate),
+            "{got:?}"
+        );
+        assert!(
+            got.iter()
+                .any(|r| r.0 == "acme_om" && r.1 == RefKind::Path && r.3 == 3),
+            "{got:?}"
+        );
+    }
+
     /// Code under `any(…, test)` is also built without `test`: not test-only.
     #[test]
     fn only_cfg_predicates_that_require_test_make_code_test_only() {
@@ -193,7 +278,7 @@ mod tests {
             ")".repeat(MAX_NESTING + 5)
         );
         let err = extract(&deep, &HashSet::new()).expect_err("too deep");
-        assert!(err.message.contains("nest deeper"));
+        assert!(err.message.contains("nests deeper"));
         assert_eq!(err.line, 1);
         let ok = format!(
             "fn main() {{ let _x = {}1{}; }}\n",
@@ -363,6 +448,11 @@ mod differential {
             "struct S(u8, (u8, u8));\nfn f(s: S) { let _ = (s.0, s.1.0, s.1 .1); acme::x(); }\n",
             "fn f() { async { acme::x().await }; let c = |y: acme::Y| -> acme::Z { acme::z(y) }; }\n",
             "#[doc = acme::DOC] fn f() {}\n#[tokio::main] async fn main() {}\n",
+            "#[cfg(feature = \"a\")] extern crate acme_infra;\n\
+             #[cfg(not(feature = \"a\"))] extern crate acme_om as acme_infra;\nfn f() { acme_infra::x(); }\n",
+            "fn f() { acme_infra::x(); }\nextern crate acme_om as acme_infra;\nfn g() { acme_infra::y(); }\n",
+            "use {{other as acme}};\nfn f() { acme::x(); }\nuse {{acme_om::x}};\nfn g() { x::y(); }\n",
+            "fn f() { let s = \"\u{e9}\u{20ac}\"; acme::a(); acme::b(); /* \u{fc} */ acme::c(); }\r\nfn g() { acme::d(); }\r\n",
         ];
         for case in cases {
             assert_eq!(compare(case), Ok(true), "{case}");
@@ -429,22 +519,36 @@ mod differential {
     #[test]
     fn the_deepest_accepted_nesting_parses_on_a_small_stack() {
         let depth = super::MAX_NESTING - 2;
-        let text = format!(
-            "fn main() {{ let _x = {}1{}; }}\n",
-            "(".repeat(depth),
-            ")".repeat(depth)
-        );
-        let run = std::thread::Builder::new()
-            .stack_size(64 << 20)
-            .spawn(move || {
-                let cands = HashSet::new();
-                (
-                    fast::scan(&text, &cands).is_some(),
-                    syn_scan::extract(&text, &cands).is_ok(),
-                )
-            })
-            .expect("spawns");
-        assert_eq!(run.join().expect("no stack overflow"), (true, true));
+        let texts = [
+            format!(
+                "fn main() {{ let _x = {}1{}; }}\n",
+                "(".repeat(depth),
+                ")".repeat(depth)
+            ),
+            format!(
+                "type T = {}u8{};\n",
+                "Vec<".repeat(super::MAX_ANGLES),
+                ">".repeat(super::MAX_ANGLES)
+            ),
+            format!(
+                "fn f() {{ let _ = {}x; }}\n",
+                "&".repeat(super::MAX_PREFIX_RUN)
+            ),
+        ];
+        for text in texts {
+            let run = std::thread::Builder::new()
+                .stack_size(64 << 20)
+                .spawn(move || {
+                    let cands = HashSet::new();
+                    (
+                        super::too_deep(&text).is_none(),
+                        fast::scan(&text, &cands).is_some(),
+                        syn_scan::extract(&text, &cands).is_ok(),
+                    )
+                })
+                .expect("spawns");
+            assert_eq!(run.join().expect("no stack overflow"), (true, true, true));
+        }
     }
 
     /// syn keeps a `use` whose group holds a `::`-rooted path as opaque tokens

@@ -80,20 +80,21 @@ impl<'ast> Visit<'ast> for LocalNames {
     }
 
     fn visit_item_use(&mut self, u: &'ast syn::ItemUse) {
-        match &u.tree {
-            // `use a::b::c;` binds `c`; `use a;` (a crate imported as itself) binds nothing new.
+        self.top(&u.tree);
+    }
+}
+
+impl LocalNames {
+    /// A tree not below a path: `use a::b::c;` binds `c`; `use a;` (a crate imported as
+    /// itself) binds nothing new; a group's items are top-level trees too.
+    fn top(&mut self, t: &syn::UseTree) {
+        match t {
             syn::UseTree::Path(p) => self.walk(&p.tree),
             syn::UseTree::Rename(r) => {
                 self.names.insert(r.rename.to_string());
             }
-            syn::UseTree::Group(g) => g.items.iter().for_each(|i| {
-                if let syn::UseTree::Path(p) = i {
-                    self.walk(&p.tree);
-                } else if let syn::UseTree::Rename(r) = i {
-                    self.names.insert(r.rename.to_string());
-                }
-            }),
-            _ => {}
+            syn::UseTree::Group(g) => g.items.iter().for_each(|i| self.top(i)),
+            syn::UseTree::Name(_) | syn::UseTree::Glob(_) => {}
         }
     }
 }
@@ -109,8 +110,11 @@ struct RefVisitor<'a> {
 }
 
 impl RefVisitor<'_> {
-    fn resolve(&self, ident: &str) -> Option<String> {
-        if let Some((_, target)) = self.aliases.iter().find(|(a, _)| a == ident) {
+    fn resolve(&self, ident: &str, kind: RefKind) -> Option<String> {
+        // An `extern crate` line names its own crate, whatever another line's alias says.
+        if kind != RefKind::ExternCrate
+            && let Some((_, target)) = self.aliases.iter().find(|(a, _)| a == ident)
+        {
             return Some(target.clone());
         }
         let ident = ident.strip_prefix("r#").unwrap_or(ident);
@@ -122,7 +126,7 @@ impl RefVisitor<'_> {
         if kind == RefKind::Path && self.local_mods.contains(&name) {
             return;
         }
-        let Some(name) = self.resolve(&name) else {
+        let Some(name) = self.resolve(&name, kind) else {
             return;
         };
         let span = ident.span();
