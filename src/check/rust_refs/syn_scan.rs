@@ -173,30 +173,9 @@ fn is_cfg_test(attrs: &[syn::Attribute]) -> bool {
     attrs.iter().any(crate::check::cfg_test::is_cfg_test_attr)
 }
 
-fn item_attrs(item: &syn::Item) -> &[syn::Attribute] {
-    match item {
-        syn::Item::Const(i) => &i.attrs,
-        syn::Item::Enum(i) => &i.attrs,
-        syn::Item::ExternCrate(i) => &i.attrs,
-        syn::Item::Fn(i) => &i.attrs,
-        syn::Item::ForeignMod(i) => &i.attrs,
-        syn::Item::Impl(i) => &i.attrs,
-        syn::Item::Macro(i) => &i.attrs,
-        syn::Item::Mod(i) => &i.attrs,
-        syn::Item::Static(i) => &i.attrs,
-        syn::Item::Struct(i) => &i.attrs,
-        syn::Item::Trait(i) => &i.attrs,
-        syn::Item::TraitAlias(i) => &i.attrs,
-        syn::Item::Type(i) => &i.attrs,
-        syn::Item::Union(i) => &i.attrs,
-        syn::Item::Use(i) => &i.attrs,
-        _ => &[],
-    }
-}
-
 impl<'ast> Visit<'ast> for RefVisitor<'_> {
     fn visit_item(&mut self, item: &'ast syn::Item) {
-        let test = is_cfg_test(item_attrs(item));
+        let test = is_cfg_test(crate::check::cfg_test::item_attrs(item));
         self.test_depth += usize::from(test);
         visit::visit_item(self, item);
         self.test_depth -= usize::from(test);

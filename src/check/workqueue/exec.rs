@@ -9,8 +9,8 @@ use syn::spanned::Spanned;
 use syn::visit::{self, Visit};
 
 use super::handlers::handler_impl;
-use super::services::item_attrs;
 use super::{is_test_code, loc, peel, str_lit, type_name};
+use crate::check::cfg_test::item_attrs;
 use crate::check::context::Context;
 use crate::check::finding::Location;
 use crate::source::SourceFile;

@@ -84,7 +84,7 @@ impl Managers<'_> {
 
 impl<'ast> Visit<'ast> for Managers<'_> {
     fn visit_item(&mut self, i: &'ast syn::Item) {
-        if !is_test_code(item_attrs(i)) {
+        if !is_test_code(crate::check::cfg_test::item_attrs(i)) {
             visit::visit_item(self, i);
         }
     }
@@ -123,19 +123,5 @@ impl<'ast> Visit<'ast> for Managers<'_> {
             self.hit(&last.ident);
         }
         visit::visit_expr_call(self, c);
-    }
-}
-
-pub(crate) fn item_attrs(item: &syn::Item) -> &[syn::Attribute] {
-    match item {
-        syn::Item::Const(i) => &i.attrs,
-        syn::Item::Enum(i) => &i.attrs,
-        syn::Item::Fn(i) => &i.attrs,
-        syn::Item::Impl(i) => &i.attrs,
-        syn::Item::Mod(i) => &i.attrs,
-        syn::Item::Static(i) => &i.attrs,
-        syn::Item::Struct(i) => &i.attrs,
-        syn::Item::Trait(i) => &i.attrs,
-        _ => &[],
     }
 }

@@ -2,8 +2,8 @@
 
 use rayon::prelude::*;
 
-use super::services::item_attrs;
 use super::{is_test_code, loc};
+use crate::check::cfg_test::item_attrs;
 use crate::check::context::Context;
 use crate::check::finding::Location;
 
