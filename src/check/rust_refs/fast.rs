@@ -628,7 +628,7 @@ fn string_value(lit: &str) -> Option<String> {
 }
 
 /// Line and character column of increasing offsets, counted once through the text.
-struct LineCursor<'a> {
+pub(super) struct LineCursor<'a> {
     text: &'a str,
     pos: usize,
     line: usize,
@@ -639,7 +639,7 @@ struct LineCursor<'a> {
 }
 
 impl<'a> LineCursor<'a> {
-    fn new(text: &'a str) -> Self {
+    pub(super) fn new(text: &'a str) -> Self {
         LineCursor {
             text,
             pos: 0,
@@ -649,7 +649,7 @@ impl<'a> LineCursor<'a> {
         }
     }
 
-    fn at(&mut self, offset: usize) -> (usize, usize) {
+    pub(super) fn at(&mut self, offset: usize) -> (usize, usize) {
         if offset < self.pos {
             *self = LineCursor::new(self.text);
         }

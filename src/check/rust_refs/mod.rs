@@ -63,9 +63,7 @@ pub const MAX_NESTING: usize = 1_000;
 /// fails to parse.
 pub fn extract(text: &str, candidates: &HashSet<String>) -> Result<RustFacts, ParseFailure> {
     if let Some(offset) = too_deep(text) {
-        let before = &text[..offset];
-        let line = before.matches('\n').count() + 1;
-        let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        let (line, column) = fast::LineCursor::new(text).at(offset);
         return Err(ParseFailure {
             message: format!(
                 "nests deeper than the checker reads ({MAX_NESTING} delimiters, {MAX_ANGLES} generic `<`, or {MAX_PREFIX_RUN} prefix operators)"

@@ -137,7 +137,7 @@ fn is_assignment(w: &str) -> bool {
 
 /// `X_WORKER_LANE=v` (or any `…_LANE=v`, such as a worker's own `ACME_MAINTENANCE_LANE`)
 /// → v.
-pub fn lane_assignment(w: &str) -> Option<String> {
+fn lane_assignment(w: &str) -> Option<String> {
     let (k, v) = w.split_once('=')?;
     is_lane_var(k).then(|| v.to_owned())
 }
@@ -168,7 +168,7 @@ fn serve_lane(words: &[&str]) -> Option<Option<String>> {
 
 /// Splits a shell script into simple commands (words, quotes removed), joining
 /// continuation lines and dropping comments. Good enough for launch scripts; not a shell.
-pub fn shell_commands(text: &str) -> Vec<Vec<String>> {
+fn shell_commands(text: &str) -> Vec<Vec<String>> {
     let joined = text.replace("\\\r\n", " ").replace("\\\n", " ");
     let mut out = Vec::new();
     for line in joined.lines() {
