@@ -93,41 +93,117 @@ pub const MAX_PREFIX_RUN: usize = 5_000;
 /// and inside comments and strings alike: a string full of brackets can only make a count
 /// higher, never hide real nesting.
 fn too_deep(text: &str) -> Option<usize> {
+    // Each limit takes more bytes than it counts, so a shorter file is within all three;
+    // and a file with no more opening delimiters, `<` or prefix operators in all than a
+    // limit allows cannot pass it (a branch-free count, much cheaper than the walk below).
+    if text.len() <= MAX_NESTING.min(MAX_ANGLES).min(MAX_PREFIX_RUN) {
+        return None;
+    }
+    let (opens, angles, prefixes) = deep_byte_counts(text.as_bytes());
+    if opens <= MAX_NESTING && angles <= MAX_ANGLES && prefixes <= MAX_PREFIX_RUN {
+        return None;
+    }
     let (mut depth, mut angles, mut run) = (0usize, 0usize, 0usize);
     for (i, b) in text.bytes().enumerate() {
-        match b {
-            b'(' | b'[' | b'{' => {
+        match BYTE_CLASS[usize::from(b)] {
+            OTHER => run = 0,
+            SPACE => {}
+            OPEN => {
+                run = 0;
                 depth += 1;
                 if depth > MAX_NESTING {
                     return Some(i);
                 }
+                if b == b'{' {
+                    angles = 0;
+                }
             }
-            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
-            b'<' => {
+            CLOSE => {
+                run = 0;
+                depth = depth.saturating_sub(1);
+                if b == b'}' {
+                    angles = 0;
+                }
+            }
+            LT => {
+                run = 0;
                 angles += 1;
                 if angles > MAX_ANGLES {
                     return Some(i);
                 }
             }
-            b'>' => angles = angles.saturating_sub(1),
-            _ => {}
-        }
-        if matches!(b, b';' | b'{' | b'}') {
-            angles = 0;
-        }
-        match b {
-            b'&' | b'*' | b'-' | b'!' => {
+            GT => {
+                run = 0;
+                angles = angles.saturating_sub(1);
+            }
+            SEMI => {
+                run = 0;
+                angles = 0;
+            }
+            _ => {
                 run += 1;
                 if run > MAX_PREFIX_RUN {
                     return Some(i);
                 }
             }
-            b' ' | b'\t' | b'\n' | b'\r' => {}
-            _ => run = 0,
         }
     }
     None
 }
+
+/// How many opening delimiters, `<` and prefix-operator bytes `bytes` holds: upper
+/// bounds of the depths `too_deep` follows. Counted in chunks with 32-bit sums, a shape
+/// the compiler turns into vector compares.
+fn deep_byte_counts(bytes: &[u8]) -> (usize, usize, usize) {
+    let (mut opens, mut angles, mut prefixes) = (0usize, 0usize, 0usize);
+    for chunk in bytes.chunks(1 << 16) {
+        let (mut o, mut a, mut p) = (0u32, 0u32, 0u32);
+        for &b in chunk {
+            o += u32::from(b == b'(') + u32::from(b == b'[') + u32::from(b == b'{');
+            a += u32::from(b == b'<');
+            p += u32::from(b == b'&')
+                + u32::from(b == b'*')
+                + u32::from(b == b'-')
+                + u32::from(b == b'!');
+        }
+        opens += o as usize;
+        angles += a as usize;
+        prefixes += p as usize;
+    }
+    (opens, angles, prefixes)
+}
+
+const OTHER: u8 = 0;
+const SPACE: u8 = 1;
+const OPEN: u8 = 2;
+const CLOSE: u8 = 3;
+const LT: u8 = 4;
+const GT: u8 = 5;
+const SEMI: u8 = 6;
+const PREFIX: u8 = 7;
+
+/// What each byte means to `too_deep` (one table lookup per byte instead of a match).
+const BYTE_CLASS: [u8; 256] = {
+    let mut t = [OTHER; 256];
+    t[b' ' as usize] = SPACE;
+    t[b'\t' as usize] = SPACE;
+    t[b'\n' as usize] = SPACE;
+    t[b'\r' as usize] = SPACE;
+    t[b'(' as usize] = OPEN;
+    t[b'[' as usize] = OPEN;
+    t[b'{' as usize] = OPEN;
+    t[b')' as usize] = CLOSE;
+    t[b']' as usize] = CLOSE;
+    t[b'}' as usize] = CLOSE;
+    t[b'<' as usize] = LT;
+    t[b'>' as usize] = GT;
+    t[b';' as usize] = SEMI;
+    t[b'&' as usize] = PREFIX;
+    t[b'*' as usize] = PREFIX;
+    t[b'-' as usize] = PREFIX;
+    t[b'!' as usize] = PREFIX;
+    t
+};
 
 #[cfg(test)]
 mod tests {
@@ -284,6 +360,49 @@ mod tests {
             ")".repeat(200)
         );
         assert!(extract(&ok, &HashSet::new()).is_ok());
+    }
+
+    /// `too_deep` as the rule reads, byte by byte with no shortcut: the table-driven
+    /// version must agree with it everywhere.
+    fn too_deep_plainly(text: &str) -> Option<usize> {
+        let (mut depth, mut angles, mut run) = (0usize, 0usize, 0usize);
+        for (i, b) in text.bytes().enumerate() {
+            match b {
+                b'(' | b'[' | b'{' => depth += 1,
+                b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+                b'<' => angles += 1,
+                b'>' => angles = angles.saturating_sub(1),
+                _ => {}
+            }
+            if matches!(b, b';' | b'{' | b'}') {
+                angles = 0;
+            }
+            match b {
+                b'&' | b'*' | b'-' | b'!' => run += 1,
+                b' ' | b'\t' | b'\n' | b'\r' => {}
+                _ => run = 0,
+            }
+            if depth > MAX_NESTING || angles > MAX_ANGLES || run > MAX_PREFIX_RUN {
+                return Some(i);
+            }
+        }
+        None
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        #[test]
+        fn too_deep_agrees_with_its_plain_reading(
+            runs in proptest::collection::vec((0usize..17, 1usize..1200), 0..40)
+        ) {
+            // Runs of one byte each, so the limits are actually reached.
+            const BYTES: &[u8; 17] = b"(){}[]<>;&*-! \n\ta";
+            let text: String = runs
+                .iter()
+                .map(|&(b, n)| char::from(BYTES[b]).to_string().repeat(n))
+                .collect();
+            proptest::prop_assert_eq!(too_deep(&text), too_deep_plainly(&text));
+        }
     }
 
     #[test]
