@@ -7,16 +7,18 @@ use std::sync::{Arc, OnceLock};
 pub struct SourceFile {
     /// Repo-relative, `/`-separated.
     pub path: String,
-    pub text: Arc<str>,
+    /// Shared, not copied: an `Arc<String>` takes a read buffer as it is (`Arc<str>`
+    /// would copy every source once more).
+    pub text: Arc<String>,
     /// Computed on first use: most files of a warm run are never asked for a line.
     line_starts: OnceLock<Arc<[usize]>>,
 }
 
 impl SourceFile {
-    pub fn new(path: impl Into<String>, text: impl Into<Arc<str>>) -> Self {
+    pub fn new(path: impl Into<String>, text: impl Into<String>) -> Self {
         SourceFile {
             path: path.into(),
-            text: text.into(),
+            text: Arc::new(text.into()),
             line_starts: OnceLock::new(),
         }
     }

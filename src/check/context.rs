@@ -331,7 +331,7 @@ fn parse_all(
                 Some(e) if walked.is_some() && e.stat == walked => (e, walked, taken),
                 entry => {
                     let stat = cache::settled(walked, repo.started_ns);
-                    let text: Arc<str> = crate::repo::read_in(&repo.root, path)?.into();
+                    let text = crate::repo::read_in_sized(&repo.root, path, walked.map(|w| w.len))?;
                     let hash = cache::hash(&text);
                     let src = SourceFile::new(path.clone(), text);
                     let (entry, kept) = match entry {

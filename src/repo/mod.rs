@@ -163,17 +163,103 @@ impl Repo {
 
 /// A repo-relative file as text (lossy UTF-8), never through a symlink or `..`.
 pub(crate) fn read_in(root: &Path, rel: &str) -> Option<String> {
+    read_in_sized(root, rel, None)
+}
+
+/// `read_in` for a file whose length the caller already has (from the walk): the
+/// buffer is sized up front and no metadata is asked for, so a read costs an open, two
+/// reads and a close. The length is only a hint; a file that changed size is read whole.
+pub(crate) fn read_in_sized(root: &Path, rel: &str, len: Option<u64>) -> Option<String> {
+    use std::io::Read;
     if rel.split('/').any(|s| s == "..") {
         return None;
     }
-    let path = root.join(rel);
-    let meta = std::fs::symlink_metadata(&path).ok()?;
-    if meta.file_type().is_symlink() {
-        return None;
-    }
-    let bytes = std::fs::read(path).ok()?;
+    let file = open_no_follow(&root.join(rel))?;
+    // One byte past the hint, so the read that finds the end needs no reallocation.
+    let hint = len
+        .and_then(|n| usize::try_from(n).ok())
+        .map_or(0, |n| n + 1);
+    let mut bytes = Vec::with_capacity(hint);
+    // Through `Take`, which reads into the buffer as sized: `File`'s own `read_to_end`
+    // asks for the file's metadata first.
+    file.take(u64::MAX).read_to_end(&mut bytes).ok()?;
     Some(match String::from_utf8(bytes) {
         Ok(s) => s,
         Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
     })
+}
+
+/// Opens `path` for reading unless it is a symlink: refused by the kernel on Unix
+/// (`O_NOFOLLOW`), so no separate metadata call is needed. Non-blocking, so a FIFO
+/// listed by git reads as empty instead of hanging the check.
+#[cfg(unix)]
+fn open_no_follow(path: &Path) -> Option<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ok()
+}
+
+#[cfg(not(unix))]
+fn open_no_follow(path: &Path) -> Option<std::fs::File> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    if meta.file_type().is_symlink() {
+        return None;
+    }
+    std::fs::File::open(path).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_a_file_whole_whatever_the_length_hint() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::write(dir.path().join("a.rs"), "fn main() {}\n").expect("write");
+        for hint in [None, Some(0), Some(3), Some(13), Some(4096)] {
+            assert_eq!(
+                read_in_sized(dir.path(), "a.rs", hint).as_deref(),
+                Some("fn main() {}\n"),
+                "hint {hint:?}"
+            );
+        }
+        std::fs::write(dir.path().join("b.rs"), b"ok \xff\n").expect("write");
+        assert_eq!(
+            read_in(dir.path(), "b.rs").as_deref(),
+            Some("ok \u{fffd}\n")
+        );
+    }
+
+    #[test]
+    fn never_reads_through_a_symlink_or_out_of_the_root() {
+        let outer = tempfile::tempdir().expect("temp dir");
+        let root = outer.path().join("repo");
+        std::fs::create_dir(&root).expect("mkdir");
+        std::fs::write(outer.path().join("secret.rs"), "outside").expect("write");
+        assert_eq!(read_in(&root, "../secret.rs"), None);
+        assert_eq!(read_in(&root, "missing.rs"), None);
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(outer.path().join("secret.rs"), root.join("link.rs"))
+                .expect("symlink");
+            assert_eq!(read_in(&root, "link.rs"), None);
+            assert_eq!(read_in_sized(&root, "link.rs", Some(7)), None);
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_reads_as_empty_instead_of_blocking() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let fifo = dir.path().join("pipe.rs");
+        let status = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if !status.is_ok_and(|s| s.success()) {
+            eprintln!("SKIPPED: mkfifo is not available here");
+            return;
+        }
+        assert_eq!(read_in(dir.path(), "pipe.rs").as_deref(), Some(""));
+    }
 }
