@@ -107,7 +107,7 @@ impl<'r> Context<'r> {
         changes: Option<&'r ChangeSet>,
         agent_name: Option<&'r str>,
         only: Option<&BTreeSet<String>>,
-    ) -> Context<'r> {
+    ) -> (Context<'r>, PendingSave<'r>) {
         let ws = &repo.workspace;
         let crate_layer: Vec<Option<usize>> = ws
             .crates
@@ -153,7 +153,12 @@ impl<'r> Context<'r> {
             sources.extend(parse_all(repo, &extra, &candidates, &mut cache));
         }
         sources.sort_by(|a, b| (&a.path, a.krate).cmp(&(&b.path, b.krate)));
-        save_cache(repo, key, cache, &sources, only.is_some());
+        let pending = PendingSave {
+            root: &repo.root,
+            key,
+            cache,
+            partial: only.is_some(),
+        };
 
         let readmes = ws
             .crates
@@ -171,7 +176,7 @@ impl<'r> Context<'r> {
                     .map(|t| SourceFile::new(path, t))
             })
             .collect();
-        Context {
+        let ctx = Context {
             repo,
             crate_layer,
             sources,
@@ -182,7 +187,8 @@ impl<'r> Context<'r> {
             edges: std::sync::OnceLock::new(),
             workqueue: Default::default(),
             memo: super::workqueue::memo::Memo::new(&repo.root),
-        }
+        };
+        (ctx, pending)
     }
 
     /// The `--as` agent and its ownership globs.
@@ -376,33 +382,52 @@ fn parse_all(
     sources.into_iter().flatten().collect()
 }
 
-/// Writes what this run found back to the cache, unless every file was taken from it by
-/// metadata and no entry is left over (then the file on disk is already right). A partial
-/// run (`--staged`) keeps the entries of the files it did not visit. Entries of files
-/// that did not change are copied as they were encoded.
-fn save_cache(repo: &Repo, key: u128, cache: Cache, sources: &[Source], partial: bool) {
-    let stale = !partial && !cache.all_taken();
-    if !stale && sources.iter().all(|s| s.kept.is_some()) {
-        return;
-    }
-    let mut records: Vec<(String, cache::Record)> = if partial {
-        cache.rest().collect()
-    } else {
-        Vec::new()
-    };
-    for s in sources {
-        let record = match &s.kept {
-            Some(t) => cache::Record::Kept(t.clone()),
-            None => cache::Record::Fresh(cache::Entry {
-                hash: s.hash,
-                stat: s.stat,
-                mentions: s.mentions,
-                facts: s.facts.clone(),
-                suppressions: s.suppressions.clone(),
-            }),
+/// What this run found, still to be written back to the check cache: the caller saves it
+/// beside the rules (which only read the sources), not before them.
+#[derive(Debug)]
+pub struct PendingSave<'r> {
+    root: &'r Path,
+    key: u128,
+    cache: Cache,
+    /// A run over some files (`--staged`) keeps the entries of the others.
+    partial: bool,
+}
+
+impl PendingSave<'_> {
+    /// Writes what this run found back to the cache, unless every file was taken from it
+    /// by metadata and no entry is left over (then the file on disk is already right). A
+    /// partial run keeps the entries of the files it did not visit. Entries of files that
+    /// did not change are copied as they were encoded.
+    pub fn save(self, sources: &[Source]) {
+        let PendingSave {
+            root,
+            key,
+            cache,
+            partial,
+        } = self;
+        let stale = !partial && !cache.all_taken();
+        if !stale && sources.iter().all(|s| s.kept.is_some()) {
+            return;
+        }
+        let mut records: Vec<(String, cache::Record)> = if partial {
+            cache.rest().collect()
+        } else {
+            Vec::new()
         };
-        records.push((s.path.clone(), record));
+        for s in sources {
+            let record = match &s.kept {
+                Some(t) => cache::Record::Kept(t.clone()),
+                None => cache::Record::Fresh(cache::Entry {
+                    hash: s.hash,
+                    stat: s.stat,
+                    mentions: s.mentions,
+                    facts: s.facts.clone(),
+                    suppressions: s.suppressions.clone(),
+                }),
+            };
+            records.push((s.path.clone(), record));
+        }
+        // A cache that cannot be written (a read-only checkout) only costs speed next time.
+        let _ = cache.save(root, key, records);
     }
-    // A cache that cannot be written (a read-only checkout) only costs speed next time.
-    let _ = cache.save(&repo.root, key, records);
 }

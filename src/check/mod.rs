@@ -23,7 +23,7 @@ use std::collections::BTreeSet;
 use crate::changes::ChangeSet;
 use crate::repo::Repo;
 use baseline::Baseline;
-use context::Context;
+use context::{Context, PendingSave};
 use sink::{Outcome, Policy, Severities, Sink};
 
 /// Rules whose findings are caused by the file (or crate) they are reported in. With a
@@ -141,20 +141,13 @@ pub fn run(repo: &Repo, opts: &CheckOptions) -> Outcome {
                 .map(|c| c.changes.iter().map(|c| c.path.clone()).collect())
         })
         .flatten();
-    let ctx = Context::build(
+    let (ctx, pending) = Context::build(
         repo,
         opts.changes.as_ref(),
         opts.agent.as_deref(),
         only.as_ref(),
     );
-    let mut sink = Sink::default();
-    for rule in rules::RULES {
-        if let Some(run) = rule.run
-            && severities.is_on(rule.id)
-        {
-            run(&ctx, &mut sink);
-        }
-    }
+    let sink = run_rules(&ctx, &severities, pending);
     // A run of some rules or some files keeps the results it did not use.
     ctx.memo.save(only.is_some() || !opts.only.is_empty());
     let mut files: Vec<&crate::source::SourceFile> = Vec::new();
@@ -186,6 +179,76 @@ pub fn run(repo: &Repo, opts: &CheckOptions) -> Outcome {
     let mut outcome = sink.finish(&policy);
     outcome.files_checked = files_checked;
     outcome
+}
+
+/// Runs every rule that is on, side by side on plain threads, while this thread writes
+/// the check cache;
+/// each rule fills its own sink, merged in catalogue order (the final sink sorts anyway).
+///
+/// Plain threads, not rayon's: a rule may block on a value another rule is computing
+/// with rayon (`Context::edges`, the work-queue model), and a rayon thread that blocks
+/// there can be handed the blocked rule's own work and wait on itself.
+fn run_rules(ctx: &Context<'_>, severities: &Severities, pending: PendingSave<'_>) -> Sink {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    type Run = fn(&Context<'_>, &mut Sink);
+    let enabled: Vec<Run> = rules::RULES
+        .iter()
+        .filter(|rule| severities.is_on(rule.id))
+        .filter_map(|rule| rule.run)
+        .collect();
+    let next = AtomicUsize::new(0);
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, enabled.len().max(1));
+    let work = || {
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(run) = enabled.get(i) else {
+                return done;
+            };
+            let mut sink = Sink::default();
+            run(ctx, &mut sink);
+            done.push((i, sink));
+        }
+    };
+    let mut done: Vec<(usize, Sink)> = std::thread::scope(|scope| {
+        // The parsers recurse, and the rules parse: the same stack as rayon's threads.
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                std::thread::Builder::new()
+                    .stack_size(RULE_STACK)
+                    .spawn_scoped(scope, work)
+            })
+            .collect();
+        // This thread writes the cache meanwhile (the rules only read the sources).
+        pending.save(&ctx.sources);
+        let mut done = Vec::new();
+        for handle in workers {
+            match handle {
+                Ok(h) => done.extend(join_or_resume(h)),
+                // No thread to be had: this one does the rest.
+                Err(_) => done.extend(work()),
+            }
+        }
+        done
+    });
+    done.sort_by_key(|(i, _)| *i);
+    let mut sink = Sink::default();
+    for (_, s) in done {
+        sink.absorb(s);
+    }
+    sink
+}
+
+/// Stack for the threads that run rules (as for rayon's, set in `main`).
+const RULE_STACK: usize = 64 << 20;
+
+/// A scoped thread's result; its panic, if it panicked, goes on here.
+fn join_or_resume<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    handle
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
 
 /// The paths a change set reports on: the changed paths plus the Cargo.toml and README.md

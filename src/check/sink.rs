@@ -91,6 +91,11 @@ impl Sink {
         self.findings.extend(findings);
     }
 
+    /// Takes the findings of another sink (one rule's, run on its own thread).
+    pub fn absorb(&mut self, other: Sink) {
+        self.findings.extend(other.findings);
+    }
+
     /// Applies severities, suppressions, the change-set scope and the baseline; reports bad
     /// or unused suppressions and stale baseline entries; then sorts and dedupes.
     pub fn finish(self, p: &Policy<'_>) -> Outcome {
