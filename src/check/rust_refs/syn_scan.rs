@@ -22,6 +22,7 @@ pub(super) fn extract(text: &str, candidates: &HashSet<String>) -> Result<RustFa
             let mut v = RefVisitor {
                 candidates,
                 lines: crate::source::SourceFile::new("", text),
+                cursor: OffsetCursor::default(),
                 aliases: Vec::new(),
                 local_mods: locals.names,
                 test_depth: 0,
@@ -99,9 +100,45 @@ impl LocalNames {
     }
 }
 
+/// Byte offsets of 1-based (line, character column) positions, asked for mostly in
+/// source order: a position later on the same line is walked to from the one before, not
+/// from the line's start, so a long line with many references costs its length once.
+#[derive(Debug, Default)]
+struct OffsetCursor {
+    /// The last position asked for (line 0: none yet) and its offset.
+    line: usize,
+    column: usize,
+    offset: usize,
+}
+
+impl OffsetCursor {
+    /// `file.offset_of(line, column)`.
+    fn offset(&mut self, file: &crate::source::SourceFile, line: usize, column: usize) -> usize {
+        let offset = match file.text.get(self.offset..) {
+            Some(rest) if self.line != 0 && line == self.line && column >= self.column => {
+                let step: usize = rest
+                    .chars()
+                    .take_while(|c| *c != '\n')
+                    .take(column - self.column)
+                    .map(char::len_utf8)
+                    .sum();
+                self.offset + step
+            }
+            _ => file.offset_of(line, column),
+        };
+        *self = OffsetCursor {
+            line,
+            column,
+            offset,
+        };
+        offset
+    }
+}
+
 struct RefVisitor<'a> {
     candidates: &'a HashSet<String>,
     lines: crate::source::SourceFile,
+    cursor: OffsetCursor,
     /// `extern crate x as y`: (y, x).
     aliases: Vec<(String, String)>,
     local_mods: HashSet<String>,
@@ -138,7 +175,7 @@ impl RefVisitor<'_> {
         let column = start.column
             + 1
             + usize::from(start.line == 1 && self.lines.text.starts_with('\u{feff}'));
-        let offset = self.lines.offset_of(start.line, column);
+        let offset = self.cursor.offset(&self.lines, start.line, column);
         self.facts.refs.push(CrateRef {
             name,
             kind,
@@ -227,5 +264,31 @@ impl<'ast> Visit<'ast> for RefVisitor<'_> {
     fn visit_macro(&mut self, m: &'ast syn::Macro) {
         // The macro's own path is a reference; its body is opaque tokens (a blind spot).
         self.visit_path(&m.path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::OffsetCursor;
+    use crate::source::SourceFile;
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// Whatever order positions come in, past line ends or not, the cursor answers
+        /// what `offset_of` answers.
+        #[test]
+        fn the_offset_cursor_agrees_with_offset_of(
+            text in "[a\u{e9}\u{1f600} \r\n]{0,80}",
+            asks in proptest::collection::vec((1usize..8, 1usize..30), 0..40),
+        ) {
+            let file = SourceFile::new("", text);
+            let mut cursor = OffsetCursor::default();
+            for (line, column) in asks {
+                proptest::prop_assert_eq!(
+                    cursor.offset(&file, line, column),
+                    file.offset_of(line, column)
+                );
+            }
+        }
     }
 }
