@@ -182,12 +182,12 @@ pub fn run(repo: &Repo, opts: &CheckOptions) -> Outcome {
 }
 
 /// Runs every rule that is on, side by side on plain threads, while this thread writes
-/// the check cache;
-/// each rule fills its own sink, merged in catalogue order (the final sink sorts anyway).
+/// the check cache. Each rule fills its own sink; they merge in catalogue order (the
+/// final sink sorts anyway).
 ///
 /// Plain threads, not rayon's: a rule may block on a value another rule is computing
-/// with rayon (`Context::edges`, the work-queue model), and a rayon thread that blocks
-/// there can be handed the blocked rule's own work and wait on itself.
+/// with rayon (the work-queue model), and a rayon thread that blocks there can be
+/// handed the blocked rule's own work and wait on itself.
 fn run_rules(ctx: &Context<'_>, severities: &Severities, pending: PendingSave<'_>) -> Sink {
     use std::sync::atomic::{AtomicUsize, Ordering};
     type Run = fn(&Context<'_>, &mut Sink);
