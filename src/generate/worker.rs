@@ -547,11 +547,42 @@ fn list(names: &[String]) -> String {
 /// the checker's `lane-undeployed` reads them.
 fn served_lanes(dev_sh: &str, name: &str, worker: &str) -> Vec<String> {
     let package = format!("{name}-{worker}");
+    let manifest = format!("workers/{worker}/Cargo.toml");
     crate::check::workqueue::lanes::dev_sh_processes(dev_sh)
         .into_iter()
-        .filter(|p| p.words.windows(2).any(|w| w[0] == "-p" && w[1] == package))
+        .filter(|p| runs_worker(&p.words, &package, &manifest))
         .map(|p| p.lane.unwrap_or_else(|| "default".to_owned()))
         .collect()
+}
+
+/// Whether a dev.sh command runs the worker whose package is `package`: through cargo
+/// (`-p`/`--package`/`--bin`, as `-p x`, `-px`, `--package=x`; or `--manifest-path` to
+/// its Cargo.toml), or as the built binary itself (`x`, `./target/release/x`).
+fn runs_worker(words: &[String], package: &str, manifest: &str) -> bool {
+    let is_manifest = |w: &str| w.strip_prefix("./").unwrap_or(w) == manifest;
+    let flagged = words
+        .iter()
+        .zip(words.iter().skip(1))
+        .any(|(flag, value)| match flag.as_str() {
+            "-p" | "--package" | "--bin" => value == package,
+            "--manifest-path" => is_manifest(value),
+            _ => false,
+        });
+    let joined = words.iter().any(|w| {
+        ["-p", "--package=", "--bin="]
+            .iter()
+            .any(|flag| w.strip_prefix(flag) == Some(package))
+            || w.strip_prefix("--manifest-path=").is_some_and(is_manifest)
+    });
+    // The program: the first word that is not an assignment or a wrapper.
+    let program = words.iter().find(|w| {
+        !matches!(w.as_str(), "exec" | "env" | "nohup")
+            && !w.split_once('=').is_some_and(|(k, _)| {
+                !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            })
+    });
+    let binary = program.is_some_and(|p| p.rsplit('/').next() == Some(package));
+    flagged || joined || binary
 }
 
 /// The lane an existing worker's own process serves: the last of its processes in dev.sh
@@ -615,6 +646,26 @@ mod tests {
         );
         assert_eq!(next_metrics_port(dev), 9104);
         assert_eq!(next_metrics_port(""), 9100);
+    }
+
+    #[test]
+    fn a_workers_process_is_found_however_dev_sh_starts_it() {
+        let dev = "# scaffold:workers\n\
+            cargo run --package acme-billing -- serve --lane a &\n\
+            cargo run -pacme-billing -- serve --lane b &\n\
+            cargo run --bin=acme-billing -- serve --lane c &\n\
+            cargo run --manifest-path ./workers/billing/Cargo.toml -- serve --lane d &\n\
+            ACME_METRICS_PORT=9102 ./target/release/acme-billing serve --lane e &\n\
+            exec acme-billing serve --lane f &\n\
+            cargo run -p acme-billing-extra -- serve --lane no1 &\n\
+            ./target/release/acme-maintenance serve --lane no2 &\n\
+            cargo run -p acme-maintenance -- serve --lane no3 --bin acme-billingx &\n\
+            wait\n";
+        assert_eq!(
+            served_lanes(dev, "acme", "billing"),
+            ["a", "b", "c", "d", "e", "f"]
+        );
+        assert_eq!(served_lanes(dev, "acme", "maintenance"), ["no2", "no3"]);
     }
 
     #[test]
