@@ -7,6 +7,10 @@
 //! for handlers). The file's header holds this scaffold's version and the source of the
 //! extractors, so a build whose extraction changed never reuses an older build's
 //! results. A damaged file is an empty memo, never trusted.
+//!
+//! Each result also records its slot (extractor, path, crate: the key without the
+//! content), so a partial run that computes a file's result anew drops the one the old
+//! content left, and repeated `--staged` runs on an edited file do not pile them up.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -20,14 +24,17 @@ use super::with_parsed;
 use crate::check::context::Source;
 
 const FILE: &str = ".scaffold/cache/workqueue-v1.bin";
-const MAGIC: &[u8; 16] = b"scaffold-wq\0\0\0\0\x01";
+const MAGIC: &[u8; 16] = b"scaffold-wq\0\0\0\0\x02";
+
+/// A result as kept: its slot and its encoding.
+type Kept = (u128, Vec<u8>);
 
 /// The results of one run: those loaded (on first use) and those this run used.
 #[derive(Debug)]
 pub struct Memo {
     root: PathBuf,
-    old: OnceLock<HashMap<u128, Vec<u8>>>,
-    used: Mutex<HashMap<u128, Vec<u8>>>,
+    old: OnceLock<HashMap<u128, Kept>>,
+    used: Mutex<HashMap<u128, Kept>>,
     /// Whether a result was computed rather than loaded.
     missed: AtomicBool,
     /// Whether a file changed under this run (its text no longer hashed as recorded):
@@ -66,7 +73,7 @@ impl Memo {
         }
     }
 
-    fn old(&self) -> &HashMap<u128, Vec<u8>> {
+    fn old(&self) -> &HashMap<u128, Kept> {
         self.old.get_or_init(|| {
             std::fs::read(self.root.join(FILE))
                 .ok()
@@ -84,21 +91,20 @@ impl Memo {
         extra: u128,
         f: impl FnOnce(&syn::File) -> T,
     ) -> Option<T> {
-        let key = {
-            let mut data = Vec::with_capacity(extractor.len() + s.path.len() + 48);
-            data.extend_from_slice(extractor.as_bytes());
-            data.push(0);
-            data.extend_from_slice(s.path.as_bytes());
-            data.push(0);
-            data.extend_from_slice(&(s.krate as u64).to_le_bytes());
-            data.extend_from_slice(&s.hash.to_le_bytes());
-            data.extend_from_slice(&extra.to_le_bytes());
-            xxhash_rust::xxh3::xxh3_128(&data)
-        };
-        if let Some(bytes) = self.old().get(&key)
+        let mut data = Vec::with_capacity(extractor.len() + s.path.len() + 48);
+        data.extend_from_slice(extractor.as_bytes());
+        data.push(0);
+        data.extend_from_slice(s.path.as_bytes());
+        data.push(0);
+        data.extend_from_slice(&(s.krate as u64).to_le_bytes());
+        let slot = xxhash_rust::xxh3::xxh3_128(&data);
+        data.extend_from_slice(&s.hash.to_le_bytes());
+        data.extend_from_slice(&extra.to_le_bytes());
+        let key = xxhash_rust::xxh3::xxh3_128(&data);
+        if let Some((_, bytes)) = self.old().get(&key)
             && let Ok(v) = postcard::from_bytes::<T>(bytes)
         {
-            self.lock().insert(key, bytes.clone());
+            self.lock().insert(key, (slot, bytes.clone()));
             return Some(v);
         }
         let file = s.file();
@@ -112,18 +118,19 @@ impl Memo {
         } else if !self.unsettled.load(Ordering::Relaxed) {
             self.missed.store(true, Ordering::Relaxed);
             if let Ok(bytes) = postcard::to_stdvec(&v) {
-                self.lock().insert(key, bytes);
+                self.lock().insert(key, (slot, bytes));
             }
         }
         Some(v)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u128, Vec<u8>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u128, Kept>> {
         self.used.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Writes the results back when this run computed any, or (a full run) no longer
-    /// needs some. A partial run (`--staged`) keeps every loaded result it did not use.
+    /// needs some. A partial run (`--staged`) keeps the loaded results it did not use,
+    /// but not one whose slot it filled anew (the result of a file's older content).
     /// Errors only cost speed next time, so they are ignored.
     pub fn save(&self, partial: bool) {
         let Some(old) = self.old.get() else {
@@ -135,17 +142,21 @@ impl Memo {
             return;
         }
         if partial {
+            let filled: std::collections::HashSet<u128> =
+                used.values().map(|(slot, _)| *slot).collect();
             for (k, v) in old {
-                used.entry(*k).or_insert_with(|| v.clone());
+                if !filled.contains(&v.0) {
+                    used.entry(*k).or_insert_with(|| v.clone());
+                }
             }
         }
-        let mut entries: Vec<(u128, Vec<u8>)> = used.into_iter().collect();
+        let mut entries: Vec<(u128, Kept)> = used.into_iter().collect();
         entries.sort_unstable_by_key(|e| e.0);
         let _ = write(&self.root, &entries);
     }
 }
 
-fn write(root: &Path, entries: &[(u128, Vec<u8>)]) -> std::io::Result<()> {
+fn write(root: &Path, entries: &[(u128, Kept)]) -> std::io::Result<()> {
     let payload = postcard::to_stdvec(&(version_key(), entries)).map_err(std::io::Error::other)?;
     crate::check::cache::replace(
         &root.join(FILE),
@@ -153,9 +164,9 @@ fn write(root: &Path, entries: &[(u128, Vec<u8>)]) -> std::io::Result<()> {
     )
 }
 
-fn decode(bytes: Vec<u8>) -> Option<HashMap<u128, Vec<u8>>> {
+fn decode(bytes: Vec<u8>) -> Option<HashMap<u128, Kept>> {
     let payload = crate::check::cache::unseal(MAGIC, bytes)?;
-    let (key, entries): (u128, Vec<(u128, Vec<u8>)>) = postcard::from_bytes(&payload).ok()?;
+    let (key, entries): (u128, Vec<(u128, Kept)>) = postcard::from_bytes(&payload).ok()?;
     (key == version_key()).then(|| entries.into_iter().collect())
 }
 
@@ -196,14 +207,46 @@ mod tests {
     }
 
     #[test]
+    fn a_partial_run_drops_the_result_of_a_files_older_content() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let count = |tree: &syn::File| tree.items.len();
+        let write_src = |name: &str, text: &str| {
+            std::fs::write(dir.path().join(name), text).expect("write");
+            Source::detached(dir.path(), name, crate::check::cache::hash(text))
+        };
+        // A full run records both files.
+        let a = write_src("a.rs", "fn a() {}\n");
+        let b = write_src("b.rs", "fn b() {}\n");
+        let memo = Memo::new(dir.path());
+        assert_eq!(memo.parsed("items", &a, 0, count), Some(1));
+        assert_eq!(memo.parsed("items", &b, 0, count), Some(1));
+        memo.save(false);
+        let saved = || decode(std::fs::read(dir.path().join(FILE)).expect("saved")).expect("ok");
+        assert_eq!(saved().len(), 2);
+        // Partial runs on `a` as it is edited, again and again: `b`'s result stays, and
+        // only `a`'s newest one is kept.
+        for n in 2..6 {
+            let text = "fn a() {}\n".repeat(n);
+            let a = write_src("a.rs", &text);
+            let memo = Memo::new(dir.path());
+            assert_eq!(memo.parsed("items", &a, 0, count), Some(n));
+            memo.save(true);
+            assert_eq!(saved().len(), 2, "after edit {n}");
+        }
+        let memo = Memo::new(dir.path());
+        assert_eq!(memo.parsed("items", &b, 0, count), Some(1));
+        assert!(!memo.missed.load(Ordering::Relaxed), "b's result was kept");
+    }
+
+    #[test]
     fn round_trips_and_rejects_damage() {
         let dir = tempfile::tempdir().expect("tmp");
-        let entries = vec![(1u128, vec![1u8, 2, 3]), (2, vec![])];
+        let entries = vec![(1u128, (7u128, vec![1u8, 2, 3])), (2, (8, vec![]))];
         write(dir.path(), &entries).expect("write");
         let file = dir.path().join(FILE);
         let bytes = std::fs::read(&file).expect("read");
         let map = decode(bytes.clone()).expect("decodes");
-        assert_eq!(map.get(&1), Some(&vec![1u8, 2, 3]));
+        assert_eq!(map.get(&1), Some(&(7, vec![1u8, 2, 3])));
         let mut flipped = bytes.clone();
         let last = flipped.len() - 1;
         flipped[last] ^= 1;
