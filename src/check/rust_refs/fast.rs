@@ -24,13 +24,14 @@ use std::sync::Once;
 
 use ra_ap_parser::{Edition, LexedStr, Step, SyntaxKind as K, TopEntryPoint};
 
+use super::lex::{self, Tokens};
 use super::{CrateRef, RefKind, RustFacts};
 use crate::check::cfg_test::{CfgTok, requires_test};
 use crate::repo::workspace::DepKind;
 
 /// The edition the lexer and parser read with. A file that only parses under another
 /// edition (`async` as a 2015 identifier, say) reports an error and goes to syn.
-const EDITION: Edition = Edition::Edition2021;
+pub(super) const EDITION: Edition = Edition::Edition2021;
 
 /// The facts of `text`, or `None` when rust-analyzer's lexer or parser reports anything.
 pub(super) fn scan(text: &str, candidates: &HashSet<String>) -> Option<RustFacts> {
@@ -76,17 +77,24 @@ fn quiet_panics_in_scan() {
 }
 
 fn scan_unguarded(text: &str, body: &str, candidates: &HashSet<String>) -> Option<RustFacts> {
-    let lexed = LexedStr::new(EDITION, body);
-    if lexed.errors().next().is_some() {
-        return None;
-    }
-    let output = TopEntryPoint::SourceFile.parse(&lexed.to_input(EDITION), EDITION);
+    let (tokens, input) = match lex::lex(body, EDITION) {
+        Some(lexed) => lexed,
+        None => {
+            let lexed = LexedStr::new(EDITION, body);
+            if lexed.errors().next().is_some() {
+                return None;
+            }
+            (Tokens::of(&lexed), lexed.to_input(EDITION))
+        }
+    };
+    let output = TopEntryPoint::SourceFile.parse(&input, EDITION);
     let mut scanner = Scanner::new(body);
     // The parser's steps count non-trivia tokens; `pos` walks the lexed tokens beside them.
-    let n = lexed.len();
+    let n = tokens.len();
+    let start = |i: usize| tokens.starts[i] as usize;
     let mut pos = 0;
     let skip_trivia = |pos: &mut usize| {
-        while *pos < n && lexed.kind(*pos).is_trivia() {
+        while *pos < n && tokens.kinds[*pos].is_trivia() {
             *pos += 1;
         }
     };
@@ -103,7 +111,7 @@ fn scan_unguarded(text: &str, body: &str, candidates: &HashSet<String>) -> Optio
                 if end > n {
                     return None;
                 }
-                scanner.token(kind, lexed.text_start(pos), lexed.text_start(end));
+                scanner.token(kind, start(pos), start(end));
                 pos = end;
             }
             // `x.0.1`: one float token read as two field names; the step closes the
@@ -112,7 +120,7 @@ fn scan_unguarded(text: &str, body: &str, candidates: &HashSet<String>) -> Optio
                 skip_trivia(&mut pos);
                 // Only digits around one dot are two field indexes (`s.1e0`, `s.0.1f32`
                 // are errors rustc reports after parsing).
-                if pos >= n || !is_field_pair(lexed.text(pos)) {
+                if pos >= n || !is_field_pair(&body[start(pos)..start(pos + 1)]) {
                     return None;
                 }
                 pos += 1;

@@ -10,6 +10,7 @@
 //! has the last word on what is a parse failure.
 
 mod fast;
+mod lex;
 mod syn_scan;
 
 use std::collections::HashSet;
@@ -448,7 +449,7 @@ mod differential {
     use std::collections::HashSet;
     use std::path::Path;
 
-    use super::{fast, syn_scan};
+    use super::{fast, lex, syn_scan};
 
     /// Every identifier-like word of `text`, so that every reference counts.
     fn words(text: &str) -> HashSet<String> {
@@ -506,6 +507,142 @@ mod differential {
             ));
         }
         Ok(true)
+    }
+
+    /// Whether the scan's own lexer answered for `text`; `Err` when its tokens or its
+    /// parser input differ from what rust-analyzer's `LexedStr` gives.
+    fn lexes_as_rust_analyzer(text: &str) -> Result<bool, String> {
+        use ra_ap_parser::{LexedStr, Output, TopEntryPoint};
+        let edition = fast::EDITION;
+        let Some((tokens, input)) = lex::lex(text, edition) else {
+            return Ok(false);
+        };
+        let lexed = LexedStr::new(edition, text);
+        if let Some((i, msg)) = lexed.errors().next() {
+            return Err(format!("rust-analyzer reports `{msg}` at token {i}"));
+        }
+        let theirs = lex::Tokens::of(&lexed);
+        if tokens != theirs {
+            let at = (0..tokens.len().max(theirs.len()))
+                .find(|&i| {
+                    tokens.kinds.get(i) != theirs.kinds.get(i)
+                        || tokens.starts.get(i) != theirs.starts.get(i)
+                })
+                .unwrap_or(0);
+            return Err(format!(
+                "tokens differ at {at}: {:?}@{:?} vs {:?}@{:?}",
+                tokens.kinds.get(at),
+                tokens.starts.get(at),
+                theirs.kinds.get(at),
+                theirs.starts.get(at)
+            ));
+        }
+        let steps = |o: &Output| o.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>();
+        let ours = steps(&TopEntryPoint::SourceFile.parse(&input, edition));
+        let theirs = steps(&TopEntryPoint::SourceFile.parse(&lexed.to_input(edition), edition));
+        if ours != theirs {
+            return Err("the parser reads the two inputs differently".to_owned());
+        }
+        Ok(true)
+    }
+
+    /// Small deletions at character boundaries, from a fixed seed.
+    fn damaged(text: &str, seed: u64, count: usize) -> Vec<String> {
+        let mut state = seed | 1;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
+        if bounds.len() < 4 {
+            return Vec::new();
+        }
+        (0..count)
+            .map(|_| {
+                let at = (next() as usize) % (bounds.len() - 3);
+                let end = bounds[at + 1 + (next() as usize) % 3];
+                format!("{}{}", &text[..bounds[at]], &text[end..])
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_scans_lexer_answers_as_rust_analyzer_does() {
+        // Plain tokens of every kind: the pass must answer for each.
+        let clean = [
+            "fn f() { let s = \"a\\n\\x41\\u{1F600}\\\"\\\\\"; let b = b\"\\xff\\0\"; }",
+            "fn f() { let s = \"line\\\n    continued\"; let t = \"cr\\r\\n\"; }",
+            "fn f() { let c = c\"ok\\n\"; let e = cr\"raw\"; let g = cr#\"x\"#; }",
+            "fn f() { let a = '\\''; let b = b'x'; let c = b'\\n'; let d = '\\u{41}'; }",
+            "fn f() { let r = r#\"raw \" here\"#; let s = br##\"x\"##; }",
+            "fn f() { 1.0; 1.; x.0.1; x.0 .1; 1.0e10f32; 0b1010u8; 1_000; 0xff; 1e5; }",
+            "fn f<'a>() -> &'static str { let _ = r#type; let _: &'a u8; }",
+            "fn f() { let \u{e9}t\u{e9} = 1; }",
+            "/* a /* nested */ comment */ /// doc\n//! inner\n#[attr] fn f() {}",
+            "async fn f() { try { }; gen { }; union U { a: u8 } macro_rules! m { () => {} } }",
+            "fn f() { a.await?.b::<c>()?; x |= y >>= z; a && b || !c; }",
+            "fn f() -> impl Fn(&'_ u8) + '_ { |x| x..=y }",
+            "fn f() { let _ = 1 ; } // trailing comment without a newline",
+            "",
+        ];
+        // Errors and special tokens: compared where the pass answers, which it may not.
+        let questioned = [
+            "fn f() { let s = \"bad \\q escape\"; }",
+            "fn f() { let s = \"bare \r cr\"; }",
+            "fn f() { let c = c\"x\\0y\"; }",
+            "fn f() { let c = b'\\u{41}'; let d = 'ab'; }",
+            "fn f() { let t = r\"x; }",
+            "fn f() { 1e; 0x; }",
+            "fn f() { '1a; k#x; }",
+            "fn f() { let x = #\"x\"#; ## }",
+            "/* unterminated",
+            "#![allow(dead_code)]\nfn f() {}",
+            "#!/usr/bin/env run-cargo-script\nfn f() {}",
+            "\n  \n---\n[package]\n---\nfn f() {}",
+            "fn f() { let _ = 🦀; let _ = €; }",
+        ];
+        let mut problems = Vec::new();
+        for text in clean {
+            match lexes_as_rust_analyzer(text) {
+                Ok(true) => {}
+                Ok(false) => problems.push(format!("{text:?}: not answered")),
+                Err(e) => problems.push(format!("{text:?}: {e}")),
+            }
+        }
+        for text in questioned {
+            if let Err(e) = lexes_as_rust_analyzer(text) {
+                problems.push(format!("{text:?}: {e}"));
+            }
+        }
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files = Vec::new();
+        for dir in ["src", "runtime", "tests", "fixtures", "benches"] {
+            rust_files(&root.join(dir), &mut files);
+        }
+        let mut files_answered = 0;
+        for (i, f) in files.iter().enumerate() {
+            let Ok(text) = std::fs::read_to_string(f) else {
+                continue;
+            };
+            match lexes_as_rust_analyzer(&text) {
+                Ok(took) => files_answered += usize::from(took),
+                Err(e) => problems.push(format!("{}: {e}", f.display())),
+            }
+            for (j, d) in damaged(&text, i as u64 + 1, 8).iter().enumerate() {
+                if let Err(e) = lexes_as_rust_analyzer(d) {
+                    problems.push(format!("{} (damage {j}): {e}", f.display()));
+                }
+            }
+        }
+        assert!(problems.is_empty(), "{}", problems.join("\n"));
+        // Most real files are plain: a drop means the pass stopped paying for itself.
+        assert!(
+            files_answered * 10 >= files.len() * 8,
+            "answered {files_answered} of {} files",
+            files.len()
+        );
     }
 
     #[test]
