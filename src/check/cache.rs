@@ -87,6 +87,7 @@ pub fn key(candidates: &[&str]) -> u128 {
     let mut data = code_key(&[
         include_str!("rust_refs/mod.rs"),
         include_str!("rust_refs/fast.rs"),
+        include_str!("rust_refs/lex.rs"),
         include_str!("rust_refs/syn_scan.rs"),
         include_str!("cfg_test.rs"),
         include_str!("suppress.rs"),
@@ -278,6 +279,27 @@ fn decode(bytes: Vec<u8>, key: u128) -> Option<Cache> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_key_covers_every_file_of_the_import_scan() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/check/rust_refs");
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .expect("rust_refs")
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".rs"))
+            .collect();
+        names.sort();
+        assert!(names.len() >= 4, "{names:?}");
+        let this = include_str!("cache.rs");
+        for name in names {
+            let listed = format!("include_str!(\"rust_refs/{name}\")");
+            assert!(
+                this.contains(&listed),
+                "cache::key does not hash rust_refs/{name}"
+            );
+        }
+    }
 
     #[test]
     fn trusts_metadata_only_of_files_settled_before_the_run() {
