@@ -96,53 +96,47 @@ pub const MAX_PREFIX_RUN: usize = 5_000;
 fn too_deep(text: &str) -> Option<usize> {
     // Each limit counts bytes of its own kinds, so a file with no more such bytes in all
     // than the smallest limit is within all three: a branch-free count, much cheaper
-    // than the walk below, settles almost every file.
+    // than the walk in `past_a_limit`, settles almost every file.
     if deep_bytes(text.as_bytes()) <= MAX_NESTING.min(MAX_ANGLES).min(MAX_PREFIX_RUN) {
         return None;
     }
+    past_a_limit(text)
+}
+
+/// Where `text` first passes a nesting limit, walked byte by byte (what `too_deep`
+/// decides, without its shortcut).
+fn past_a_limit(text: &str) -> Option<usize> {
     let (mut depth, mut angles, mut run) = (0usize, 0usize, 0usize);
     for (i, b) in text.bytes().enumerate() {
-        match BYTE_CLASS[usize::from(b)] {
-            OTHER => run = 0,
-            SPACE => {}
-            OPEN => {
-                run = 0;
+        match b {
+            b'(' | b'[' | b'{' => {
                 depth += 1;
                 if depth > MAX_NESTING {
                     return Some(i);
                 }
-                if b == b'{' {
-                    angles = 0;
-                }
             }
-            CLOSE => {
-                run = 0;
-                depth = depth.saturating_sub(1);
-                if b == b'}' {
-                    angles = 0;
-                }
-            }
-            LT => {
-                run = 0;
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            b'<' => {
                 angles += 1;
                 if angles > MAX_ANGLES {
                     return Some(i);
                 }
             }
-            GT => {
-                run = 0;
-                angles = angles.saturating_sub(1);
-            }
-            SEMI => {
-                run = 0;
-                angles = 0;
-            }
-            _ => {
+            b'>' => angles = angles.saturating_sub(1),
+            _ => {}
+        }
+        if matches!(b, b';' | b'{' | b'}') {
+            angles = 0;
+        }
+        match b {
+            b'&' | b'*' | b'-' | b'!' => {
                 run += 1;
                 if run > MAX_PREFIX_RUN {
                     return Some(i);
                 }
             }
+            b' ' | b'\t' | b'\n' | b'\r' => {}
+            _ => run = 0,
         }
     }
     None
@@ -170,38 +164,6 @@ fn deep_bytes(bytes: &[u8]) -> usize {
     }
     total
 }
-
-const OTHER: u8 = 0;
-const SPACE: u8 = 1;
-const OPEN: u8 = 2;
-const CLOSE: u8 = 3;
-const LT: u8 = 4;
-const GT: u8 = 5;
-const SEMI: u8 = 6;
-const PREFIX: u8 = 7;
-
-/// What each byte means to `too_deep` (one table lookup per byte instead of a match).
-const BYTE_CLASS: [u8; 256] = {
-    let mut t = [OTHER; 256];
-    t[b' ' as usize] = SPACE;
-    t[b'\t' as usize] = SPACE;
-    t[b'\n' as usize] = SPACE;
-    t[b'\r' as usize] = SPACE;
-    t[b'(' as usize] = OPEN;
-    t[b'[' as usize] = OPEN;
-    t[b'{' as usize] = OPEN;
-    t[b')' as usize] = CLOSE;
-    t[b']' as usize] = CLOSE;
-    t[b'}' as usize] = CLOSE;
-    t[b'<' as usize] = LT;
-    t[b'>' as usize] = GT;
-    t[b';' as usize] = SEMI;
-    t[b'&' as usize] = PREFIX;
-    t[b'*' as usize] = PREFIX;
-    t[b'-' as usize] = PREFIX;
-    t[b'!' as usize] = PREFIX;
-    t
-};
 
 #[cfg(test)]
 mod tests {
@@ -360,37 +322,10 @@ mod tests {
         assert!(extract(&ok, &HashSet::new()).is_ok());
     }
 
-    /// `too_deep` as the rule reads, byte by byte with no shortcut: the table-driven
-    /// version must agree with it everywhere.
-    fn too_deep_plainly(text: &str) -> Option<usize> {
-        let (mut depth, mut angles, mut run) = (0usize, 0usize, 0usize);
-        for (i, b) in text.bytes().enumerate() {
-            match b {
-                b'(' | b'[' | b'{' => depth += 1,
-                b')' | b']' | b'}' => depth = depth.saturating_sub(1),
-                b'<' => angles += 1,
-                b'>' => angles = angles.saturating_sub(1),
-                _ => {}
-            }
-            if matches!(b, b';' | b'{' | b'}') {
-                angles = 0;
-            }
-            match b {
-                b'&' | b'*' | b'-' | b'!' => run += 1,
-                b' ' | b'\t' | b'\n' | b'\r' => {}
-                _ => run = 0,
-            }
-            if depth > MAX_NESTING || angles > MAX_ANGLES || run > MAX_PREFIX_RUN {
-                return Some(i);
-            }
-        }
-        None
-    }
-
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
         #[test]
-        fn too_deep_agrees_with_its_plain_reading(
+        fn too_deep_agrees_with_the_walk_it_shortcuts(
             runs in proptest::collection::vec((0usize..17, 1usize..1200), 0..40)
         ) {
             // Runs of one byte each, so the limits are actually reached.
@@ -399,7 +334,7 @@ mod tests {
                 .iter()
                 .map(|&(b, n)| char::from(BYTES[b]).to_string().repeat(n))
                 .collect();
-            proptest::prop_assert_eq!(too_deep(&text), too_deep_plainly(&text));
+            proptest::prop_assert_eq!(too_deep(&text), past_a_limit(&text));
         }
     }
 
