@@ -37,14 +37,7 @@ pub enum Verdict {
 
 impl Edge<'_> {
     pub fn verdict(&self) -> Verdict {
-        let to = &self.to_layer.name;
-        if self.from_layer.must_not_import.contains(to) {
-            Verdict::Forbidden
-        } else if self.from_layer.name == *to || self.from_layer.may_import.contains(to) {
-            Verdict::Allowed
-        } else {
-            Verdict::Undeclared
-        }
+        verdict(self.from_layer, self.to_layer)
     }
 
     /// " (dev-dependency)" and the like, for messages.
@@ -59,8 +52,22 @@ impl Edge<'_> {
     }
 }
 
-/// Every edge of the repository whose two ends both sit in a layer; rules read them
-/// through `Context::edges`, which computes this once.
+/// How an edge from layer `from` to layer `to` stands against the codemap.
+fn verdict(from: &Layer, to: &Layer) -> Verdict {
+    let to = &to.name;
+    if from.must_not_import.contains(to) {
+        Verdict::Forbidden
+    } else if from.name == *to || from.may_import.contains(to) {
+        Verdict::Allowed
+    } else {
+        Verdict::Undeclared
+    }
+}
+
+/// Every edge of the repository whose two ends both sit in a layer and that the codemap
+/// does not allow (forbidden or undeclared: the edges a rule reports); rules read them
+/// through `Context::edges`, which computes this once. An allowed edge is dropped before
+/// it is built: a clean repository has tens of thousands of them, and none is reported.
 pub(super) fn all<'r>(ctx: &Context<'r>) -> Vec<Edge<'r>> {
     let repo: &'r crate::repo::Repo = ctx.repo;
     let codemap = &repo.codemap;
@@ -83,6 +90,9 @@ pub(super) fn all<'r>(ctx: &Context<'r>) -> Vec<Edge<'r>> {
                     .or_else(|| codemap.layer_of(dir)),
             };
             let Some(to_layer) = to_layer else { continue };
+            if verdict(from_layer, to_layer) == Verdict::Allowed {
+                continue;
+            }
             edges.push(Edge {
                 via: EdgeVia::Dependency,
                 from_crate: i,
@@ -107,6 +117,9 @@ pub(super) fn all<'r>(ctx: &Context<'r>) -> Vec<Edge<'r>> {
             let Some(to_layer) = ctx.layer(target) else {
                 continue;
             };
+            if verdict(from_layer, to_layer) == Verdict::Allowed {
+                continue;
+            }
             let scope = if s.scope == DepKind::Normal {
                 r.scope
             } else {
