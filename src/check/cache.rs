@@ -63,10 +63,22 @@ pub struct Taken(Range<usize>);
 
 /// One entry of the cache to write.
 #[derive(Debug)]
-pub enum Record {
+pub enum Record<'a> {
     /// Copied as encoded from the cache that was loaded (the file did not change).
     Kept(Taken),
-    Fresh(Entry),
+    Fresh(EntryRef<'a>),
+}
+
+/// An [`Entry`] to write, borrowing what it holds from the run's sources: encoded exactly
+/// as the `Entry` it decodes to (the same fields in the same order), without copying
+/// every file's facts first.
+#[derive(Debug, Serialize)]
+pub struct EntryRef<'a> {
+    pub hash: u128,
+    pub stat: Option<FileStat>,
+    pub mentions: Mentions,
+    pub facts: &'a Result<RustFacts, ParseFailure>,
+    pub suppressions: &'a [Suppression],
 }
 
 /// `stat`, if a file with this metadata had settled before a run that started at
@@ -118,24 +130,38 @@ pub(crate) fn code_key(sources: &[&str]) -> Vec<u8> {
     data
 }
 
+/// How many bytes [`seal`] puts before the payload: the magic and the checksum.
+pub(crate) const SEAL_LEN: usize = 32;
+
 /// `payload` behind `magic` and its checksum: what a cache file holds.
 pub(crate) fn seal(magic: &[u8; 16], payload: &[u8]) -> Vec<u8> {
-    let mut bytes = Vec::with_capacity(payload.len() + 32);
-    bytes.extend_from_slice(magic);
-    bytes.extend_from_slice(&xxhash_rust::xxh3::xxh3_128(payload).to_le_bytes());
+    let mut bytes = Vec::with_capacity(payload.len() + SEAL_LEN);
+    bytes.resize(SEAL_LEN, 0);
     bytes.extend_from_slice(payload);
+    seal_in_place(magic, &mut bytes);
     bytes
+}
+
+/// Seals a buffer whose first [`SEAL_LEN`] bytes were left for it and whose payload
+/// follows, without copying the payload.
+pub(crate) fn seal_in_place(magic: &[u8; 16], bytes: &mut [u8]) {
+    let sum = xxhash_rust::xxh3::xxh3_128(bytes.get(SEAL_LEN..).unwrap_or_default());
+    if let Some(head) = bytes.get_mut(..SEAL_LEN) {
+        head[..16].copy_from_slice(magic);
+        head[16..].copy_from_slice(&sum.to_le_bytes());
+    }
 }
 
 /// The payload of a file [`seal`] wrote with `magic`; `None` when the magic or the
 /// checksum does not match (damaged, truncated, another format).
 pub(crate) fn unseal(magic: &[u8; 16], mut bytes: Vec<u8>) -> Option<Vec<u8>> {
-    if !bytes.starts_with(magic) || bytes.len() < magic.len() + 16 {
+    if !bytes.starts_with(magic) || bytes.len() < SEAL_LEN {
         return None;
     }
-    let sum = u128::from_le_bytes(bytes[magic.len()..magic.len() + 16].try_into().ok()?);
-    let payload = bytes.split_off(magic.len() + 16);
-    (xxhash_rust::xxh3::xxh3_128(&payload) == sum).then_some(payload)
+    let sum = u128::from_le_bytes(bytes[magic.len()..SEAL_LEN].try_into().ok()?);
+    // In place: the payload moves to the front of the buffer it was read into.
+    bytes.drain(..SEAL_LEN);
+    (xxhash_rust::xxh3::xxh3_128(&bytes) == sum).then_some(bytes)
 }
 
 fn path(root: &Path) -> PathBuf {
@@ -174,11 +200,11 @@ impl Cache {
 
     /// The entries no file of this run took, still encoded: files that are gone, or that
     /// a partial run (`--staged`) did not visit.
-    pub fn rest(&self) -> impl Iterator<Item = (String, Record)> + '_ {
+    pub fn rest(&self) -> impl Iterator<Item = (&str, Record<'_>)> + '_ {
         self.index
             .iter()
             .filter(|(_, (_, taken))| !taken)
-            .map(|(p, (r, _))| (p.clone(), Record::Kept(Taken(r.clone()))))
+            .map(|(p, (r, _))| (p.as_str(), Record::Kept(Taken(r.clone()))))
     }
 
     /// Writes `records` as the new cache, by temp file and rename; a kept record is
@@ -189,7 +215,7 @@ impl Cache {
         &self,
         root: &Path,
         key: u128,
-        mut records: Vec<(String, Record)>,
+        mut records: Vec<(&str, Record<'_>)>,
     ) -> std::io::Result<()> {
         let dir = root.join(DIR);
         std::fs::create_dir_all(&dir)?;
@@ -201,26 +227,35 @@ impl Cache {
                 "Signature: 8a477f597d28d172789f06886806bc55\n# scaffold check cache\n",
             )?;
         }
-        records.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        records.sort_unstable_by(|a, b| a.0.cmp(b.0));
         records.dedup_by(|a, b| a.0 == b.0);
-        let mut payload = Vec::with_capacity(self.payload.len().max(64 * records.len()) + 32);
-        payload.extend_from_slice(&key.to_le_bytes());
-        payload.extend_from_slice(&len32(records.len())?);
+        // One buffer, sealed in place: room for the seal, then the payload, each fresh
+        // entry encoded straight into it behind its length.
+        let mut bytes =
+            Vec::with_capacity(SEAL_LEN + self.payload.len().max(128 * records.len()) + 20);
+        bytes.resize(SEAL_LEN, 0);
+        bytes.extend_from_slice(&key.to_le_bytes());
+        bytes.extend_from_slice(&len32(records.len())?);
         for (path, record) in &records {
-            let fresh;
-            let data: &[u8] = match record {
-                Record::Kept(t) => self.payload.get(t.0.clone()).unwrap_or_default(),
-                Record::Fresh(entry) => {
-                    fresh = postcard::to_stdvec(entry).map_err(std::io::Error::other)?;
-                    &fresh
+            bytes.extend_from_slice(&len32(path.len())?);
+            bytes.extend_from_slice(path.as_bytes());
+            match record {
+                Record::Kept(t) => {
+                    let data = self.payload.get(t.0.clone()).unwrap_or_default();
+                    bytes.extend_from_slice(&len32(data.len())?);
+                    bytes.extend_from_slice(data);
                 }
-            };
-            payload.extend_from_slice(&len32(path.len())?);
-            payload.extend_from_slice(path.as_bytes());
-            payload.extend_from_slice(&len32(data.len())?);
-            payload.extend_from_slice(data);
+                Record::Fresh(entry) => {
+                    let at = bytes.len();
+                    bytes.extend_from_slice(&[0; 4]);
+                    bytes = postcard::to_extend(entry, bytes).map_err(std::io::Error::other)?;
+                    let len = len32(bytes.len() - at - 4)?;
+                    bytes[at..at + 4].copy_from_slice(&len);
+                }
+            }
         }
-        replace(&path(root), &seal(MAGIC, &payload))
+        seal_in_place(MAGIC, &mut bytes);
+        replace(&path(root), &bytes)
     }
 }
 
@@ -340,9 +375,17 @@ mod tests {
             },
         );
         let records = entries
-            .clone()
-            .into_iter()
-            .map(|(p, e)| (p, Record::Fresh(e)))
+            .iter()
+            .map(|(p, e)| {
+                let fresh = EntryRef {
+                    hash: e.hash,
+                    stat: e.stat,
+                    mentions: e.mentions,
+                    facts: &e.facts,
+                    suppressions: &e.suppressions,
+                };
+                (p.as_str(), Record::Fresh(fresh))
+            })
             .collect();
         Cache::default().save(dir.path(), 1, records).expect("save");
         let mut c = Cache::load(dir.path(), 1);

@@ -326,7 +326,7 @@ fn parse_all(
         .map(|(path, krate, taken)| {
             // From the walk, or (a listed load) taken here, before any read, so a write
             // during the read shows as a change.
-            let walked = repo.rust.get(path).copied().or_else(|| {
+            let walked = repo.walked_stat(path).or_else(|| {
                 std::fs::symlink_metadata(repo.root.join(path))
                     .ok()
                     .map(|m| FileStat::of(&m))
@@ -358,7 +358,12 @@ fn parse_all(
                             (fresh, None)
                         }
                     };
-                    let _ = file.set(src);
+                    // Kept only where a rule may read the text (most files it is not
+                    // asked for again, and 20,000 texts held to the end cost more memory,
+                    // and so page faults, than a second read of the few asked for).
+                    if entry.mentions.any() {
+                        let _ = file.set(src);
+                    }
                     (entry, stat, kept)
                 }
             };
@@ -378,8 +383,12 @@ fn parse_all(
             })
         })
         .collect();
-    // Collected by index (one allocation of the right size), then the unreadable dropped.
-    sources.into_iter().flatten().collect()
+    // Collected by index (one allocation of the right size), then the unreadable dropped
+    // into a second allocation of that size (collecting a `flatten` would grow it by
+    // doubling: copies, and fresh pages for each size).
+    let mut out = Vec::with_capacity(sources.len());
+    out.extend(sources.into_iter().flatten());
+    out
 }
 
 /// What this run found, still to be written back to the check cache: the caller saves it
@@ -409,23 +418,22 @@ impl PendingSave<'_> {
         if !stale && sources.iter().all(|s| s.kept.is_some()) {
             return;
         }
-        let mut records: Vec<(String, cache::Record)> = if partial {
-            cache.rest().collect()
-        } else {
-            Vec::new()
-        };
+        let mut records: Vec<(&str, cache::Record<'_>)> = Vec::with_capacity(sources.len());
+        if partial {
+            records.extend(cache.rest());
+        }
         for s in sources {
             let record = match &s.kept {
                 Some(t) => cache::Record::Kept(t.clone()),
-                None => cache::Record::Fresh(cache::Entry {
+                None => cache::Record::Fresh(cache::EntryRef {
                     hash: s.hash,
                     stat: s.stat,
                     mentions: s.mentions,
-                    facts: s.facts.clone(),
-                    suppressions: s.suppressions.clone(),
+                    facts: &s.facts,
+                    suppressions: &s.suppressions,
                 }),
             };
-            records.push((s.path.clone(), record));
+            records.push((&s.path, record));
         }
         // A cache that cannot be written (a read-only checkout) only costs speed next time.
         let _ = cache.save(root, key, records);

@@ -36,6 +36,12 @@ impl Mentions {
         Mentions(bits)
     }
 
+    /// Whether the text holds any of [`TOKENS`]: a file that holds none is not one a rule
+    /// reads the text of (except a few read by path, which read it again).
+    pub fn any(self) -> bool {
+        self.0 != 0
+    }
+
     /// Whether the text holds a word a repo-wide rule reads: then a change to the file is
     /// not local to it (see `check::changes_are_local`).
     pub fn repo_wide(self) -> bool {

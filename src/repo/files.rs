@@ -2,7 +2,6 @@
 //! metadata of every Rust source in the same pass, so the check cache can tell an
 //! unchanged file without opening it (as git's index does).
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -13,8 +12,8 @@ use ignore::{WalkBuilder, WalkState};
 pub struct Walk {
     /// Every file, repo-relative, `/`-separated, sorted.
     pub files: Vec<String>,
-    /// The metadata of every `.rs` file.
-    pub rust: HashMap<String, FileStat>,
+    /// The metadata of each file, by its index in `files`: taken for `.rs` files only.
+    pub stats: Vec<Option<FileStat>>,
 }
 
 /// What the check cache compares to tell that a file has not changed since it was read:
@@ -106,14 +105,8 @@ pub fn walk(root: &Path) -> Walk {
         });
     let mut all = out.into_inner().unwrap_or_else(|p| p.into_inner());
     all.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-    let mut walk = Walk::default();
-    for (path, stat) in all {
-        if let Some(t) = stat {
-            walk.rust.insert(path.clone(), t);
-        }
-        walk.files.push(path);
-    }
-    walk
+    let (files, stats) = all.into_iter().unzip();
+    Walk { files, stats }
 }
 
 type Found = (String, Option<FileStat>);

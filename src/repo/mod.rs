@@ -74,14 +74,21 @@ pub struct Repo {
     pub workspace: Workspace,
     /// Problems found while reading Cargo manifests (unparseable ones).
     pub workspace_findings: Vec<crate::check::finding::Finding>,
-    /// The metadata of every `.rs` file, taken during the walk (empty for a listed load).
-    pub rust: std::collections::HashMap<String, files::FileStat>,
+    /// The metadata of each `.rs` file by its index in `files`, taken during the walk
+    /// (empty for a listed load).
+    stats: Vec<Option<files::FileStat>>,
     /// When loading began (before the walk), in nanoseconds since the epoch: a file that
     /// changed after this may have changed again since it was read.
     pub started_ns: i128,
 }
 
 impl Repo {
+    /// The metadata the walk took of `rel`, a `.rs` file (`None` for a listed load).
+    pub fn walked_stat(&self, rel: &str) -> Option<files::FileStat> {
+        let i = self.files.binary_search_by(|f| f.as_str().cmp(rel)).ok()?;
+        self.stats.get(i).copied().flatten()
+    }
+
     /// Reads a repo-relative file as text, if it exists and is UTF-8. Never follows a path
     /// out of the repository.
     pub fn read(&self, rel: &str) -> Option<String> {
@@ -100,7 +107,7 @@ impl Repo {
         files.dedup();
         Self::load_with(root, || files::Walk {
             files,
-            rust: Default::default(),
+            stats: Vec::new(),
         })
     }
 
@@ -155,7 +162,7 @@ impl Repo {
             gate_matrix,
             workspace,
             workspace_findings,
-            rust: walk.rust,
+            stats: walk.stats,
             started_ns,
         })
     }
@@ -166,23 +173,41 @@ pub(crate) fn read_in(root: &Path, rel: &str) -> Option<String> {
     read_in_sized(root, rel, None)
 }
 
+/// The largest buffer a length hint sizes up front.
+const HINT_CAP: usize = 16 << 20;
+
 /// `read_in` for a file whose length the caller already has (from the walk): the
-/// buffer is sized up front and no metadata is asked for, so a read costs an open, two
-/// reads and a close. The length is only a hint; a file that changed size is read whole.
+/// buffer is sized up front and no metadata is asked for, so a read costs an open, one
+/// read and a close. The length is only a hint; a file that changed size is read whole.
 pub(crate) fn read_in_sized(root: &Path, rel: &str, len: Option<u64>) -> Option<String> {
     use std::io::Read;
     if rel.split('/').any(|s| s == "..") {
         return None;
     }
-    let file = open_no_follow(&root.join(rel))?;
-    // One byte past the hint, so the read that finds the end needs no reallocation.
+    let mut file = open_no_follow(&root.join(rel))?;
+    // One byte past the hint: a read of a regular file comes back short only at the
+    // file's end, so a read that leaves that byte unfilled has read the whole file and no
+    // second read is needed to find the end (`read_to_end` always makes one).
+    // Capped: a length from metadata is not trusted with an allocation (a file past the
+    // cap is read on to its end as it comes).
     let hint = len
         .and_then(|n| usize::try_from(n).ok())
-        .map_or(0, |n| n + 1);
-    let mut bytes = Vec::with_capacity(hint);
-    // Through `Take`, which reads into the buffer as sized: `File`'s own `read_to_end`
-    // asks for the file's metadata first.
-    file.take(u64::MAX).read_to_end(&mut bytes).ok()?;
+        .map_or(0, |n| n.min(HINT_CAP) + 1);
+    let mut bytes = vec![0; hint];
+    let got = loop {
+        match file.read(&mut bytes) {
+            Ok(n) => break n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return None,
+        }
+    };
+    bytes.truncate(got);
+    if got == hint {
+        // No hint, or the file grew since its length was taken: the rest as it comes.
+        // Through `Take`, which reads into the buffer as it is: `File`'s own
+        // `read_to_end` asks for the file's metadata first.
+        file.take(u64::MAX).read_to_end(&mut bytes).ok()?;
+    }
     Some(match String::from_utf8(bytes) {
         Ok(s) => s,
         Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
@@ -219,7 +244,18 @@ mod tests {
     fn reads_a_file_whole_whatever_the_length_hint() {
         let dir = tempfile::tempdir().expect("temp dir");
         std::fs::write(dir.path().join("a.rs"), "fn main() {}\n").expect("write");
-        for hint in [None, Some(0), Some(3), Some(13), Some(4096)] {
+        // Shorter than the file, one short of its length (the read fills the buffer),
+        // its length, longer; and a length past the cap.
+        for hint in [
+            None,
+            Some(0),
+            Some(3),
+            Some(12),
+            Some(13),
+            Some(14),
+            Some(4096),
+            Some(u64::MAX),
+        ] {
             assert_eq!(
                 read_in_sized(dir.path(), "a.rs", hint).as_deref(),
                 Some("fn main() {}\n"),
