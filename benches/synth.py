@@ -125,6 +125,8 @@ def main():
     ap.add_argument("--crates", type=int, default=520)
     ap.add_argument("--files", type=int, default=20800)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--literal-members", action="store_true",
+                    help="list every member in [workspace] members instead of globs (as cargo new does)")
     a = ap.parse_args()
     rng = random.Random(a.seed)
     crates = []
@@ -144,7 +146,10 @@ def main():
     per_crate = max(1, a.files // len(crates))
     write(os.path.join(a.out, "agent/codemap.yml"), CODEMAP)
     write(os.path.join(a.out, "agent/manifests/gate-matrix.yml"), GATES)
-    members = sorted({c["dir"].split("/")[0] + "/*" if "/" in c["dir"] else c["dir"] for c in crates})
+    if a.literal_members:
+        members = sorted(c["dir"] for c in crates)
+    else:
+        members = sorted({c["dir"].split("/")[0] + "/*" if "/" in c["dir"] else c["dir"] for c in crates})
     write(os.path.join(a.out, "Cargo.toml"), "[workspace]\nmembers = [{}]\nresolver = \"2\"\n".format(", ".join('"{}"'.format(m) for m in members)))
     total = 0
     for c in crates:

@@ -66,7 +66,7 @@ impl FileStat {
 /// symlinks, and skips `.git`, `.scaffold` and Cargo target directories (those holding
 /// `CACHEDIR.TAG`).
 pub fn walk(root: &Path) -> Walk {
-    let out: Mutex<Vec<Found>> = Mutex::new(Vec::new());
+    let out: Mutex<Vec<Vec<Found>>> = Mutex::new(Vec::new());
     WalkBuilder::new(root)
         .hidden(false)
         .git_ignore(true)
@@ -84,10 +84,7 @@ pub fn walk(root: &Path) -> Walk {
         })
         .build_parallel()
         .run(|| {
-            let mut batch = Batch {
-                local: Vec::new(),
-                out: &out,
-            };
+            let mut found = ThreadFiles::new(&out);
             Box::new(move |entry| {
                 if let Ok(e) = entry
                     && e.file_type().is_some_and(|t| t.is_file())
@@ -98,12 +95,17 @@ pub fn walk(root: &Path) -> Walk {
                     } else {
                         None
                     };
-                    batch.push(rel, stat);
+                    found.local.push((rel, stat));
                 }
                 WalkState::Continue
             })
         });
-    let mut all = out.into_inner().unwrap_or_else(|p| p.into_inner());
+    // Each walker thread's list, joined into one allocation of the right size.
+    let parts = out.into_inner().unwrap_or_else(|p| p.into_inner());
+    let mut all = Vec::with_capacity(parts.iter().map(Vec::len).sum());
+    for part in parts {
+        all.extend(part);
+    }
     all.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     let (files, stats) = all.into_iter().unzip();
     Walk { files, stats }
@@ -111,30 +113,30 @@ pub fn walk(root: &Path) -> Walk {
 
 type Found = (String, Option<FileStat>);
 
-/// A walker thread's findings, handed over in batches; the rest when the thread's
-/// closure is dropped at the end of the walk.
-struct Batch<'a> {
+/// What one walker thread found, handed over whole when the thread's closure is dropped
+/// at the end of the walk (handing it over in batches grew one shared vector by
+/// doubling, under a lock).
+struct ThreadFiles<'a> {
     local: Vec<Found>,
-    out: &'a Mutex<Vec<Found>>,
+    out: &'a Mutex<Vec<Vec<Found>>>,
 }
 
-impl Batch<'_> {
-    fn push(&mut self, path: String, stat: Option<FileStat>) {
-        self.local.push((path, stat));
-        if self.local.len() >= 256 {
-            self.flush();
+impl<'a> ThreadFiles<'a> {
+    fn new(out: &'a Mutex<Vec<Vec<Found>>>) -> Self {
+        ThreadFiles {
+            local: Vec::new(),
+            out,
         }
     }
-
-    fn flush(&mut self) {
-        let mut v = self.out.lock().unwrap_or_else(|p| p.into_inner());
-        v.append(&mut self.local);
-    }
 }
 
-impl Drop for Batch<'_> {
+impl Drop for ThreadFiles<'_> {
     fn drop(&mut self) {
-        self.flush();
+        let local = std::mem::take(&mut self.local);
+        self.out
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(local);
     }
 }
 

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use rayon::prelude::*;
 use toml_edit::{Item, TableLike};
 
 use super::manifest::PathGlob;
@@ -100,10 +101,11 @@ impl Workspace {
     }
 
     /// Loads the workspace rooted at `root_manifest` (the repo's Cargo.toml).
-    /// `files` is every repo-relative file path, used to expand member globs.
-    /// Unreadable manifests become `source-unparsed` findings.
+    /// `files` is every repo-relative file path, sorted, used to expand member globs.
+    /// Unreadable manifests become `source-unparsed` findings. Members are read and
+    /// parsed in parallel.
     pub fn load(
-        read: &dyn Fn(&str) -> Option<String>,
+        read: &(dyn Fn(&str) -> Option<String> + Sync),
         files: &[String],
     ) -> (Workspace, Vec<Finding>) {
         let mut findings = Vec::new();
@@ -142,11 +144,14 @@ impl Workspace {
                 .iter()
                 .filter_map(|m| PathGlob::new(normalize_rel(m).as_str()).ok())
                 .collect();
+            let excluded_dirs: Vec<String> = exclude_globs
+                .iter()
+                .map(|g| format!("{}/", g.pattern))
+                .collect();
             for dir in manifest_dirs {
                 if member_globs.iter().any(|g| g.is_match(&dir))
-                    && !exclude_globs
-                        .iter()
-                        .any(|g| g.is_match(&dir) || dir.starts_with(&format!("{}/", g.pattern)))
+                    && !exclude_globs.iter().any(|g| g.is_match(&dir))
+                    && !excluded_dirs.iter().any(|d| dir.starts_with(d.as_str()))
                 {
                     member_dirs.push(dir);
                 }
@@ -158,7 +163,8 @@ impl Workspace {
                     continue;
                 }
                 let literal = !m.contains(['*', '?', '[']);
-                if literal && !files.iter().any(|f| *f == format!("{m}/Cargo.toml")) {
+                // `files` is sorted: one lookup, not a pass over every file per member.
+                if literal && files.binary_search(&format!("{m}/Cargo.toml")).is_err() {
                     let at = find_text(&root_file, &format!("\"{m}\""));
                     findings.push(
                         Finding::new("source-unparsed", "Cargo.toml", at)
@@ -191,21 +197,22 @@ impl Workspace {
         }
         member_dirs.sort();
         member_dirs.dedup();
-        for dir in member_dirs {
-            let manifest_path = if dir.is_empty() {
-                "Cargo.toml".to_owned()
-            } else {
-                format!("{dir}/Cargo.toml")
-            };
-            let file = if dir.is_empty() {
-                root_file.clone()
-            } else {
-                match read(&manifest_path) {
-                    Some(t) => SourceFile::new(manifest_path.clone(), t),
-                    None => continue,
-                }
-            };
-            match load_crate(&dir, file, &workspace_deps) {
+        let loaded: Vec<_> = member_dirs
+            .par_iter()
+            .filter_map(|dir| {
+                let file = if dir.is_empty() {
+                    root_file.clone()
+                } else {
+                    let manifest_path = format!("{dir}/Cargo.toml");
+                    let text = read(&manifest_path)?;
+                    SourceFile::new(manifest_path, text)
+                };
+                Some(load_crate(dir, file, &workspace_deps))
+            })
+            .collect();
+        // In member order (`collect` keeps it), so crates stay sorted by directory.
+        for result in loaded {
+            match result {
                 Ok(Some(c)) => ws.crates.push(c),
                 Ok(None) => {}
                 Err(f) => findings.push(*f),
