@@ -369,10 +369,18 @@ fn run_check(
         && changes
             .as_ref()
             .is_some_and(|c| check::changes_are_local(&root, c));
+    // The walk takes the sources' metadata only where a cache can use it.
+    let load_all = |root: &Path| {
+        if check::cache::exists(root) {
+            Repo::load_with_stats(root)
+        } else {
+            Repo::load(root)
+        }
+    };
     let loaded = if restricted {
         Repo::load_listed(&root, changes::tracked_files(&root)?)
     } else {
-        Repo::load(&root)
+        load_all(&root)
     };
     let loaded = match loaded {
         Ok(r) => r,
@@ -389,7 +397,7 @@ fn run_check(
                     .iter()
                     .any(|ch| loaded.workspace.crate_of(&ch.path).is_none()) =>
         {
-            (Repo::load(&root)?, false)
+            (load_all(&root)?, false)
         }
         _ => (loaded, restricted),
     };

@@ -168,6 +168,13 @@ fn path(root: &Path) -> PathBuf {
     root.join(DIR).join(FILE)
 }
 
+/// Whether `root` has a cache file: only then is the walk asked for every source's
+/// metadata (without one, no entry can be taken by metadata, and a source's metadata is
+/// taken from the open file when it is read, which is cheaper).
+pub fn exists(root: &Path) -> bool {
+    path(root).is_file()
+}
+
 impl Cache {
     /// Loads the cache of `root` for `key`; anything unreadable is an empty cache.
     pub fn load(root: &Path, key: u128) -> Cache {

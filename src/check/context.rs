@@ -128,11 +128,25 @@ impl<'r> Context<'r> {
         let mut cache = Cache::load(&repo.root, key);
 
         // Files of each crate: the longest crate directory that contains them.
+        // The files are sorted, so a directory's files come together: its crate is looked
+        // up once, not once per file.
+        let mut last: Option<(&str, Option<usize>)> = None;
         let mut jobs: Vec<(String, usize)> = repo
             .files
             .iter()
             .filter(|f| f.ends_with(".rs") && only.is_none_or(|o| o.contains(*f)))
-            .filter_map(|f| ws.crate_of(f).map(|k| (f.clone(), k)))
+            .filter_map(|f| {
+                let dir = f.rsplit_once('/').map_or("", |(d, _)| d);
+                let krate = match last {
+                    Some((d, k)) if d == dir => k,
+                    _ => {
+                        let k = ws.crate_of(f);
+                        last = Some((dir, k));
+                        k
+                    }
+                };
+                krate.map(|k| (f.clone(), k))
+            })
             .collect();
         let mut sources = parse_all(repo, &jobs, &candidates, &mut cache);
         // `#[path]` modules that live outside their crate's directory belong to it too.
@@ -160,9 +174,10 @@ impl<'r> Context<'r> {
             partial: only.is_some(),
         };
 
+        // Read on rayon's threads (hundreds of small files in a large workspace).
         let readmes = ws
             .crates
-            .iter()
+            .par_iter()
             .map(|c| {
                 let path = if c.dir.is_empty() {
                     "README.md".to_owned()
@@ -324,20 +339,30 @@ fn parse_all(
     let sources: Vec<Option<Source>> = prepared
         .into_par_iter()
         .map(|(path, krate, taken)| {
-            // From the walk, or (a listed load) taken here, before any read, so a write
-            // during the read shows as a change.
-            let walked = repo.walked_stat(path).or_else(|| {
-                std::fs::symlink_metadata(repo.root.join(path))
-                    .ok()
-                    .map(|m| FileStat::of(&m))
-            });
+            // The metadata from the walk or, when the walk took none (no cache to compare
+            // it with, or a listed load), from the file opened here: either way taken
+            // before any read, so a write during the read shows as a change.
+            let mut opened = None;
+            let walked = match repo.walked_stat(path) {
+                Some(stat) => Some(stat),
+                None => {
+                    let file = crate::repo::open_in(&repo.root, path)?;
+                    let stat = file.metadata().ok().map(|m| FileStat::of(&m));
+                    opened = Some(file);
+                    stat
+                }
+            };
             let entry = taken.as_ref().and_then(|t| cache.entry(t));
             let file = OnceLock::new();
             let (entry, stat, kept) = match entry {
                 Some(e) if walked.is_some() && e.stat == walked => (e, walked, taken),
                 entry => {
                     let stat = cache::settled(walked, repo.started_ns);
-                    let text = crate::repo::read_in_sized(&repo.root, path, walked.map(|w| w.len))?;
+                    let len = walked.map(|w| w.len);
+                    let text = match opened {
+                        Some(f) => crate::repo::read_open(f, len)?,
+                        None => crate::repo::read_in_sized(&repo.root, path, len)?,
+                    };
                     let hash = cache::hash(&text);
                     let src = SourceFile::new(path.clone(), text);
                     let (entry, kept) = match entry {

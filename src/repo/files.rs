@@ -65,7 +65,11 @@ impl FileStat {
 /// Walks `root`. Honours `.gitignore` (also outside a git checkout), never follows
 /// symlinks, and skips `.git`, `.scaffold` and Cargo target directories (those holding
 /// `CACHEDIR.TAG`).
-pub fn walk(root: &Path) -> Walk {
+///
+/// With `stats`, also takes each `.rs` file's metadata (what the check cache compares to
+/// take a file's entry without opening it); without, a caller that wants it takes it from
+/// the open file when it reads one (cheaper than a lookup by path).
+pub fn walk(root: &Path, stats: bool) -> Walk {
     let out: Mutex<Vec<Vec<Found>>> = Mutex::new(Vec::new());
     WalkBuilder::new(root)
         .hidden(false)
@@ -90,7 +94,7 @@ pub fn walk(root: &Path) -> Walk {
                     && e.file_type().is_some_and(|t| t.is_file())
                     && let Some(rel) = relative(root, e.path())
                 {
-                    let stat = if rel.ends_with(".rs") {
+                    let stat = if stats && rel.ends_with(".rs") {
                         e.metadata().ok().map(|m| FileStat::of(&m))
                     } else {
                         None

@@ -83,7 +83,8 @@ pub struct Repo {
 }
 
 impl Repo {
-    /// The metadata the walk took of `rel`, a `.rs` file (`None` for a listed load).
+    /// The metadata the walk took of `rel`, a `.rs` file (`None` when the walk took none,
+    /// or for a listed load).
     pub fn walked_stat(&self, rel: &str) -> Option<files::FileStat> {
         let i = self.files.binary_search_by(|f| f.as_str().cmp(rel)).ok()?;
         self.stats.get(i).copied().flatten()
@@ -95,9 +96,16 @@ impl Repo {
         read_in(&self.root, rel)
     }
 
-    /// Loads the repository, walking its whole tree (and taking its Rust sources' metadata).
+    /// Loads the repository, walking its whole tree.
     pub fn load(root: &Path) -> Result<Repo, RepoError> {
-        Self::load_with(root, || files::walk(root))
+        Self::load_with(root, || files::walk(root, false))
+    }
+
+    /// Loads the repository, walking its whole tree and taking its Rust sources'
+    /// metadata on the way: for a check whose cache can then take a file's entry without
+    /// opening the file.
+    pub fn load_with_stats(root: &Path) -> Result<Repo, RepoError> {
+        Self::load_with(root, || files::walk(root, true))
     }
 
     /// Loads the repository with a file list given by the caller (e.g. git's index) and
@@ -180,16 +188,27 @@ const HINT_CAP: usize = 16 << 20;
 /// buffer is sized up front and no metadata is asked for, so a read costs an open, one
 /// read and a close. The length is only a hint; a file that changed size is read whole.
 pub(crate) fn read_in_sized(root: &Path, rel: &str, len: Option<u64>) -> Option<String> {
-    use std::io::Read;
+    read_open(open_in(root, rel)?, len)
+}
+
+/// Opens a repo-relative file for reading, never through a symlink or `..`; `None` when
+/// it cannot be opened.
+pub(crate) fn open_in(root: &Path, rel: &str) -> Option<std::fs::File> {
     if rel.split('/').any(|s| s == "..") {
         return None;
     }
-    let mut file = open_no_follow(&root.join(rel))?;
+    open_no_follow(&root.join(rel))
+}
+
+/// Reads an open file whole as text (lossy UTF-8), its buffer sized for `len` bytes (a
+/// hint: a file that changed size is read whole).
+pub(crate) fn read_open(mut file: std::fs::File, len: Option<u64>) -> Option<String> {
+    use std::io::Read;
     // One byte past the hint: a read of a regular file comes back short only at the
     // file's end, so a read that leaves that byte unfilled has read the whole file and no
-    // second read is needed to find the end (`read_to_end` always makes one).
-    // Capped: a length from metadata is not trusted with an allocation (a file past the
-    // cap is read on to its end as it comes).
+    // second read is needed to find the end (`read_to_end` always makes one). Capped: a
+    // length from metadata is not trusted with an allocation (a file past the cap is read
+    // on to its end as it comes).
     let hint = len
         .and_then(|n| usize::try_from(n).ok())
         .map_or(0, |n| n.min(HINT_CAP) + 1);
@@ -284,6 +303,28 @@ mod tests {
             assert_eq!(read_in(&root, "link.rs"), None);
             assert_eq!(read_in_sized(&root, "link.rs", Some(7)), None);
         }
+    }
+
+    #[test]
+    fn an_open_files_metadata_is_what_a_walk_with_stats_records() {
+        // A cold check records the metadata of the file it opened; a warm one compares
+        // the walk's with it. They must agree, or no entry is ever taken by metadata.
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::create_dir(dir.path().join("src")).expect("mkdir");
+        std::fs::write(dir.path().join("src/a.rs"), "fn a() {}\n").expect("write");
+        std::fs::write(dir.path().join("README.md"), "# a\n").expect("write");
+        let walk = files::walk(dir.path(), true);
+        assert_eq!(walk.files, ["README.md", "src/a.rs"]);
+        assert!(
+            walk.stats[0].is_none(),
+            "metadata is taken of .rs files only"
+        );
+        let opened = open_in(dir.path(), "src/a.rs").expect("open");
+        let meta = opened.metadata().expect("metadata");
+        assert_eq!(walk.stats[1], Some(files::FileStat::of(&meta)));
+        let bare = files::walk(dir.path(), false);
+        assert_eq!(bare.files, walk.files);
+        assert!(bare.stats.iter().all(Option::is_none), "{:?}", bare.stats);
     }
 
     #[cfg(unix)]
