@@ -10,7 +10,7 @@ use crate::repo::yaml::{self, Pos, Value};
 
 pub const BASELINE_PATH: &str = "agent/baseline.yml";
 
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Entry {
     pub rule: String,
     pub path: String,

@@ -1,7 +1,7 @@
 //! The one place findings go: severity from the catalogue and `policy:`, suppressions,
 //! sorting and dedupe are applied here and nowhere else (cargo-deny's `diag/sink.rs`).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::baseline::{self, Baseline, Entry};
 use super::catalogue;
@@ -105,14 +105,25 @@ impl Sink {
         let valid = |s: &Suppression| s.reason.is_some() && catalogue::rule(&s.rule).is_some();
         let mut suppressed = 0;
         let mut kept = Vec::new();
+        // The valid suppressions of each path, in order: a finding looks at its file's
+        // only (a legacy repository can hold thousands of findings and of suppressions).
+        let mut by_path: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, s) in suppressions.iter().enumerate() {
+            if valid(s) {
+                by_path.entry(s.path.as_str()).or_default().push(i);
+            }
+        }
         for mut f in self.findings {
             let Some(sev) = severities.get(f.rule) else {
                 continue;
             };
             f.severity = sev;
-            let hit = suppressions.iter().enumerate().find(|(_, s)| {
-                valid(s) && s.rule == f.rule && s.path == f.path && s.covers.contains(&f.line)
-            });
+            let hit = by_path
+                .get(f.path.as_str())
+                .into_iter()
+                .flatten()
+                .map(|&i| (i, &suppressions[i]))
+                .find(|(_, s)| s.rule == f.rule && s.covers.contains(&f.line));
             if let Some((i, _)) = hit {
                 used[i] = true;
                 suppressed += 1;
@@ -145,13 +156,16 @@ impl Sink {
         kept.dedup();
 
         // Fingerprint what is left; the baseline accepts matching findings (as a multiset).
-        let mut texts: BTreeMap<String, Option<SourceFile>> = BTreeMap::new();
+        // The findings are sorted by path: each file is read once, and only one is held.
+        let mut text: Option<(&str, Option<SourceFile>)> = None;
         let mut current = Vec::with_capacity(kept.len());
         for f in &kept {
-            let file = texts
-                .entry(f.path.clone())
-                .or_insert_with(|| (p.read)(&f.path).map(|t| SourceFile::new(f.path.clone(), t)));
-            let line = file.as_ref().map_or("", |file| file.line(f.line));
+            if text.as_ref().is_none_or(|(path, _)| *path != f.path) {
+                let file = (p.read)(&f.path).map(|t| SourceFile::new(f.path.clone(), t));
+                text = Some((f.path.as_str(), file));
+            }
+            let file = text.as_ref().and_then(|(_, file)| file.as_ref());
+            let line = file.map_or("", |file| file.line(f.line));
             current.push(Entry {
                 rule: f.rule.to_owned(),
                 path: f.path.clone(),
@@ -166,13 +180,17 @@ impl Sink {
             Some(b) => {
                 let mut unmatched: Vec<Option<&(Entry, crate::repo::yaml::Pos)>> =
                     b.entries.iter().map(Some).collect();
+                // Where each entry stands in the file, earliest last: a finding takes the
+                // first entry equal to it that no finding has taken yet, found by lookup
+                // rather than by a pass over the whole baseline per finding.
+                let mut at: HashMap<&Entry, Vec<usize>> = HashMap::new();
+                for (i, (e, _)) in b.entries.iter().enumerate().rev() {
+                    at.entry(e).or_default().push(i);
+                }
                 for (f, entry) in kept.into_iter().zip(&current) {
-                    let slot = unmatched
-                        .iter_mut()
-                        .find(|e| e.is_some_and(|(be, _)| be == entry));
-                    match slot {
-                        Some(slot) => {
-                            *slot = None;
+                    match at.get_mut(entry).and_then(Vec::pop) {
+                        Some(i) => {
+                            unmatched[i] = None;
                             baselined += 1;
                         }
                         None => out.push(f),
