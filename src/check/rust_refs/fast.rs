@@ -220,7 +220,9 @@ struct Scanner<'t> {
     extern_target: Option<&'t str>,
     refs: Vec<RawRef<'t>>,
     /// Names the file binds: modules and what `use` brings in. They shadow crate names.
-    locals: HashSet<&'t str>,
+    /// Sorted once in `finish` and searched there (hashing each name cost more than the
+    /// lookups save at the usual handful of names).
+    locals: Vec<&'t str>,
     /// `extern crate x as y`: (y, x, where y is written). An alias names its crate in the
     /// references after it, as in syn's scan.
     aliases: Vec<(&'t str, &'t str, usize)>,
@@ -264,7 +266,7 @@ impl<'t> Scanner<'t> {
             test_depth: 0,
             extern_target: None,
             refs: Vec::new(),
-            locals: HashSet::new(),
+            locals: Vec::new(),
             aliases: Vec::new(),
             path_mods: Vec::new(),
             failed: false,
@@ -376,7 +378,7 @@ impl<'t> Scanner<'t> {
 
         match (top, parent) {
             (Some(K::NAME), Some(K::MODULE)) => {
-                self.locals.insert(text);
+                self.locals.push(text);
             }
             (Some(K::NAME_REF), Some(K::EXTERN_CRATE)) => {
                 self.extern_target = Some(text);
@@ -514,13 +516,13 @@ impl<'t> Scanner<'t> {
             return;
         }
         if let Some(rename) = t.rename {
-            self.locals.insert(rename);
+            self.locals.push(rename);
         } else if let Some((segments, Some(last))) = t.path
             && t.prefix + segments >= 2
             && last.text != "self"
         {
             // `use a::b::c;` binds `c`; `use a;` (a crate as itself) binds nothing new.
-            self.locals.insert(last.text);
+            self.locals.push(last.text);
         }
     }
 
@@ -574,11 +576,13 @@ impl<'t> Scanner<'t> {
     /// the scanned body after `base` bytes: a byte-order mark).
     fn finish(mut self, text: &str, base: usize, candidates: &HashSet<String>) -> RustFacts {
         self.refs.sort_by_key(|r| r.tok.offset);
+        self.locals.sort_unstable();
+        self.locals.dedup();
         let mut lines = LineCursor::new(text);
         let mut refs = Vec::new();
         for r in &self.refs {
             let written = r.tok.text;
-            if r.kind == RefKind::Path && self.locals.contains(written) {
+            if r.kind == RefKind::Path && self.locals.binary_search(&written).is_ok() {
                 continue;
             }
             // An `extern crate` line names its own crate, whatever another line's alias says.
