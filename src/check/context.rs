@@ -345,12 +345,16 @@ fn parse_all(
             let mut opened = None;
             let walked = match repo.walked_stat(path) {
                 Some(stat) => Some(stat),
-                None => {
-                    let file = crate::repo::open_in(&repo.root, path)?;
-                    let stat = file.metadata().ok().map(|m| FileStat::of(&m));
-                    opened = Some(file);
-                    stat
-                }
+                None => match crate::repo::open_in(&repo.root, path) {
+                    Some(file) => {
+                        let stat = file.metadata().ok().map(|m| FileStat::of(&m));
+                        opened = Some(file);
+                        stat
+                    }
+                    // Not readable now: its metadata by path, so an entry recorded for
+                    // it is taken as a walk with metadata would take it.
+                    None => crate::repo::stat_in(&repo.root, path),
+                },
             };
             let entry = taken.as_ref().and_then(|t| cache.entry(t));
             let file = OnceLock::new();

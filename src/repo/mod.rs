@@ -194,43 +194,69 @@ pub(crate) fn read_in_sized(root: &Path, rel: &str, len: Option<u64>) -> Option<
 /// Opens a repo-relative file for reading, never through a symlink or `..`; `None` when
 /// it cannot be opened.
 pub(crate) fn open_in(root: &Path, rel: &str) -> Option<std::fs::File> {
-    if rel.split('/').any(|s| s == "..") {
+    if leaves_root(rel) {
         return None;
     }
     open_no_follow(&root.join(rel))
+}
+
+/// The metadata of a repo-relative path itself (a symlink's own, not its target's),
+/// never of a path out of the repository.
+pub(crate) fn stat_in(root: &Path, rel: &str) -> Option<files::FileStat> {
+    if leaves_root(rel) {
+        return None;
+    }
+    std::fs::symlink_metadata(root.join(rel))
+        .ok()
+        .map(|m| files::FileStat::of(&m))
+}
+
+/// Whether a repo-relative path climbs out with `..`.
+fn leaves_root(rel: &str) -> bool {
+    rel.split('/').any(|s| s == "..")
 }
 
 /// Reads an open file whole as text (lossy UTF-8), its buffer sized for `len` bytes (a
 /// hint: a file that changed size is read whole).
 pub(crate) fn read_open(mut file: std::fs::File, len: Option<u64>) -> Option<String> {
     use std::io::Read;
-    // One byte past the hint: a read of a regular file comes back short only at the
-    // file's end, so a read that leaves that byte unfilled has read the whole file and no
-    // second read is needed to find the end (`read_to_end` always makes one). Capped: a
-    // length from metadata is not trusted with an allocation (a file past the cap is read
-    // on to its end as it comes).
-    let hint = len
+    // Capped: a length from metadata is not trusted with an allocation (a file past the
+    // cap is read on to its end as it comes).
+    let len = len
         .and_then(|n| usize::try_from(n).ok())
-        .map_or(0, |n| n.min(HINT_CAP) + 1);
-    let mut bytes = vec![0; hint];
-    let got = loop {
-        match file.read(&mut bytes) {
-            Ok(n) => break n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(_) => return None,
+        .filter(|n| *n <= HINT_CAP);
+    let mut bytes = Vec::new();
+    if let Some(len) = len {
+        // One byte past the length, and one read: a read of a regular file comes back
+        // short only at the file's end, so a read that returns exactly the length the
+        // metadata gave has read the whole file, and no second read is needed to find the
+        // end (`read_to_end` always makes one). Anything else (a file that grew or
+        // shrank, a filesystem that returns short reads early) is read on to the end.
+        bytes.resize(len + 1, 0);
+        let got = loop {
+            match file.read(&mut bytes) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => return None,
+            }
+        };
+        bytes.truncate(got);
+        if got == len {
+            return Some(into_text(bytes));
         }
-    };
-    bytes.truncate(got);
-    if got == hint {
-        // No hint, or the file grew since its length was taken: the rest as it comes.
-        // Through `Take`, which reads into the buffer as it is: `File`'s own
-        // `read_to_end` asks for the file's metadata first.
-        file.take(u64::MAX).read_to_end(&mut bytes).ok()?;
     }
-    Some(match String::from_utf8(bytes) {
+    // Through `Take`, which reads into the buffer as it is: `File`'s own `read_to_end`
+    // asks for the file's metadata first.
+    file.take(u64::MAX).read_to_end(&mut bytes).ok()?;
+    Some(into_text(bytes))
+}
+
+/// Bytes as text, invalid UTF-8 replaced.
+fn into_text(bytes: Vec<u8>) -> String {
+    match String::from_utf8(bytes) {
         Ok(s) => s,
         Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-    })
+    }
 }
 
 /// Opens `path` for reading unless it is a symlink: refused by the kernel on Unix
