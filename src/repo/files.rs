@@ -12,7 +12,8 @@ use ignore::{WalkBuilder, WalkState};
 pub struct Walk {
     /// Every file, repo-relative, `/`-separated, sorted.
     pub files: Vec<String>,
-    /// The metadata of each file, by its index in `files`: taken for `.rs` files only.
+    /// The metadata of each file, by its index in `files`: taken for `.rs` files only,
+    /// and empty when the walk took none.
     pub stats: Vec<Option<FileStat>>,
 }
 
@@ -111,6 +112,14 @@ pub fn walk(root: &Path, stats: bool) -> Walk {
         all.extend(part);
     }
     all.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    if !stats {
+        // No vector of nothing but `None` beside the file list.
+        let files = all.into_iter().map(|(path, _)| path).collect();
+        return Walk {
+            files,
+            stats: Vec::new(),
+        };
+    }
     let (files, stats) = all.into_iter().unzip();
     Walk { files, stats }
 }

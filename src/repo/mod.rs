@@ -75,7 +75,7 @@ pub struct Repo {
     /// Problems found while reading Cargo manifests (unparseable ones).
     pub workspace_findings: Vec<crate::check::finding::Finding>,
     /// The metadata of each `.rs` file by its index in `files`, taken during the walk
-    /// (empty for a listed load).
+    /// (empty when the walk took none, or for a listed load).
     stats: Vec<Option<files::FileStat>>,
     /// When loading began (before the walk), in nanoseconds since the epoch: a file that
     /// changed after this may have changed again since it was read.
@@ -86,6 +86,9 @@ impl Repo {
     /// The metadata the walk took of `rel`, a `.rs` file (`None` when the walk took none,
     /// or for a listed load).
     pub fn walked_stat(&self, rel: &str) -> Option<files::FileStat> {
+        if self.stats.is_empty() {
+            return None;
+        }
         let i = self.files.binary_search_by(|f| f.as_str().cmp(rel)).ok()?;
         self.stats.get(i).copied().flatten()
     }
@@ -350,7 +353,7 @@ mod tests {
         assert_eq!(walk.stats[1], Some(files::FileStat::of(&meta)));
         let bare = files::walk(dir.path(), false);
         assert_eq!(bare.files, walk.files);
-        assert!(bare.stats.iter().all(Option::is_none), "{:?}", bare.stats);
+        assert!(bare.stats.is_empty(), "{:?}", bare.stats);
     }
 
     #[cfg(unix)]
