@@ -89,15 +89,9 @@ fn scan_unguarded(text: &str, body: &str, candidates: &HashSet<String>) -> Optio
     };
     let output = TopEntryPoint::SourceFile.parse(&input, EDITION);
     let mut scanner = Scanner::new(body);
-    // The parser's steps count non-trivia tokens; `pos` walks the lexed tokens beside them.
+    // The parser's steps count non-trivia tokens, as `tokens` does; `pos` walks both.
     let n = tokens.len();
-    let start = |i: usize| tokens.starts[i] as usize;
     let mut pos = 0;
-    let skip_trivia = |pos: &mut usize| {
-        while *pos < n && tokens.kinds[*pos].is_trivia() {
-            *pos += 1;
-        }
-    };
     for step in output.iter() {
         match step {
             Step::Enter { kind } => scanner.enter(kind),
@@ -106,21 +100,25 @@ fn scan_unguarded(text: &str, body: &str, candidates: &HashSet<String>) -> Optio
                 kind,
                 n_input_tokens,
             } => {
-                skip_trivia(&mut pos);
                 let end = pos + usize::from(n_input_tokens);
-                if end > n {
+                if end > n || end == pos {
                     return None;
                 }
-                scanner.token(kind, start(pos), start(end));
+                scanner.token(
+                    kind,
+                    tokens.starts[pos] as usize,
+                    tokens.ends[end - 1] as usize,
+                );
                 pos = end;
             }
             // `x.0.1`: one float token read as two field names; the step closes the
             // nodes the parser opened for it (one when it ends in a dot, else two).
             Step::FloatSplit { ends_in_dot } => {
-                skip_trivia(&mut pos);
                 // Only digits around one dot are two field indexes (`s.1e0`, `s.0.1f32`
                 // are errors rustc reports after parsing).
-                if pos >= n || !is_field_pair(&body[start(pos)..start(pos + 1)]) {
+                if pos >= n
+                    || !is_field_pair(&body[tokens.starts[pos] as usize..tokens.ends[pos] as usize])
+                {
                     return None;
                 }
                 pos += 1;
@@ -134,7 +132,6 @@ fn scan_unguarded(text: &str, body: &str, candidates: &HashSet<String>) -> Optio
             return None;
         }
     }
-    skip_trivia(&mut pos);
     if pos != n || !scanner.stack.is_empty() {
         return None;
     }

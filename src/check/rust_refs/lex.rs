@@ -1,15 +1,17 @@
-//! The fast scan's lexer for the common case: rust-analyzer's tokens and parser input for
-//! a file of plain, clean tokens, built in one pass over `rustc_lexer`'s tokens.
+//! The fast scan's lexer for the common case: rust-analyzer's parser input for a file of
+//! plain, clean tokens, and where each of its non-trivia tokens lies, built in one pass.
 //!
 //! `LexedStr::new` followed by `to_input` gives the same two things, but restarts the
 //! lexer at every token, keeps an error list, and walks the tokens a second time to build
-//! the input: 29% of a cold check's instructions (callgrind, synthetic tree); this pass
-//! does the same work in about two thirds of that. It takes only what is plainly right
-//! and says `None` for anything else (a lexer error of any kind, a shebang or `#!` line,
-//! frontmatter, a reserved or unknown prefix, an unknown character, an escape
-//! `rustc_literal_escaper` questions, even one rust-analyzer lets pass); the caller then
-//! asks `LexedStr`, as before. The differential tests in `mod.rs` pin the two to the
-//! same tokens and the same parse wherever this one answers.
+//! the input. This pass reads the common tokens (ASCII whitespace, identifiers and
+//! keywords, punctuation, comments, decimal integers, strings without escapes) byte by
+//! byte, and asks `rustc_lexer` for one token wherever it meets anything else (a
+//! lifetime, a char, an escape, a suffix, a prefix, a float, a non-ASCII character). It
+//! takes only what is plainly right and says `None` for anything else (a lexer error of
+//! any kind, a shebang or `#!` line, frontmatter, a reserved or unknown prefix, an unknown
+//! character, an escape `rustc_literal_escaper` questions, even one rust-analyzer lets
+//! pass); the caller then asks `LexedStr`, as before. The differential tests in `mod.rs`
+//! pin the two to the same tokens and the same parse wherever this one answers.
 
 use ra_ap_parser::{Edition, Input, LexedStr, SyntaxKind as K, T};
 use ra_ap_rustc_lexer::{self as lexer, LiteralKind as L, TokenKind as Tk};
@@ -17,60 +19,213 @@ use rustc_literal_escaper::{
     unescape_byte, unescape_byte_str, unescape_c_str, unescape_char, unescape_str,
 };
 
-/// Every token of a text, trivia included.
+/// Where each non-trivia token of a text lies (the tokens the parser reads, in order).
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(super) struct Tokens {
-    /// Each token's kind.
-    pub kinds: Vec<K>,
-    /// Each token's start, then the text's length (so token `i` ends at `starts[i + 1]`).
     pub starts: Vec<u32>,
+    pub ends: Vec<u32>,
 }
 
 impl Tokens {
     pub fn len(&self) -> usize {
-        self.kinds.len()
+        self.starts.len()
     }
 
-    /// The tokens `LexedStr` found.
+    /// The non-trivia tokens `LexedStr` found.
     pub fn of(lexed: &LexedStr<'_>) -> Tokens {
         let n = lexed.len();
+        let solid = || (0..n).filter(|&i| !lexed.kind(i).is_trivia());
         Tokens {
-            kinds: (0..n).map(|i| lexed.kind(i)).collect(),
-            starts: (0..=n).map(|i| lexed.text_start(i) as u32).collect(),
+            starts: solid().map(|i| lexed.text_start(i) as u32).collect(),
+            ends: solid().map(|i| lexed.text_start(i + 1) as u32).collect(),
         }
     }
 }
 
-/// The tokens of `text` and the parser's input, exactly as `LexedStr::new(edition, text)`
-/// and its `to_input(edition)` give them, or `None` where this pass does not answer.
-/// `text` must be shorter than 4 GiB.
+/// ASCII whitespace as `rustc_lexer` reads it (`Pattern_White_Space`, ASCII part).
+fn is_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0B | 0x0C)
+}
+
+/// ASCII identifier characters (`XID_Continue`, ASCII part).
+fn is_ident_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+/// The first index from `i` whose byte fails `keep`.
+fn run_end(bytes: &[u8], i: usize, keep: impl Fn(u8) -> bool) -> usize {
+    bytes[i..]
+        .iter()
+        .position(|&b| !keep(b))
+        .map_or(bytes.len(), |p| i + p)
+}
+
+/// The kind and end of the token at `i` when it is one of the common tokens this pass
+/// reads itself, exactly as `rustc_lexer` and `LexedStr` would; `None` sends the token to
+/// `rustc_lexer`. Identifiers come back as `K::IDENT`, keywords not yet told apart.
+fn common(bytes: &[u8], i: usize) -> Option<(K, usize)> {
+    let b = bytes[i];
+    let next = bytes.get(i + 1).copied();
+    let punct = |k: K| Some((k, i + 1));
+    match b {
+        b' ' | b'\t' | b'\n' | b'\r' | 0x0B | 0x0C => {
+            let end = run_end(bytes, i + 1, is_space);
+            // Non-ASCII whitespace (U+0085, U+200E, …) would continue the token.
+            (bytes.get(end).is_none_or(|&c| c < 0x80)).then_some((K::WHITESPACE, end))
+        }
+        b'a'..=b'z' | b'A'..=b'Z' | b'_' => {
+            let end = run_end(bytes, i + 1, is_ident_byte);
+            // A non-ASCII identifier character, or a literal prefix (`r#`, `b"`, `c"`,
+            // `br#`, `foo'`, …) is for `rustc_lexer`.
+            match bytes.get(end) {
+                Some(&c) if c >= 0x80 || matches!(c, b'#' | b'"' | b'\'') => None,
+                _ => Some((K::IDENT, end)),
+            }
+        }
+        b'0'..=b'9' => {
+            let end = run_end(bytes, i + 1, |c| c.is_ascii_digit() || c == b'_');
+            // A base prefix, a suffix, an exponent or a fraction is for `rustc_lexer`.
+            match bytes.get(end) {
+                Some(&c) if c >= 0x80 || c == b'.' || c.is_ascii_alphanumeric() => None,
+                _ => Some((K::INT_NUMBER, end)),
+            }
+        }
+        b'/' => match next {
+            Some(b'/') => {
+                let end = bytes[i + 2..]
+                    .iter()
+                    .position(|&c| c == b'\n')
+                    .map_or(bytes.len(), |p| i + 2 + p);
+                Some((K::COMMENT, end))
+            }
+            Some(b'*') => block_comment_end(bytes, i).map(|end| (K::COMMENT, end)),
+            _ => punct(T![/]),
+        },
+        b'"' => {
+            // A string without escapes or carriage returns, and no suffix after it.
+            let close = i
+                + 1
+                + bytes[i + 1..]
+                    .iter()
+                    .position(|&c| matches!(c, b'"' | b'\\' | b'\r'))?;
+            if bytes[close] != b'"' {
+                return None;
+            }
+            let end = close + 1;
+            match bytes.get(end) {
+                Some(&c) if c >= 0x80 || c.is_ascii_alphabetic() || c == b'_' => None,
+                _ => Some((K::STRING, end)),
+            }
+        }
+        // `#"` and `##` are guarded-string prefixes.
+        b'#' if matches!(next, Some(b'"' | b'#')) => None,
+        b'#' => punct(T![#]),
+        b';' => punct(T![;]),
+        b',' => punct(T![,]),
+        b'.' => punct(T![.]),
+        b'(' => punct(T!['(']),
+        b')' => punct(T![')']),
+        b'{' => punct(T!['{']),
+        b'}' => punct(T!['}']),
+        b'[' => punct(T!['[']),
+        b']' => punct(T![']']),
+        b'@' => punct(T![@]),
+        b'~' => punct(T![~]),
+        b'?' => punct(T![?]),
+        b':' => punct(T![:]),
+        b'$' => punct(T![$]),
+        b'=' => punct(T![=]),
+        b'!' => punct(T![!]),
+        b'<' => punct(T![<]),
+        b'>' => punct(T![>]),
+        b'-' => punct(T![-]),
+        b'&' => punct(T![&]),
+        b'|' => punct(T![|]),
+        b'+' => punct(T![+]),
+        b'*' => punct(T![*]),
+        b'^' => punct(T![^]),
+        b'%' => punct(T![%]),
+        _ => None,
+    }
+}
+
+/// The end of the terminated block comment at `i` (`/*`, nesting), or `None`.
+fn block_comment_end(bytes: &[u8], i: usize) -> Option<usize> {
+    let mut depth = 1usize;
+    let mut j = i + 2;
+    while j < bytes.len() {
+        match (bytes[j], bytes.get(j + 1)) {
+            (b'/', Some(b'*')) => {
+                depth += 1;
+                j += 2;
+            }
+            (b'*', Some(b'/')) => {
+                depth -= 1;
+                j += 2;
+                if depth == 0 {
+                    return Some(j);
+                }
+            }
+            _ => j += 1,
+        }
+    }
+    None
+}
+
+/// The parser's input for `text` and where its non-trivia tokens lie, exactly as
+/// `LexedStr::new(edition, text)` and its `to_input(edition)` give them, or `None` where
+/// this pass does not answer. `text` must be shorter than 4 GiB.
 pub(super) fn lex(text: &str, edition: Edition) -> Option<(Tokens, Input)> {
     // A shebang or inner attribute line, or cargo-script frontmatter (`---` after
     // blank lines): `LexedStr` reads these with its own rules.
     if text.starts_with("#!") || text.trim_start().starts_with('-') {
         return None;
     }
-    // Roughly one token per four bytes of typical code.
-    let guess = text.len() / 4 + 16;
+    let bytes = text.as_bytes();
+    // Roughly one non-trivia token per six bytes of typical code.
+    let guess = text.len() / 6 + 16;
     let mut tokens = Tokens {
-        kinds: Vec::with_capacity(guess),
-        starts: Vec::with_capacity(guess + 1),
+        starts: Vec::with_capacity(guess),
+        ends: Vec::with_capacity(guess),
     };
-    let mut input = Input::with_capacity(guess / 2);
+    let mut input = Input::with_capacity(guess);
     let mut offset = 0usize;
     // Whether the last non-trivia token that was not an identifier touches the next one.
     let mut was_joint = false;
-    for token in lexer::tokenize(text, lexer::FrontmatterAllowed::No) {
-        let len = token.len as usize;
-        let token_text = text.get(offset..offset + len)?;
-        let kind = kind_of(&token.kind, token_text, edition)?;
-        tokens.kinds.push(kind);
-        tokens.starts.push(offset as u32);
-        offset += len;
+    while offset < bytes.len() {
+        let (kind, end) = match common(bytes, offset) {
+            Some((K::IDENT, end)) => {
+                let word = text.get(offset..end)?;
+                let kind = if word == "_" {
+                    K::UNDERSCORE
+                } else {
+                    K::from_keyword(word, edition).unwrap_or(K::IDENT)
+                };
+                (kind, end)
+            }
+            Some(found) => found,
+            None => {
+                let rest = text.get(offset..)?;
+                let token = lexer::Cursor::new(rest, lexer::FrontmatterAllowed::No).advance_token();
+                let len = token.len as usize;
+                if len == 0 {
+                    return None;
+                }
+                let kind = kind_of(&token.kind, rest.get(..len)?, edition)?;
+                (kind, offset + len)
+            }
+        };
+        let start = offset;
+        offset = end;
         if kind.is_trivia() {
             was_joint = false;
-        } else if kind == K::IDENT {
-            input.push_ident(K::from_contextual_keyword(token_text, edition).unwrap_or(K::IDENT));
+            continue;
+        }
+        tokens.starts.push(start as u32);
+        tokens.ends.push(end as u32);
+        if kind == K::IDENT {
+            let word = text.get(start..end)?;
+            input.push_ident(K::from_contextual_keyword(word, edition).unwrap_or(K::IDENT));
         } else {
             if was_joint {
                 input.was_joint();
@@ -78,7 +233,7 @@ pub(super) fn lex(text: &str, edition: Edition) -> Option<(Tokens, Input)> {
             input.push(kind);
             if kind == K::FLOAT_NUMBER {
                 // A float with a fractional part is joint: how the parser tells `x.0.1`.
-                if token_text.ends_with('.') {
+                if bytes[end - 1] == b'.' {
                     was_joint = false;
                 } else {
                     input.was_joint();
@@ -88,10 +243,6 @@ pub(super) fn lex(text: &str, edition: Edition) -> Option<(Tokens, Input)> {
             }
         }
     }
-    if offset != text.len() {
-        return None;
-    }
-    tokens.starts.push(offset as u32);
     Some((tokens, input))
 }
 

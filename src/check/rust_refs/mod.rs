@@ -460,16 +460,15 @@ mod differential {
         if tokens != theirs {
             let at = (0..tokens.len().max(theirs.len()))
                 .find(|&i| {
-                    tokens.kinds.get(i) != theirs.kinds.get(i)
-                        || tokens.starts.get(i) != theirs.starts.get(i)
+                    tokens.starts.get(i) != theirs.starts.get(i)
+                        || tokens.ends.get(i) != theirs.ends.get(i)
                 })
                 .unwrap_or(0);
+            let span = |t: &lex::Tokens| (t.starts.get(at).copied(), t.ends.get(at).copied());
             return Err(format!(
-                "tokens differ at {at}: {:?}@{:?} vs {:?}@{:?}",
-                tokens.kinds.get(at),
-                tokens.starts.get(at),
-                theirs.kinds.get(at),
-                theirs.starts.get(at)
+                "non-trivia tokens differ at {at}: {:?} vs {:?}",
+                span(&tokens),
+                span(&theirs)
             ));
         }
         let steps = |o: &Output| o.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>();
@@ -577,6 +576,145 @@ mod differential {
             files_answered * 10 >= files.len() * 8,
             "answered {files_answered} of {} files",
             files.len()
+        );
+    }
+
+    /// Soups of whole tokens, written next to each other or apart, from a fixed seed:
+    /// where the byte lexer hands a token to `rustc_lexer` or stops a run (prefixes,
+    /// quotes, escapes, suffixes, floats, non-ASCII whitespace and identifiers, comments).
+    /// Wherever the pass answers, it answers as `LexedStr` does; and it answers often
+    /// enough for that to mean something.
+    #[test]
+    fn the_byte_lexer_agrees_with_rust_analyzer_on_token_soups() {
+        const PIECES: &[&str] = &[
+            "a",
+            "_",
+            "_x",
+            "r",
+            "b",
+            "c",
+            "br",
+            "cr",
+            "x1",
+            "fn",
+            "union",
+            "macro_rules",
+            "r#x",
+            "r#type",
+            "#",
+            "b'a'",
+            "b'\\n'",
+            "'a'",
+            "'\\u{41}'",
+            "'a",
+            "'_",
+            "'static",
+            "\"s\"",
+            "\"\"",
+            "\"a\\nb\"",
+            "\"\\\"\"",
+            "\"multi\nline\"",
+            "\"cr\\r\"",
+            "\"s\"x",
+            "b\"s\"",
+            "c\"s\"",
+            "r\"s\"",
+            "r#\"s\"#",
+            "br\"s\"",
+            "cr#\"s\"#",
+            "/",
+            "// c",
+            "/// d",
+            "//! e",
+            "/* b */",
+            "/** f */",
+            "/* /* n */ */",
+            "*",
+            "\n",
+            "\r\n",
+            " ",
+            "\t",
+            "\u{b}",
+            "\u{c}",
+            "\u{85}",
+            "\u{200e}",
+            "\u{2028}",
+            "0",
+            "1",
+            "1_000",
+            "0x1f",
+            "0b10",
+            "0o7",
+            "9_",
+            "1u8",
+            "1.0",
+            "1.",
+            "1e5",
+            "1.5f32",
+            ".",
+            "..",
+            "..=",
+            "e",
+            "E",
+            "u8",
+            "é",
+            "x\u{301}",
+            "{",
+            "}",
+            "(",
+            ")",
+            "[",
+            "]",
+            "<",
+            ">",
+            ">>=",
+            "-",
+            "->",
+            "!",
+            ":",
+            "::",
+            ";",
+            ",",
+            "=",
+            "==",
+            "&",
+            "&&",
+            "|",
+            "+",
+            "^",
+            "%",
+            "@",
+            "~",
+            "?",
+            "$",
+        ];
+        const SEPARATORS: &[&str] = &["", "", " ", "\n"];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as usize
+        };
+        let (mut answered, mut problems) = (0, Vec::new());
+        const SOUPS: usize = 4_000;
+        for _ in 0..SOUPS {
+            let len = next() % 24;
+            let text: String = (0..len)
+                .map(|_| {
+                    let piece = PIECES[next() % PIECES.len()];
+                    format!("{piece}{}", SEPARATORS[next() % SEPARATORS.len()])
+                })
+                .collect();
+            match lexes_as_rust_analyzer(&text) {
+                Ok(took) => answered += usize::from(took),
+                Err(e) => problems.push(format!("{text:?}: {e}")),
+            }
+        }
+        assert!(problems.is_empty(), "{}", problems.join("\n"));
+        assert!(
+            answered * 4 >= SOUPS,
+            "answered only {answered} of {SOUPS} soups"
         );
     }
 
