@@ -1,5 +1,6 @@
-//! The fast scan: rust-analyzer's lexer and parser (`ra_ap_parser`), read as one stream of
-//! enter / token / exit steps. No syntax tree is built and trivia (whitespace, comments)
+//! The fast scan: rust-analyzer's lexer and parser (`ra_ap_parser`, vendored with patches
+//! that hand over its steps in place: `vendor/ra_ap_parser/SCAFFOLD.md`), read as one stream
+//! of enter / token / exit steps. No syntax tree is built and trivia (whitespace, comments)
 //! is never looked at; a few small stacks follow the nodes that matter (paths, use trees,
 //! attributes, items).
 //!
@@ -87,12 +88,12 @@ fn scan_unguarded(text: &str, body: &str, candidates: &HashSet<String>) -> Optio
             (Tokens::of(&lexed), lexed.to_input(EDITION))
         }
     };
-    let output = TopEntryPoint::SourceFile.parse(&input, EDITION);
     let mut scanner = Scanner::new(body);
     // The parser's steps count non-trivia tokens, as `tokens` does; `pos` walks both.
     let n = tokens.len();
     let mut pos = 0;
-    for step in output.iter() {
+    let mut steps = TopEntryPoint::SourceFile.parse_steps(&input, EDITION);
+    while let Some(step) = steps.next_step() {
         match step {
             Step::Enter { kind } => scanner.enter(kind),
             Step::Exit => scanner.exit(),
@@ -346,6 +347,24 @@ impl<'t> Scanner<'t> {
 
     /// A non-trivia token at `start..end` of the body.
     fn token(&mut self, kind: K, start: usize, end: usize) {
+        // Most tokens sit where nothing is read (keywords, operators, expressions'
+        // literals): only a token under one of these nodes, or inside a `cfg(…)` being
+        // read, is looked at below.
+        let read = matches!(
+            self.stack.last(),
+            Some(
+                K::NAME_REF
+                    | K::PATH_SEGMENT
+                    | K::NAME
+                    | K::RENAME
+                    | K::USE_TREE
+                    | K::ATTR
+                    | K::LITERAL
+            )
+        ) || self.attrs.last().is_some_and(|a| a.in_cfg);
+        if !read {
+            return;
+        }
         let Some(text) = self.body.get(start..end) else {
             self.failed = true;
             return;

@@ -480,6 +480,29 @@ mod differential {
         Ok(true)
     }
 
+    /// `Err` when the vendored parser's in-place steps (`parse_steps`, what the fast scan
+    /// reads) differ from the `Output` upstream's `parse` builds, on `LexedStr`'s input.
+    fn steps_agree(text: &str) -> Result<(), String> {
+        use ra_ap_parser::{LexedStr, TopEntryPoint};
+        let edition = fast::EDITION;
+        let input = LexedStr::new(edition, text).to_input(edition);
+        let output = TopEntryPoint::SourceFile.parse(&input, edition);
+        let built: Vec<String> = output.iter().map(|s| format!("{s:?}")).collect();
+        let mut read = Vec::with_capacity(built.len());
+        let mut steps = TopEntryPoint::SourceFile.parse_steps(&input, edition);
+        while let Some(step) = steps.next_step() {
+            read.push(format!("{step:?}"));
+        }
+        match (0..built.len().max(read.len())).find(|&i| built.get(i) != read.get(i)) {
+            None => Ok(()),
+            Some(i) => Err(format!(
+                "parse_steps differs from parse at step {i}: {:?} vs {:?}",
+                read.get(i),
+                built.get(i)
+            )),
+        }
+    }
+
     /// Small deletions at character boundaries, from a fixed seed.
     fn damaged(text: &str, seed: u64, count: usize) -> Vec<String> {
         let mut state = seed | 1;
@@ -564,8 +587,11 @@ mod differential {
                 Ok(took) => files_answered += usize::from(took),
                 Err(e) => problems.push(format!("{}: {e}", f.display())),
             }
+            if let Err(e) = steps_agree(&text) {
+                problems.push(format!("{}: {e}", f.display()));
+            }
             for (j, d) in damaged(&text, i as u64 + 1, 8).iter().enumerate() {
-                if let Err(e) = lexes_as_rust_analyzer(d) {
+                if let Err(e) = lexes_as_rust_analyzer(d).and_then(|_| steps_agree(d)) {
                     problems.push(format!("{} (damage {j}): {e}", f.display()));
                 }
             }
@@ -709,6 +735,9 @@ mod differential {
             match lexes_as_rust_analyzer(&text) {
                 Ok(took) => answered += usize::from(took),
                 Err(e) => problems.push(format!("{text:?}: {e}")),
+            }
+            if let Err(e) = steps_agree(&text) {
+                problems.push(format!("{text:?}: {e}"));
             }
         }
         assert!(problems.is_empty(), "{}", problems.join("\n"));

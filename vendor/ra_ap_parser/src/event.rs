@@ -6,7 +6,7 @@ use std::mem;
 
 use crate::{
     SyntaxKind::{self, *},
-    output::Output,
+    output::{Output, Step},
 };
 
 /// `Parser` produces a flat list of `Event`s.
@@ -76,8 +76,9 @@ pub(crate) enum Event {
     FloatSplitHack {
         ends_in_dot: bool,
     },
+    // scaffold's patch: the message's index in the parser's error list.
     Error {
-        msg: String,
+        msg: u32,
     },
 }
 
@@ -88,7 +89,7 @@ impl Event {
 }
 
 /// Generate the syntax tree with the control of events.
-pub(super) fn process(mut events: Vec<Event>) -> Output {
+pub(super) fn process(mut events: Vec<Event>, mut errors: Vec<String>) -> Output {
     let mut res = Output::default();
     let mut forward_parents = Vec::new();
 
@@ -131,9 +132,81 @@ pub(super) fn process(mut events: Vec<Event>) -> Output {
                 let ev = mem::replace(&mut events[i + 1], Event::tombstone());
                 assert!(matches!(ev, Event::Finish), "{ev:?}");
             }
-            Event::Error { msg } => res.error(msg),
+            Event::Error { msg } => res.error(mem::take(&mut errors[msg as usize])),
         }
     }
 
     res
+}
+
+/// scaffold's patch: the steps [`process`] followed by [`Output::iter`] gives, read from
+/// the parser's events in place, one at a time (no `Output` is built). Only the `Start`
+/// events a forward parent points at are marked consumed.
+pub struct Steps {
+    events: Vec<Event>,
+    errors: Vec<String>,
+    next: usize,
+    /// Nodes still to enter, innermost first (popped from the end).
+    parents: Vec<SyntaxKind>,
+}
+
+impl Steps {
+    pub(super) fn new(events: Vec<Event>, errors: Vec<String>) -> Steps {
+        Steps { events, errors, next: 0, parents: Vec::new() }
+    }
+
+    /// The next step, or `None` after the last.
+    #[inline]
+    pub fn next_step(&mut self) -> Option<Step<'_>> {
+        if let Some(kind) = self.parents.pop() {
+            return Some(Step::Enter { kind });
+        }
+        let error = loop {
+            let i = self.next;
+            let event = self.events.get_mut(i)?;
+            self.next += 1;
+            match event {
+                Event::Start { kind, forward_parent: None } => {
+                    if *kind != TOMBSTONE {
+                        return Some(Step::Enter { kind: *kind });
+                    }
+                }
+                Event::Start { kind, forward_parent: Some(fwd) } => {
+                    let (first, mut fp) = (*kind, Some(*fwd));
+                    if first != TOMBSTONE {
+                        self.parents.push(first);
+                    }
+                    let mut idx = i;
+                    while let Some(fwd) = fp {
+                        idx += fwd as usize;
+                        fp = match &mut self.events[idx] {
+                            Event::Start { kind, forward_parent } => {
+                                let kind = mem::replace(kind, TOMBSTONE);
+                                if kind != TOMBSTONE {
+                                    self.parents.push(kind);
+                                }
+                                forward_parent.take()
+                            }
+                            _ => unreachable!(),
+                        };
+                    }
+                    if let Some(kind) = self.parents.pop() {
+                        return Some(Step::Enter { kind });
+                    }
+                }
+                Event::Finish => return Some(Step::Exit),
+                Event::Token { kind, n_raw_tokens } => {
+                    return Some(Step::Token { kind: *kind, n_input_tokens: *n_raw_tokens });
+                }
+                Event::FloatSplitHack { ends_in_dot } => {
+                    let ends_in_dot = *ends_in_dot;
+                    let ev = mem::replace(&mut self.events[i + 1], Event::tombstone());
+                    assert!(matches!(ev, Event::Finish), "{ev:?}");
+                    return Some(Step::FloatSplit { ends_in_dot });
+                }
+                Event::Error { msg } => break *msg as usize,
+            }
+        };
+        Some(Step::Error { msg: &self.errors[error] })
+    }
 }

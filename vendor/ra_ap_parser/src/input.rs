@@ -89,7 +89,8 @@ impl Input {
         let b_idx = n % (bits::BITS as usize);
         (idx, b_idx)
     }
-    fn len(&self) -> usize {
+    // scaffold's patch: `pub(crate)`, for `Parser::new` to size its events.
+    pub(crate) fn len(&self) -> usize {
         self.kind.len()
     }
 }

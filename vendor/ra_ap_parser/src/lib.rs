@@ -44,6 +44,7 @@ pub(crate) use token_set::TokenSet;
 pub use edition::Edition;
 
 pub use crate::{
+    event::Steps,
     input::Input,
     lexed_str::LexedStr,
     output::{Output, Step},
@@ -86,6 +87,24 @@ pub enum TopEntryPoint {
 }
 
 impl TopEntryPoint {
+    /// scaffold's patch: parses `input` and gives its steps in the order [`Output::iter`]
+    /// gives them, read from the parser's events without building the `Output`.
+    pub fn parse_steps(&self, input: &Input, edition: Edition) -> Steps {
+        let entry_point: fn(&'_ mut parser::Parser<'_>) = match self {
+            TopEntryPoint::SourceFile => grammar::entry::top::source_file,
+            TopEntryPoint::MacroStmts => grammar::entry::top::macro_stmts,
+            TopEntryPoint::MacroItems => grammar::entry::top::macro_items,
+            TopEntryPoint::Pattern => grammar::entry::top::pattern,
+            TopEntryPoint::Type => grammar::entry::top::type_,
+            TopEntryPoint::Expr => grammar::entry::top::expr,
+            TopEntryPoint::MetaItem => grammar::entry::top::meta_item,
+        };
+        let mut p = parser::Parser::new(input, edition);
+        entry_point(&mut p);
+        let (events, errors) = p.finish();
+        Steps::new(events, errors)
+    }
+
     pub fn parse(&self, input: &Input, edition: Edition) -> Output {
         let _p = tracing::info_span!("TopEntryPoint::parse", ?self).entered();
         let entry_point: fn(&'_ mut parser::Parser<'_>) = match self {
@@ -99,8 +118,8 @@ impl TopEntryPoint {
         };
         let mut p = parser::Parser::new(input, edition);
         entry_point(&mut p);
-        let events = p.finish();
-        let res = event::process(events);
+        let (events, errors) = p.finish();
+        let res = event::process(events, errors);
 
         if cfg!(debug_assertions) {
             let mut depth = 0;
@@ -164,8 +183,8 @@ impl PrefixEntryPoint {
         };
         let mut p = parser::Parser::new(input, edition);
         entry_point(&mut p);
-        let events = p.finish();
-        event::process(events)
+        let (events, errors) = p.finish();
+        event::process(events, errors)
     }
 }
 
@@ -190,7 +209,7 @@ impl Reparser {
         let Reparser(r) = self;
         let mut p = parser::Parser::new(tokens, edition);
         r(&mut p);
-        let events = p.finish();
-        event::process(events)
+        let (events, errors) = p.finish();
+        event::process(events, errors)
     }
 }
