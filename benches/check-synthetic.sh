@@ -39,6 +39,31 @@ hyperfine --warmup 2 --runs 10 --export-json "$work/bench.json" \
   -n "cold without work-queue rules" "'$bin' -C '$work/repo' check $without > /dev/null" \
   -n "warm" "'$bin' -C '$work/repo' check > /dev/null"
 
+# Cold beside ripgrep again, interleaved: one ripgrep run, one cold check and one cold
+# check without the work-queue rules per round, so a busy spell on the host lands on all
+# three (hyperfine runs each command's ten runs back to back, and a spell that hits one
+# block moves the ratio by a third on this kind of VM). The ratio is taken per round.
+python3 - "$bin" "$work/repo" $without > "$work/paired.txt" <<'PY'
+import shutil, statistics, subprocess, sys, time
+binary, repo, without = sys.argv[1], sys.argv[2], sys.argv[3:]
+cache = f"{repo}/.scaffold"
+def run(argv):
+    start = time.perf_counter()
+    subprocess.run(argv, stdout=subprocess.DEVNULL, check=True)
+    return (time.perf_counter() - start) * 1000
+def cold(extra):
+    shutil.rmtree(cache, ignore_errors=True)
+    return run([binary, "-C", repo, "check", *extra])
+rows = [(run(["rg", "-c", "use ", repo]), cold([]), cold(without)) for _ in range(20)]
+med = lambda xs: statistics.median(xs)
+rg, c, w = (med([r[i] for r in rows]) for i in range(3))
+ratio = med([r[1] / r[0] for r in rows])
+onoff = med([r[1] / r[2] for r in rows])
+print(f"paired, 20 rounds: ripgrep {rg:.1f} ms, cold {c:.1f} ms, without work-queue rules {w:.1f} ms")
+print(f"check, cold, paired per round  {ratio:5.2f}x ripgrep (median of the rounds' ratios)")
+print(f"  work-queue rules on/off, paired {onoff:5.2f}x")
+PY
+
 # Warm again, on the same tree with every member listed in [workspace] members (as
 # `cargo new` writes them) instead of five globs.
 python3 "$here/benches/synth.py" "$work/literal" --crates "$crates" --files "$files" --literal-members
@@ -82,3 +107,4 @@ print(f"  members listed one by one    {m('warm, literal members'):8.1f} ms   {m
 print(f"  legacy, ~25,000 baselined    {m('warm, legacy baseline'):8.1f} ms   {m('warm, legacy baseline')/rg:5.2f}x ripgrep")
 print(f"check --staged, 1 file, warm   {m('staged'):8.1f} ms")
 PY
+cat "$work/paired.txt"
