@@ -97,6 +97,8 @@ pub struct Context<'r> {
     edges: std::sync::OnceLock<Vec<super::edges::Edge<'r>>>,
     /// The work-queue model, built on first use by the rules that read it.
     pub workqueue: super::workqueue::Slot,
+    /// What workers' code runs (contexts built, processes started), read on first use.
+    pub worker_code: std::sync::OnceLock<super::workqueue::exec::WorkerCode>,
     /// The work-queue extractors' per-file results, kept across runs.
     pub memo: super::workqueue::memo::Memo,
 }
@@ -201,6 +203,7 @@ impl<'r> Context<'r> {
             agent_name,
             edges: std::sync::OnceLock::new(),
             workqueue: Default::default(),
+            worker_code: Default::default(),
             memo: super::workqueue::memo::Memo::new(&repo.root),
         };
         (ctx, pending)

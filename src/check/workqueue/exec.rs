@@ -26,19 +26,64 @@ pub struct BuiltContext {
     pub how: String,
 }
 
-pub fn built_contexts(ctx: &Context<'_>) -> Vec<BuiltContext> {
-    let files = super::worker_sources(ctx, &["WorkContext"]);
-    let mut out: Vec<BuiltContext> = files
-        .par_iter()
-        .filter(|s| s.mentions("WorkHandler"))
-        .filter_map(|s| {
-            ctx.memo
-                .parsed("contexts", s, 0, |tree| contexts_in(s.file(), tree))
-        })
-        .flatten()
-        .collect();
-    out.sort_by(|a, b| (&a.path, a.at.offset).cmp(&(&b.path, b.at.offset)));
-    out
+/// Every `WorkContext` a handler builds itself.
+pub fn built_contexts<'c>(ctx: &'c Context<'_>) -> &'c [BuiltContext] {
+    &worker_code(ctx).contexts
+}
+
+/// What workers' code runs, both lists sorted by file and offset.
+#[derive(Debug, Default)]
+pub struct WorkerCode {
+    contexts: Vec<BuiltContext>,
+    execs: Vec<Exec>,
+}
+
+/// One file's part of [`WorkerCode`], as the memo keeps it.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct FileCode {
+    contexts: Vec<BuiltContext>,
+    execs: Vec<Exec>,
+}
+
+/// Reads the worker sources that can build a `WorkContext` (they mention it and
+/// `WorkHandler`) or start a process (they mention `Command`), each parsed once for both:
+/// a handler file is usually both, and was parsed once per list.
+fn worker_code<'c>(ctx: &'c Context<'_>) -> &'c WorkerCode {
+    ctx.worker_code.get_or_init(|| {
+        let files = super::worker_sources(ctx, &["WorkContext", "Command"]);
+        let parts: Vec<FileCode> = files
+            .par_iter()
+            .filter_map(|s| {
+                let contexts = s.mentions("WorkContext") && s.mentions("WorkHandler");
+                let execs = s.mentions("Command");
+                if !contexts && !execs {
+                    return None;
+                }
+                ctx.memo.parsed("worker-code", s, 0, |tree| FileCode {
+                    contexts: if contexts {
+                        contexts_in(s.file(), tree)
+                    } else {
+                        Vec::new()
+                    },
+                    execs: if execs {
+                        execs_in(s.file(), tree)
+                    } else {
+                        Vec::new()
+                    },
+                })
+            })
+            .collect();
+        let mut code = WorkerCode::default();
+        for part in parts {
+            code.contexts.extend(part.contexts);
+            code.execs.extend(part.execs);
+        }
+        code.contexts
+            .sort_by(|a, b| (&a.path, a.at.offset).cmp(&(&b.path, b.at.offset)));
+        code.execs
+            .sort_by(|a, b| (&a.path, a.at.offset).cmp(&(&b.path, b.at.offset)));
+        code
+    })
 }
 
 fn all_impls<'a>(list: &'a [syn::Item], out: &mut Vec<&'a syn::ItemImpl>) {
@@ -158,25 +203,19 @@ pub enum ExecKind {
     Received(String),
 }
 
-pub fn execs(ctx: &Context<'_>) -> Vec<Exec> {
-    let files = super::worker_sources(ctx, &["Command"]);
-    let mut out: Vec<Exec> = files
-        .par_iter()
-        .filter_map(|s| {
-            ctx.memo.parsed("execs", s, 0, |tree| {
-                let mut v = Fns {
-                    file: s.file(),
-                    impls: Vec::new(),
-                    out: Vec::new(),
-                };
-                v.visit_file(tree);
-                v.out
-            })
-        })
-        .flatten()
-        .collect();
-    out.sort_by(|a, b| (&a.path, a.at.offset).cmp(&(&b.path, b.at.offset)));
-    out
+/// Every process a worker starts that it should not.
+pub fn execs<'c>(ctx: &'c Context<'_>) -> &'c [Exec] {
+    &worker_code(ctx).execs
+}
+
+fn execs_in(file: &SourceFile, tree: &syn::File) -> Vec<Exec> {
+    let mut v = Fns {
+        file,
+        impls: Vec::new(),
+        out: Vec::new(),
+    };
+    v.visit_file(tree);
+    v.out
 }
 
 /// Walks to functions outside test code and analyses each body on its own.
