@@ -31,16 +31,10 @@ pub fn built_contexts<'c>(ctx: &'c Context<'_>) -> &'c [BuiltContext] {
     &worker_code(ctx).contexts
 }
 
-/// What workers' code runs, both lists sorted by file and offset.
-#[derive(Debug, Default)]
+/// What workers' code runs: one file's part (as the memo keeps it), or every file's,
+/// both lists sorted by file and offset.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct WorkerCode {
-    contexts: Vec<BuiltContext>,
-    execs: Vec<Exec>,
-}
-
-/// One file's part of [`WorkerCode`], as the memo keeps it.
-#[derive(serde::Serialize, serde::Deserialize)]
-struct FileCode {
     contexts: Vec<BuiltContext>,
     execs: Vec<Exec>,
 }
@@ -51,7 +45,7 @@ struct FileCode {
 fn worker_code<'c>(ctx: &'c Context<'_>) -> &'c WorkerCode {
     ctx.worker_code.get_or_init(|| {
         let files = super::worker_sources(ctx, &["WorkContext", "Command"]);
-        let parts: Vec<FileCode> = files
+        let parts: Vec<WorkerCode> = files
             .par_iter()
             .filter_map(|s| {
                 let contexts = s.mentions("WorkContext") && s.mentions("WorkHandler");
@@ -59,7 +53,7 @@ fn worker_code<'c>(ctx: &'c Context<'_>) -> &'c WorkerCode {
                 if !contexts && !execs {
                     return None;
                 }
-                ctx.memo.parsed("worker-code", s, 0, |tree| FileCode {
+                ctx.memo.parsed("worker-code", s, 0, |tree| WorkerCode {
                     contexts: if contexts {
                         contexts_in(s.file(), tree)
                     } else {
