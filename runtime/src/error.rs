@@ -38,6 +38,12 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
+    #[error(
+        "the folder of the queue database {} does not exist ({}); create it, or fix the URL",
+        path.display(),
+        dir.display()
+    )]
+    MissingDirectory { path: PathBuf, dir: PathBuf },
     #[error("the SQLite backend failed: {0}")]
     Sqlite(#[from] rusqlite::Error),
     #[error("the PostgreSQL backend failed: {0}")]

@@ -84,7 +84,74 @@ pub(crate) fn decode<P: DeserializeOwned>(
     record: &ItemRecord,
     fence: Fence,
 ) -> Result<Item<P>, WorkError> {
-    let payload = P::deserialize(&record.payload)
-        .map_err(|e| WorkError::Permanent(format!("undecodable payload: {e}")))?;
+    let payload = P::deserialize(&record.payload).map_err(|e| {
+        WorkError::Permanent(format!(
+            "undecodable payload: {}",
+            redacted_decode_error(&e.to_string())
+        ))
+    })?;
     Ok(Item::from_record(record, fence, payload))
+}
+
+/// serde's message for a payload that does not decode, without the payload's contents: the
+/// error lands in `last_error`, in logs and on the operator's screen, and serde quotes the
+/// offending value (`invalid type: string "4111…", expected u64`). What is kept comes from
+/// the payload type (field names, what was expected), never from the value.
+fn redacted_decode_error(msg: &str) -> String {
+    const FROM_THE_TYPE: [&str; 2] = ["missing field", "duplicate field"];
+    const KINDS: [&str; 5] = [
+        "invalid type",
+        "invalid value",
+        "invalid length",
+        "unknown field",
+        "unknown variant",
+    ];
+    if FROM_THE_TYPE.iter().any(|p| msg.starts_with(p)) {
+        return msg.to_owned();
+    }
+    let Some(kind) = KINDS.iter().find(|k| msg.starts_with(*k)) else {
+        return "the payload does not match its type".to_owned();
+    };
+    match msg.split_once(", expected ") {
+        Some((_, expected)) => format!("{kind}, expected {expected}"),
+        None => (*kind).to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redacted_decode_error;
+
+    #[test]
+    fn decode_errors_keep_the_type_and_drop_the_value() {
+        #[derive(Debug, serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        #[allow(dead_code)]
+        struct P {
+            card: u64,
+        }
+        let cases = [
+            (
+                serde_json::json!({"card": "4111-secret"}),
+                "invalid type, expected u64",
+            ),
+            (serde_json::json!({}), "missing field `card`"),
+            (
+                serde_json::json!({"card": 1, "secret-key": 2}),
+                "unknown field, expected `card`",
+            ),
+        ];
+        for (value, want) in cases {
+            let Err(e) = serde_json::from_value::<P>(value) else {
+                panic!("decodes");
+            };
+            let got = redacted_decode_error(&e.to_string());
+            assert_eq!(got, want);
+            assert!(!got.contains("secret"), "{got}");
+        }
+        assert_eq!(
+            redacted_decode_error("my custom error about 4111"),
+            "the payload does not match its type"
+        );
+    }
 }

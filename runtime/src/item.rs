@@ -341,7 +341,8 @@ impl WorkerState {
     }
 }
 
-/// A worker row.
+/// A worker row. The worker heartbeats it (`last_seen_at`) every sweep tick; the sweeper of
+/// any worker marks it OFFLINE after three of its leases (`lease_ms`) of silence.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WorkerRecord {
     pub id: String,
@@ -349,4 +350,32 @@ pub struct WorkerRecord {
     pub state: WorkerState,
     pub started_at: Timestamp,
     pub last_seen_at: Timestamp,
+    /// The lease the worker's claims take, in milliseconds.
+    pub lease_ms: i64,
+}
+
+/// What one enqueue did: the item's id, and whether it was a duplicate (a live item of the
+/// same kind held its dedupe key; `id` is then that item's, and nothing was inserted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Enqueued {
+    pub id: ItemId,
+    pub duplicate: bool,
+}
+
+impl Enqueued {
+    /// A new item.
+    pub const fn new(id: ItemId) -> Self {
+        Enqueued {
+            id,
+            duplicate: false,
+        }
+    }
+
+    /// The live item a duplicate enqueue found.
+    pub const fn duplicate_of(id: ItemId) -> Self {
+        Enqueued {
+            id,
+            duplicate: true,
+        }
+    }
 }

@@ -41,12 +41,12 @@ pub use context::WorkContext;
 pub use error::{BuildError, StoreError, WorkError};
 pub use handler::WorkHandler;
 pub use item::{
-    Claimed, DEFAULT_LANE, Fence, Finish, Item, ItemId, ItemRecord, ItemState, LaneStats,
+    Claimed, DEFAULT_LANE, Enqueued, Fence, Finish, Item, ItemId, ItemRecord, ItemState, LaneStats,
     ListFilter, NewItem, Outcome, StateStats, WorkerRecord, WorkerState,
 };
 pub use outbox::{Relay, Tx};
 pub use retry::RetryPolicy;
 pub use spec::{Registry, WorkKindSpec};
 pub use store::{Backend, Store};
-pub use time::{Clock, ManualClock, SystemClock, Timestamp};
+pub use time::{Clock, DatabaseClock, ManualClock, MonotonicClock, SystemClock, Timestamp};
 pub use work_loop::{LoopEvent, WorkLoop, WorkLoopBuilder, shutdown_signal};

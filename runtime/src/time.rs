@@ -10,8 +10,9 @@ use serde::{Deserialize, Serialize};
 /// A point in time, in whole milliseconds since the Unix epoch (UTC).
 ///
 /// Every timestamp the store writes (`run_at`, `lease_expires_at`, …) is one of these, taken
-/// from the store's [`Clock`], never from the database's own clock, so a [`ManualClock`] drives
-/// lease expiry on every backend alike.
+/// from the store's [`Clock`]: on PostgreSQL by default a [`DatabaseClock`] (the server's
+/// time, so every host reads one clock), elsewhere the system clock; a test injects a
+/// [`ManualClock`] on any backend and it drives lease expiry on every backend alike.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct Timestamp(i64);
@@ -73,6 +74,81 @@ pub struct SystemClock;
 impl Clock for SystemClock {
     fn now(&self) -> Timestamp {
         Timestamp::from(SystemTime::now())
+    }
+}
+
+/// The process's wall clock read once at start and carried forward on the monotonic clock:
+/// it never steps when NTP or an operator sets the system time, so a [`DatabaseClock`] over
+/// it stays within its last sync's error until the next.
+#[derive(Debug, Clone, Copy)]
+pub struct MonotonicClock {
+    anchor: Timestamp,
+    started: std::time::Instant,
+}
+
+impl MonotonicClock {
+    /// Anchored at the system time now.
+    pub fn new() -> Self {
+        MonotonicClock {
+            anchor: SystemClock.now(),
+            started: std::time::Instant::now(),
+        }
+    }
+}
+
+impl Default for MonotonicClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Clock for MonotonicClock {
+    fn now(&self) -> Timestamp {
+        self.anchor.plus(self.started.elapsed())
+    }
+}
+
+/// The database server's clock as this host reads it: a host clock plus the offset last
+/// measured against the server (half the round trip is the error). Hosts sharing a
+/// PostgreSQL queue each read it, so their leases, `run_at`s and sweeps agree however far
+/// their own clocks are apart; the store re-measures the offset periodically.
+#[derive(Debug)]
+pub struct DatabaseClock {
+    host: Arc<dyn Clock>,
+    offset_ms: AtomicI64,
+}
+
+impl DatabaseClock {
+    /// Over `host`, offset zero until the first [`DatabaseClock::set_offset`].
+    pub fn new(host: Arc<dyn Clock>) -> Arc<Self> {
+        Arc::new(DatabaseClock {
+            host,
+            offset_ms: AtomicI64::new(0),
+        })
+    }
+
+    /// The host clock it reads.
+    pub fn host(&self) -> &Arc<dyn Clock> {
+        &self.host
+    }
+
+    /// The server's time minus the host's, as last measured.
+    pub fn offset_ms(&self) -> i64 {
+        self.offset_ms.load(Ordering::SeqCst)
+    }
+
+    /// Records a measurement: the host read `sent` before asking the server, the server
+    /// answered `server`, the host read `received` after.
+    pub fn record(&self, sent: Timestamp, server: Timestamp, received: Timestamp) {
+        let midpoint = sent.as_millis() + (received.as_millis() - sent.as_millis()) / 2;
+        self.offset_ms
+            .store(server.as_millis() - midpoint, Ordering::SeqCst);
+    }
+}
+
+impl Clock for DatabaseClock {
+    fn now(&self) -> Timestamp {
+        Timestamp(self.host.now().0.saturating_add(self.offset_ms()))
     }
 }
 

@@ -8,11 +8,11 @@ use serde_json::Value;
 
 use crate::error::StoreError;
 use crate::item::{
-    Claimed, Fence, Finish, ItemId, ItemRecord, ItemState, LaneStats, ListFilter, NewItem, Outcome,
-    WorkerRecord,
+    Claimed, Enqueued, Fence, Finish, ItemId, ItemRecord, ItemState, LaneStats, ListFilter,
+    NewItem, Outcome, WorkerRecord, WorkerState,
 };
 use crate::outbox::{Tx, TxInner};
-use crate::store::{Backend, BoxFuture, ClaimRequest, StoreResult, TxBody};
+use crate::store::{Backend, BoxFuture, ClaimRequest, RelayReport, StoreResult, TxBody};
 use crate::time::Timestamp;
 
 /// Outbox rows written inside an open in-memory transaction; kept only when it commits.
@@ -31,35 +31,56 @@ impl PendingOutbox {
     }
 }
 
+/// One outbox row: the item it asks for, when it was relayed, and why the relay refused it.
+#[derive(Debug)]
+struct OutboxRow {
+    item: NewItem,
+    relayed_at: Option<Timestamp>,
+    relay_error: Option<String>,
+}
+
 #[derive(Debug, Default)]
 struct State {
     items: BTreeMap<ItemId, ItemRecord>,
     effects: BTreeMap<(ItemId, String), Value>,
-    /// Outbox rows and when each was relayed.
-    outbox: BTreeMap<ItemId, (NewItem, Option<Timestamp>)>,
+    outbox: BTreeMap<ItemId, OutboxRow>,
     workers: BTreeMap<String, WorkerRecord>,
+    /// The high-water mark of ids handed out: only ever grows.
     next_id: ItemId,
 }
 
+/// Why [`State::insert`] inserted nothing.
+enum NotInserted {
+    /// A live item of the same kind holds the dedupe key.
+    Duplicate(ItemId),
+    /// Another item has the id.
+    IdTaken,
+}
+
 impl State {
-    fn live_id_for_key(&self, key: &str) -> Option<ItemId> {
+    fn live_id_for_key(&self, kind: &str, key: &str) -> Option<ItemId> {
         self.items
             .values()
-            .find(|r| r.state.is_live() && r.dedupe_key.as_deref() == Some(key))
+            .find(|r| r.state.is_live() && r.kind == kind && r.dedupe_key.as_deref() == Some(key))
             .map(|r| r.id)
     }
 
-    /// Inserts `item` as `id`; the id of the live duplicate when its dedupe key is taken.
-    fn insert(&mut self, id: ItemId, item: &NewItem, now: Timestamp) -> Result<ItemId, ItemId> {
+    /// Inserts `item` as `id`.
+    fn insert(
+        &mut self,
+        id: ItemId,
+        item: &NewItem,
+        now: Timestamp,
+    ) -> Result<ItemId, NotInserted> {
         if let Some(existing) = item
             .dedupe_key
             .as_deref()
-            .and_then(|k| self.live_id_for_key(k))
+            .and_then(|k| self.live_id_for_key(&item.kind, k))
         {
-            return Err(existing);
+            return Err(NotInserted::Duplicate(existing));
         }
         if self.items.contains_key(&id) {
-            return Err(id);
+            return Err(NotInserted::IdTaken);
         }
         self.items.insert(
             id,
@@ -191,17 +212,24 @@ impl Backend for MemoryBackend {
         &self,
         items: Vec<NewItem>,
         now: Timestamp,
-    ) -> BoxFuture<'_, StoreResult<Vec<ItemId>>> {
+    ) -> BoxFuture<'_, StoreResult<Vec<Enqueued>>> {
         let mut st = self.lock();
-        let ids = items
+        let out = items
             .iter()
             .map(|item| {
                 let id = st.next_id;
-                st.insert(id, item, now).unwrap_or_else(|existing| existing)
+                st.next_id += 1;
+                match st.insert(id, item, now) {
+                    Ok(id) => Ok(Enqueued::new(id)),
+                    Err(NotInserted::Duplicate(existing)) => Ok(Enqueued::duplicate_of(existing)),
+                    Err(NotInserted::IdTaken) => Err(StoreError::Task(format!(
+                        "fresh id {id} is taken by a row this runtime did not write"
+                    ))),
+                }
             })
             .collect();
         drop(st);
-        self.ready(Ok(ids))
+        self.ready(out)
     }
 
     fn claim(&self, req: ClaimRequest, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<Claimed>>> {
@@ -312,7 +340,12 @@ impl Backend for MemoryBackend {
         let out = match st.items.get(&id).map(|r| (r.state, r.dedupe_key.clone())) {
             None => Err(StoreError::NotFound(id)),
             Some((ItemState::Dead, key)) => {
-                match key.as_deref().and_then(|k| st.live_id_for_key(k)) {
+                let kind = st
+                    .items
+                    .get(&id)
+                    .map(|r| r.kind.clone())
+                    .unwrap_or_default();
+                match key.as_deref().and_then(|k| st.live_id_for_key(&kind, k)) {
                     Some(other) => Err(StoreError::Task(format!(
                         "dedupe key of item {id} is held by live item {other}"
                     ))),
@@ -339,15 +372,19 @@ impl Backend for MemoryBackend {
 
     fn retry_all_dead(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>> {
         let mut st = self.lock();
-        let dead: Vec<(ItemId, Option<String>)> = st
+        let dead: Vec<(ItemId, String, Option<String>)> = st
             .items
             .values()
             .filter(|r| r.state == ItemState::Dead)
-            .map(|r| (r.id, r.dedupe_key.clone()))
+            .map(|r| (r.id, r.kind.clone(), r.dedupe_key.clone()))
             .collect();
         let mut n = 0;
-        for (id, key) in dead {
-            if key.as_deref().and_then(|k| st.live_id_for_key(k)).is_some() {
+        for (id, kind, key) in dead {
+            if key
+                .as_deref()
+                .and_then(|k| st.live_id_for_key(&kind, k))
+                .is_some()
+            {
                 continue;
             }
             if let Some(r) = st.items.get_mut(&id) {
@@ -492,34 +529,100 @@ impl Backend for MemoryBackend {
             };
             body(&mut tx)
         };
+        // Ids a rolled-back transaction took stay taken, as on the other backends.
+        st.next_id = st.next_id.max(pending.next_id);
         if result.is_ok() {
-            st.next_id = pending.next_id;
             for (id, item) in pending.rows {
-                st.outbox.insert(id, (item, None));
+                st.outbox.insert(
+                    id,
+                    OutboxRow {
+                        item,
+                        relayed_at: None,
+                        relay_error: None,
+                    },
+                );
             }
         }
         drop(st);
         self.ready(result)
     }
 
-    fn relay_outbox(&self, limit: usize, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>> {
+    fn relay_outbox(
+        &self,
+        limit: usize,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<RelayReport>> {
         let mut st = self.lock();
         let pending: Vec<(ItemId, NewItem)> = st
             .outbox
             .iter()
-            .filter(|(_, (_, relayed))| relayed.is_none())
+            .filter(|(_, row)| row.relayed_at.is_none() && row.relay_error.is_none())
             .take(limit)
-            .map(|(id, (item, _))| (*id, item.clone()))
+            .map(|(id, row)| (*id, row.item.clone()))
             .collect();
+        let mut report = RelayReport::default();
         for (id, item) in &pending {
-            // A row relayed twice, or whose dedupe key is live, inserts nothing.
-            let _ = st.insert(*id, item, now);
+            let refused = match st.insert(*id, item, now) {
+                // A row whose dedupe key a live item of its kind holds is that duplicate.
+                Ok(_) | Err(NotInserted::Duplicate(_)) => None,
+                Err(NotInserted::IdTaken) => Some(format!("id {id} is already another item's")),
+            };
             if let Some(row) = st.outbox.get_mut(id) {
-                row.1 = Some(now);
+                match refused {
+                    None => {
+                        row.relayed_at = Some(now);
+                        report.relayed += 1;
+                    }
+                    Some(reason) => {
+                        row.relay_error = Some(reason.clone());
+                        report.refused.push((*id, reason));
+                    }
+                }
             }
         }
         drop(st);
-        self.ready(Ok(pending.len() as u64))
+        self.ready(Ok(report))
+    }
+
+    fn mark_silent_workers(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<String>>> {
+        let mut st = self.lock();
+        let mut ids = Vec::new();
+        for w in st.workers.values_mut() {
+            let silent_since = w
+                .last_seen_at
+                .as_millis()
+                .saturating_add(w.lease_ms.saturating_mul(3));
+            if w.state != WorkerState::Offline && silent_since < now.as_millis() {
+                w.state = WorkerState::Offline;
+                ids.push(w.id.clone());
+            }
+        }
+        drop(st);
+        self.ready(Ok(ids))
+    }
+
+    fn purge_retained(
+        &self,
+        before: Timestamp,
+        limit: usize,
+    ) -> BoxFuture<'_, StoreResult<(u64, u64)>> {
+        let mut st = self.lock();
+        let mut relayed: Vec<(Timestamp, ItemId)> = st
+            .outbox
+            .iter()
+            .filter_map(|(id, row)| row.relayed_at.filter(|t| *t < before).map(|t| (t, *id)))
+            .collect();
+        relayed.sort_unstable();
+        relayed.truncate(limit);
+        for (_, id) in &relayed {
+            st.outbox.remove(id);
+        }
+        let before_workers = st.workers.len();
+        st.workers
+            .retain(|_, w| !(w.state == WorkerState::Offline && w.last_seen_at < before));
+        let workers = (before_workers - st.workers.len()) as u64;
+        drop(st);
+        self.ready(Ok((relayed.len() as u64, workers)))
     }
 
     fn put_worker(&self, worker: WorkerRecord) -> BoxFuture<'_, StoreResult<()>> {

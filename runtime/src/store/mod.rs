@@ -7,7 +7,10 @@
 //! object-safe the async methods return boxed futures; one allocation per call is noise next
 //! to a database round trip, and calls are batched (claims, completions) where it matters.
 //! Backends never read a clock: the [`Store`] passes `now` in, so an injected [`Clock`] moves
-//! lease expiry and `run_at` on every backend the same way.
+//! lease expiry and `run_at` on every backend the same way. On PostgreSQL, where many hosts
+//! share one queue, [`Store::open`] reads the server's clock ([`DatabaseClock`]: measured at
+//! connect and every 30 s, carried forward on the host's monotonic clock), so a host whose
+//! own clock runs ahead does not sweep leases another host still holds.
 
 pub mod memory;
 pub mod postgres;
@@ -23,13 +26,17 @@ use serde_json::Value;
 
 use crate::error::StoreError;
 use crate::item::{
-    Claimed, Fence, Finish, ItemId, ItemRecord, LaneStats, ListFilter, NewItem, WorkerRecord,
+    Claimed, Enqueued, Fence, Finish, ItemId, ItemRecord, LaneStats, ListFilter, NewItem,
+    WorkerRecord,
 };
 use crate::outbox::Tx;
-use crate::time::{Clock, SystemClock, Timestamp};
+use crate::time::{Clock, DatabaseClock, MonotonicClock, SystemClock, Timestamp};
+
+/// How often a store on the database's clock re-measures its offset from the server.
+const CLOCK_RESYNC: Duration = Duration::from_secs(30);
 
 /// The schema version this runtime writes; every backend's migrations end at it.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// A boxed, sendable future: what the object-safe [`Backend`] methods return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -62,12 +69,14 @@ pub trait Backend: Send + Sync + fmt::Debug {
     fn migrate(&self) -> BoxFuture<'_, StoreResult<i64>>;
     /// The schema version in force (0 for a new database).
     fn schema_version(&self) -> BoxFuture<'_, StoreResult<i64>>;
-    /// Inserts `items` in one transaction; a live duplicate dedupe key yields the live item's id.
+    /// Inserts `items` in one transaction, each under a fresh id (ids are never reused); an
+    /// item whose (kind, dedupe key) a live item holds is not inserted and yields that
+    /// item's id, marked a duplicate.
     fn enqueue_many(
         &self,
         items: Vec<NewItem>,
         now: Timestamp,
-    ) -> BoxFuture<'_, StoreResult<Vec<ItemId>>>;
+    ) -> BoxFuture<'_, StoreResult<Vec<Enqueued>>>;
     /// Atomically takes up to `n` due items, sets the lease and increments each fence.
     fn claim(&self, req: ClaimRequest, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<Claimed>>>;
     /// Renews the lease to `lease_until`; returns the stored `lease_expires_at`.
@@ -122,8 +131,23 @@ pub trait Backend: Send + Sync + fmt::Debug {
     ) -> BoxFuture<'_, StoreResult<()>>;
     /// Runs `body` in one write transaction of this store; commits when it returns Ok.
     fn transaction(&self, body: TxBody, now: Timestamp) -> BoxFuture<'_, StoreResult<()>>;
-    /// Turns up to `limit` unrelayed outbox rows into items whose id is the row id.
-    fn relay_outbox(&self, limit: usize, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>>;
+    /// Turns up to `limit` unrelayed outbox rows into items whose id is the row id; returns
+    /// how many rows it relayed. A row whose (kind, dedupe key) a live item holds is relayed
+    /// as that duplicate. A row whose id another item already has is never dropped: it
+    /// stays unrelayed with its `relay_error` set (and is no longer picked), and is counted
+    /// in [`RelayReport::refused`].
+    fn relay_outbox(&self, limit: usize, now: Timestamp)
+    -> BoxFuture<'_, StoreResult<RelayReport>>;
+    /// Marks OFFLINE every worker not OFFLINE whose row was last seen three of its leases
+    /// before `now`; returns their ids.
+    fn mark_silent_workers(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<String>>>;
+    /// Deletes up to `limit` outbox rows relayed before `before`, and OFFLINE worker rows
+    /// last seen before it (retention); returns (outbox rows, workers) deleted.
+    fn purge_retained(
+        &self,
+        before: Timestamp,
+        limit: usize,
+    ) -> BoxFuture<'_, StoreResult<(u64, u64)>>;
     /// Inserts or replaces a worker row.
     fn put_worker(&self, worker: WorkerRecord) -> BoxFuture<'_, StoreResult<()>>;
     /// Every worker row, by id.
@@ -137,6 +161,19 @@ pub trait Backend: Send + Sync + fmt::Debug {
         let _ = lane;
         Box::pin(tokio::time::sleep(max))
     }
+}
+
+fn is_postgres(url: &str) -> bool {
+    url.starts_with("postgres://") || url.starts_with("postgresql://")
+}
+
+/// What one relay pass did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RelayReport {
+    /// Rows turned into items (or found to be duplicates of live items).
+    pub relayed: u64,
+    /// Rows left unrelayed because their id is another item's: (row id, reason).
+    pub refused: Vec<(ItemId, String)>,
 }
 
 /// The queue: a cheap, clonable handle over one backend and one clock.
@@ -155,14 +192,48 @@ impl fmt::Debug for Store {
 }
 
 impl Store {
-    /// Opens `sqlite://PATH` (the file and its folder are created when missing),
-    /// `postgres://USER@HOST:PORT/DB[?schema=NAME&pool_size=N]` or `memory://`. A file that is not a SQLite database, or one with a newer schema, is
-    /// refused and left untouched.
+    /// Opens `sqlite://PATH` (the file is created when missing; its folder must exist,
+    /// except a missing `.scaffold/`, which is created),
+    /// `postgres://USER@HOST:PORT/DB[?schema=NAME&pool_size=N&sslmode=…]` or `memory://`.
+    /// A file that is not a SQLite database, or one with a newer schema, is refused and left
+    /// untouched. On PostgreSQL the store reads the server's clock
+    /// ([`Store::open_with_host_clock`]); elsewhere the system clock.
     pub async fn open(url: &str) -> StoreResult<Store> {
-        Self::open_with_clock(url, Arc::new(SystemClock)).await
+        if is_postgres(url) {
+            Self::open_with_host_clock(url, Arc::new(MonotonicClock::new())).await
+        } else {
+            Self::open_with_clock(url, Arc::new(SystemClock)).await
+        }
     }
 
-    /// [`Store::open`] with the clock the store reads.
+    /// Opens `url` on the database's clock where the backend has one of its own
+    /// (PostgreSQL: a [`DatabaseClock`] over `host`, its offset measured now and every
+    /// 30 s); on the other backends `host` is the store's clock.
+    pub async fn open_with_host_clock(url: &str, host: Arc<dyn Clock>) -> StoreResult<Store> {
+        if !is_postgres(url) {
+            return Self::open_with_clock(url, host).await;
+        }
+        let backend = Arc::new(postgres::PostgresBackend::connect(url).await?);
+        let clock = DatabaseClock::new(host);
+        backend.sync_clock(&clock).await?;
+        let (weak_backend, weak_clock) = (Arc::downgrade(&backend), Arc::downgrade(&clock));
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(CLOCK_RESYNC).await;
+                let (Some(backend), Some(clock)) = (weak_backend.upgrade(), weak_clock.upgrade())
+                else {
+                    return;
+                };
+                if let Err(e) = backend.sync_clock(&clock).await {
+                    tracing::warn!(error = %e, "cannot read the database's clock; keeping the last offset");
+                }
+            }
+        });
+        Ok(Self::from_backend(backend, clock))
+    }
+
+    /// [`Store::open`] with the clock the store reads, on every backend as given (tests move
+    /// time with a [`crate::ManualClock`]; on PostgreSQL this bypasses the database's clock).
     pub async fn open_with_clock(url: &str, clock: Arc<dyn Clock>) -> StoreResult<Store> {
         if let Some(path) = url.strip_prefix("sqlite://") {
             if path.is_empty() {
@@ -172,7 +243,7 @@ impl Store {
             }
             let backend = sqlite::SqliteBackend::open(std::path::Path::new(path)).await?;
             Ok(Self::from_backend(Arc::new(backend), clock))
-        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        } else if is_postgres(url) {
             let backend = postgres::PostgresBackend::connect(url).await?;
             Ok(Self::from_backend(Arc::new(backend), clock))
         } else if url == "memory://" || url == "memory:" {
@@ -233,17 +304,37 @@ impl Store {
         }
     }
 
-    /// Enqueues one item; returns its id (the live duplicate's id when its dedupe key is taken).
+    /// Enqueues one item; returns its id (the live duplicate's id when a live item of the
+    /// same kind holds its dedupe key: [`Store::enqueue_reporting`] tells the two apart).
     pub async fn enqueue(&self, item: NewItem) -> StoreResult<ItemId> {
-        let ids = self.enqueue_many(vec![item]).await?;
-        ids.into_iter()
+        Ok(self.enqueue_reporting(item).await?.id)
+    }
+
+    /// Enqueues one item; says whether it was a duplicate.
+    pub async fn enqueue_reporting(&self, item: NewItem) -> StoreResult<Enqueued> {
+        let out = self.enqueue_many_reporting(vec![item]).await?;
+        out.into_iter()
             .next()
             .ok_or_else(|| StoreError::Task("enqueue returned no id".to_owned()))
     }
 
     /// Enqueues many items in one transaction; ids in the order given.
     pub async fn enqueue_many(&self, items: Vec<NewItem>) -> StoreResult<Vec<ItemId>> {
-        self.backend.enqueue_many(items, self.now()).await
+        let out = self.enqueue_many_reporting(items).await?;
+        Ok(out.into_iter().map(|e| e.id).collect())
+    }
+
+    /// Enqueues many items in one transaction; for each, its id and whether it was a
+    /// duplicate, in the order given.
+    pub async fn enqueue_many_reporting(&self, items: Vec<NewItem>) -> StoreResult<Vec<Enqueued>> {
+        let kinds: Vec<String> = items.iter().map(|i| i.kind.clone()).collect();
+        let out = self.backend.enqueue_many(items, self.now()).await?;
+        for (e, kind) in out.iter().zip(&kinds) {
+            if e.duplicate {
+                tracing::debug!(id = e.id, kind = %kind, "enqueue was a duplicate of a live item");
+            }
+        }
+        Ok(out)
     }
 
     /// Claims up to `n` due items of `lane` for `lease`, as `owner`.
@@ -433,9 +524,40 @@ impl Store {
         postgres::insert_outbox_in(tx, schema, &item, self.now()).await
     }
 
-    /// Relays up to `limit` outbox rows; returns how many items it created.
+    /// Relays up to `limit` outbox rows; returns how many it relayed. A row it must refuse
+    /// (its id is another item's, which only a foreign writer can cause) is logged as an
+    /// error and left unrelayed: [`Store::relay_outbox_report`] lists them.
     pub async fn relay_outbox(&self, limit: usize) -> StoreResult<u64> {
-        self.backend.relay_outbox(limit, self.now()).await
+        Ok(self.relay_outbox_report(limit).await?.relayed)
+    }
+
+    /// [`Store::relay_outbox`], with the rows it refused.
+    pub async fn relay_outbox_report(&self, limit: usize) -> StoreResult<RelayReport> {
+        let report = self.backend.relay_outbox(limit, self.now()).await?;
+        for (id, reason) in &report.refused {
+            tracing::error!(outbox_id = id, reason = %reason, "outbox row left unrelayed");
+        }
+        Ok(report)
+    }
+
+    /// Marks OFFLINE the workers silent for three of their leases; returns their ids.
+    pub async fn mark_silent_workers(&self) -> StoreResult<Vec<String>> {
+        self.backend.mark_silent_workers(self.now()).await
+    }
+
+    /// Deletes up to `limit` outbox rows relayed more than `older_than` ago, and OFFLINE
+    /// workers last seen before then; returns (outbox rows, workers) deleted.
+    pub async fn purge_retained(
+        &self,
+        older_than: Duration,
+        limit: usize,
+    ) -> StoreResult<(u64, u64)> {
+        let before = Timestamp::from_millis(
+            self.now()
+                .as_millis()
+                .saturating_sub(crate::time::duration_ms(older_than)),
+        );
+        self.backend.purge_retained(before, limit).await
     }
 
     /// Inserts or replaces a worker row.

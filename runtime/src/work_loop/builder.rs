@@ -72,9 +72,12 @@ impl WorkLoopBuilder {
     }
 
     /// How many items the loop holds claimed at most, running or waiting to run; claims
-    /// take up to this many at once (default 8 × concurrency, at least 32). Items whose
+    /// take up to this many at once (default: the concurrency, and never less). Items whose
     /// handlers finished and whose outcomes are still being written count apart, up to as
-    /// many again, so the next claim overlaps the last batch's write-back.
+    /// many again, so the next claim overlaps the last batch's write-back. A larger
+    /// prefetch saves round trips on short items; the cost is what a killed worker strands
+    /// until its leases expire, and items held back from idle workers beside it. Items
+    /// prefetched and not started are released at once on drain.
     #[must_use]
     pub fn prefetch(mut self, n: usize) -> Self {
         self.config.prefetch = Some(n);
@@ -126,8 +129,9 @@ impl WorkLoopBuilder {
     }
 
     /// Retention: each sweep tick deletes items completed more than `keep` ago, with their
-    /// effects, so the table does not grow without bound (default: keep everything).
-    /// `Duration::ZERO` deletes completed items at the next tick.
+    /// effects, outbox rows relayed more than `keep` ago, and OFFLINE workers last seen
+    /// more than `keep` ago, so no table grows without bound (default: keep everything).
+    /// `Duration::ZERO` deletes them at the next tick.
     #[must_use]
     pub fn retain_completed(mut self, keep: Duration) -> Self {
         self.config.retain_completed = Some(keep);

@@ -132,6 +132,9 @@ async fn run_item(shared: Arc<Shared>, claimed: Claimed, mut ch: Channels) {
             }
         }
     };
+    if let Some(outcome) = &outcome {
+        log_outcome(outcome);
+    }
     let finish = outcome.map(|outcome| Finish { id, fence, outcome });
     // The completer outlives every item task; a send error means the loop is gone.
     let _ = ch.done.send(Done { finish });
@@ -139,6 +142,25 @@ async fn run_item(shared: Arc<Shared>, claimed: Claimed, mut ch: Channels) {
     if before <= shared.config.prefetch() / 2 + 1 {
         // At or below the claimers' low water: room for the next claim.
         shared.room.notify_waiters();
+    }
+}
+
+/// One event per outcome other than success, inside the item's span (id, kind, lane,
+/// fence, attempt). Never the payload: errors are the handler's or the runtime's own text,
+/// and a payload that does not decode is described by its type, not its contents.
+fn log_outcome(outcome: &Outcome) {
+    match outcome {
+        Outcome::Complete => {}
+        Outcome::Retry { retry_at, error } => {
+            tracing::warn!(error = %error, retry_at = retry_at.as_millis(), "item failed; retry scheduled (dead if out of attempts)");
+        }
+        Outcome::Dead { error } => tracing::error!(error = %error, "item dead-lettered"),
+        Outcome::Park { until, signal } => tracing::info!(
+            until = until.map(Timestamp::as_millis),
+            signal = signal.as_deref(),
+            "item parked"
+        ),
+        Outcome::Release => tracing::info!("item released unstarted or cancelled (drain)"),
     }
 }
 

@@ -75,10 +75,16 @@ impl Default for Config {
 }
 
 impl Config {
+    /// At least the concurrency; by default exactly it, so a killed worker strands no more
+    /// items than it was running, and an idle worker beside a busy one finds work.
     fn prefetch(&self) -> usize {
         self.prefetch
-            .unwrap_or_else(|| (self.concurrency * 8).max(32))
+            .unwrap_or(self.concurrency)
             .max(self.concurrency)
+    }
+
+    fn lease_ms(&self) -> i64 {
+        crate::time::duration_ms(self.lease)
     }
 }
 
@@ -215,6 +221,7 @@ impl WorkLoop {
                 state,
                 started_at: started,
                 last_seen_at: now,
+                lease_ms: self.shared.config.lease_ms(),
             })
             .await
     }
@@ -308,13 +315,33 @@ async fn sweeper(
             Err(e) => tracing::warn!(error = %e, "sweep failed"),
         }
         if shared.config.relay {
+            // Rows the relay refuses are logged by the store, one error each.
             match shared.store.relay_outbox(RELAY_BATCH).await {
                 Ok(0) => {}
                 Ok(n) => tracing::debug!(count = n, "relayed outbox rows"),
                 Err(e) => tracing::warn!(error = %e, "outbox relay failed"),
             }
         }
+        match shared.store.mark_silent_workers().await {
+            Ok(ids) => {
+                for id in ids {
+                    tracing::warn!(worker = %id, "worker silent for three leases; marked OFFLINE");
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "marking silent workers failed"),
+        }
         if let Some(keep) = shared.config.retain_completed {
+            match shared.store.purge_retained(keep, PURGE_BATCH).await {
+                Ok((0, 0)) => {}
+                Ok((outbox, workers)) => {
+                    tracing::debug!(
+                        outbox,
+                        workers,
+                        "purged relayed outbox rows and offline workers"
+                    );
+                }
+                Err(e) => tracing::warn!(error = %e, "purging outbox rows and workers failed"),
+            }
             // In batches, so one tick never holds a long transaction.
             loop {
                 match shared.store.purge_completed(keep, PURGE_BATCH).await {
@@ -338,6 +365,7 @@ async fn sweeper(
             state: WorkerState::Online,
             started_at: started,
             last_seen_at: now,
+            lease_ms: shared.config.lease_ms(),
         };
         if *stop.borrow() {
             return;

@@ -45,9 +45,10 @@ use tokio_postgres::NoTls;
 
 use crate::error::StoreError;
 use crate::item::{
-    Claimed, Fence, Finish, ItemId, ItemRecord, LaneStats, ListFilter, NewItem, WorkerRecord,
+    Claimed, Enqueued, Fence, Finish, ItemId, ItemRecord, LaneStats, ListFilter, NewItem,
+    WorkerRecord,
 };
-use crate::store::{Backend, BoxFuture, ClaimRequest, StoreResult, TxBody};
+use crate::store::{Backend, BoxFuture, ClaimRequest, RelayReport, StoreResult, TxBody};
 use crate::time::Timestamp;
 
 pub(crate) use ops::{insert_outbox, insert_outbox_in};
@@ -216,6 +217,21 @@ impl PostgresBackend {
         &self.channel
     }
 
+    /// Measures `clock`'s offset from the server's clock (`clock_timestamp()`, read in one
+    /// round trip on a pooled connection whose statement is already prepared).
+    pub async fn sync_clock(&self, clock: &crate::time::DatabaseClock) -> StoreResult<()> {
+        let conn = self.conn().await?;
+        let stmt = conn
+            .prepare_cached("SELECT (extract(epoch FROM clock_timestamp()) * 1000)::int8")
+            .await?;
+        let sent = clock.host().now();
+        let row = conn.query_one(&stmt, &[]).await?;
+        let received = clock.host().now();
+        let server = Timestamp::from_millis(row.try_get(0)?);
+        clock.record(sent, server, received);
+        Ok(())
+    }
+
     /// A pooled connection.
     pub(crate) async fn conn(&self) -> StoreResult<Object> {
         Ok(self.pool.get().await?)
@@ -249,7 +265,7 @@ impl Backend for PostgresBackend {
         &self,
         items: Vec<NewItem>,
         now: Timestamp,
-    ) -> BoxFuture<'_, StoreResult<Vec<ItemId>>> {
+    ) -> BoxFuture<'_, StoreResult<Vec<Enqueued>>> {
         Box::pin(async move { ops::enqueue_many(self, &items, now).await })
     }
 
@@ -340,8 +356,24 @@ impl Backend for PostgresBackend {
         Box::pin(async move { ops::transaction(self, body, now).await })
     }
 
-    fn relay_outbox(&self, limit: usize, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>> {
+    fn relay_outbox(
+        &self,
+        limit: usize,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<RelayReport>> {
         Box::pin(async move { ops::relay_outbox(self, limit, now).await })
+    }
+
+    fn mark_silent_workers(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<String>>> {
+        Box::pin(async move { ops::mark_silent_workers(self, now).await })
+    }
+
+    fn purge_retained(
+        &self,
+        before: Timestamp,
+        limit: usize,
+    ) -> BoxFuture<'_, StoreResult<(u64, u64)>> {
+        Box::pin(async move { ops::purge_retained(self, before, limit).await })
     }
 
     fn put_worker(&self, worker: WorkerRecord) -> BoxFuture<'_, StoreResult<()>> {

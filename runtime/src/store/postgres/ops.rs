@@ -12,11 +12,11 @@ use tokio_postgres::types::Json;
 use super::PostgresBackend;
 use crate::error::StoreError;
 use crate::item::{
-    Claimed, Fence, Finish, ItemId, ItemRecord, ItemState, LaneStats, ListFilter, NewItem, Outcome,
-    WorkerRecord, WorkerState,
+    Claimed, Enqueued, Fence, Finish, ItemId, ItemRecord, ItemState, LaneStats, ListFilter,
+    NewItem, Outcome, WorkerRecord, WorkerState,
 };
 use crate::outbox::{Tx, TxInner};
-use crate::store::{ClaimRequest, StoreResult, TxBody};
+use crate::store::{ClaimRequest, RelayReport, StoreResult, TxBody};
 use crate::time::Timestamp;
 
 const COLS: &str = "id, kind, lane, payload, state, priority, attempt, max_attempts, run_at, \
@@ -144,13 +144,13 @@ pub(crate) async fn enqueue_many(
     db: &PostgresBackend,
     items: &[NewItem],
     now: Timestamp,
-) -> StoreResult<Vec<ItemId>> {
+) -> StoreResult<Vec<Enqueued>> {
     if items.is_empty() {
         return Ok(Vec::new());
     }
     let mut conn = db.conn().await?;
     let tx = conn.transaction().await?;
-    let mut out: Vec<Option<ItemId>> = vec![None; items.len()];
+    let mut out: Vec<Option<Enqueued>> = vec![None; items.len()];
     let mut pending: Vec<usize> = (0..items.len()).collect();
     for _ in 0..DEDUPE_ROUNDS {
         if pending.is_empty() {
@@ -160,26 +160,28 @@ pub(crate) async fn enqueue_many(
         let batch: Vec<&NewItem> = pending.iter().map(|&i| &items[i]).collect();
         let payloads: Vec<Json<&Value>> = batch.iter().map(|i| Json(&i.payload)).collect();
         let inserted = insert_items(&tx, &ids, &batch, payloads, now).await?;
-        let mut missing_keys: Vec<&str> = Vec::new();
+        let mut missing: Vec<&NewItem> = Vec::new();
         for (slot, id) in pending.iter().zip(&ids) {
             if inserted.contains(id) {
-                out[*slot] = Some(*id);
-            } else if let Some(key) = items[*slot].dedupe_key.as_deref() {
-                missing_keys.push(key);
+                out[*slot] = Some(Enqueued::new(*id));
+            } else if items[*slot].dedupe_key.is_some() {
+                missing.push(&items[*slot]);
             } else {
                 return Err(task(format!(
-                    "insert of item {id} was skipped with no dedupe key"
+                    "fresh id {id} is taken by a row this runtime did not write"
                 )));
             }
         }
-        let live = live_ids_for_keys(&tx, &missing_keys).await?;
+        let live = live_ids_for_keys(&tx, &missing).await?;
         pending.retain(|&slot| {
             if out[slot].is_some() {
                 return false;
             }
-            match items[slot].dedupe_key.as_deref().and_then(|k| live.get(k)) {
+            let item = &items[slot];
+            let key = item.dedupe_key.clone().map(|k| (item.kind.clone(), k));
+            match key.and_then(|k| live.get(&k)) {
                 Some(id) => {
-                    out[slot] = Some(*id);
+                    out[slot] = Some(Enqueued::duplicate_of(*id));
                     false
                 }
                 None => true,
@@ -188,7 +190,7 @@ pub(crate) async fn enqueue_many(
     }
     let ids = out
         .into_iter()
-        .map(|id| id.ok_or_else(|| task("a duplicate enqueue found no live item".to_owned())))
+        .map(|e| e.ok_or_else(|| task("a duplicate enqueue found no live item".to_owned())))
         .collect::<StoreResult<Vec<_>>>()?;
     notify_lanes(db, &tx, items.iter().map(|i| i.lane.as_str()).collect()).await?;
     tx.commit().await?;
@@ -209,21 +211,29 @@ async fn next_ids(tx: &Transaction<'_>, n: usize) -> StoreResult<Vec<ItemId>> {
     Ok(ids)
 }
 
+/// The live items holding the (kind, dedupe key) of `items`.
 async fn live_ids_for_keys(
     tx: &Transaction<'_>,
-    keys: &[&str],
-) -> StoreResult<HashMap<String, ItemId>> {
+    items: &[&NewItem],
+) -> StoreResult<HashMap<(String, String), ItemId>> {
+    let (kinds, keys): (Vec<&str>, Vec<&str>) = items
+        .iter()
+        .filter_map(|i| Some((i.kind.as_str(), i.dedupe_key.as_deref()?)))
+        .unzip();
     if keys.is_empty() {
         return Ok(HashMap::new());
     }
     let stmt = tx
         .prepare_cached(&format!(
-            "SELECT dedupe_key, id FROM work_items WHERE dedupe_key = ANY($1) AND state IN {LIVE}"
+            "SELECT w.kind, w.dedupe_key, w.id FROM work_items w \
+             JOIN unnest($1::text[], $2::text[]) AS k(kind, dedupe_key) \
+                 ON w.kind = k.kind AND w.dedupe_key = k.dedupe_key \
+             WHERE w.state IN {LIVE}"
         ))
         .await?;
-    let rows = tx.query(&stmt, &[&keys]).await?;
+    let rows = tx.query(&stmt, &[&kinds, &keys]).await?;
     rows.iter()
-        .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+        .map(|r| Ok(((r.try_get(0)?, r.try_get(1)?), r.try_get(2)?)))
         .collect()
 }
 
@@ -571,9 +581,10 @@ pub(crate) async fn retry_all_dead(db: &PostgresBackend, now: Timestamp) -> Stor
                 "UPDATE work_items AS w SET state = 'available', attempt = 0, run_at = $1, \
                  updated_at = $1 WHERE w.state = 'dead' AND (w.dedupe_key IS NULL OR ( \
                      NOT EXISTS (SELECT 1 FROM work_items l WHERE l.dedupe_key = w.dedupe_key \
-                         AND l.state IN {LIVE}) \
+                         AND l.kind = w.kind AND l.state IN {LIVE}) \
                      AND w.id = (SELECT min(d.id) FROM work_items d \
-                         WHERE d.dedupe_key = w.dedupe_key AND d.state = 'dead')))"
+                         WHERE d.dedupe_key = w.dedupe_key AND d.kind = w.kind \
+                             AND d.state = 'dead')))"
             ),
             &[&now.as_millis()],
         )
@@ -892,19 +903,20 @@ pub(crate) async fn relay_outbox(
     db: &PostgresBackend,
     limit: usize,
     now: Timestamp,
-) -> StoreResult<u64> {
+) -> StoreResult<RelayReport> {
     let mut conn = db.conn().await?;
     let tx = conn.transaction().await?;
     lock(&tx, db.keys.relay).await?;
     let stmt = tx
         .prepare_cached(
             "SELECT id, kind, lane, payload, dedupe_key, run_at, priority, max_attempts \
-             FROM outbox WHERE relayed_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED",
+             FROM outbox WHERE relayed_at IS NULL AND relay_error IS NULL \
+             ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED",
         )
         .await?;
     let rows = tx.query(&stmt, &[&limit_of(limit)]).await?;
     if rows.is_empty() {
-        return Ok(0);
+        return Ok(RelayReport::default());
     }
     let mut ids = Vec::with_capacity(rows.len());
     let mut items = Vec::with_capacity(rows.len());
@@ -922,23 +934,63 @@ pub(crate) async fn relay_outbox(
     }
     let refs: Vec<&NewItem> = items.iter().collect();
     let payloads: Vec<Json<&Value>> = items.iter().map(|i| Json(&i.payload)).collect();
-    insert_items(&tx, &ids, &refs, payloads, now).await?;
+    let inserted = insert_items(&tx, &ids, &refs, payloads, now).await?;
+    // A row not inserted is either a duplicate of a live item of its kind (relayed as that)
+    // or has an id another item holds: never dropped, left unrelayed with the reason.
+    let skipped: Vec<&NewItem> = ids
+        .iter()
+        .zip(&refs)
+        .filter(|(id, _)| !inserted.contains(id))
+        .map(|(_, item)| *item)
+        .collect();
+    let live = live_ids_for_keys(&tx, &skipped).await?;
+    let mut relayed = Vec::with_capacity(ids.len());
+    let mut report = RelayReport::default();
+    for (id, item) in ids.iter().zip(&refs) {
+        let duplicate = item
+            .dedupe_key
+            .as_ref()
+            .is_some_and(|k| live.contains_key(&(item.kind.clone(), k.clone())));
+        if inserted.contains(id) || duplicate {
+            relayed.push(*id);
+        } else {
+            report
+                .refused
+                .push((*id, format!("id {id} is already another item's")));
+        }
+    }
     let stmt = tx
         .prepare_cached("UPDATE outbox SET relayed_at = $2 WHERE id = ANY($1)")
         .await?;
-    tx.execute(&stmt, &[&ids, &now.as_millis()]).await?;
+    tx.execute(&stmt, &[&relayed, &now.as_millis()]).await?;
+    if !report.refused.is_empty() {
+        let (refused, reasons): (Vec<i64>, Vec<&str>) = report
+            .refused
+            .iter()
+            .map(|(id, reason)| (*id, reason.as_str()))
+            .unzip();
+        let stmt = tx
+            .prepare_cached(
+                "UPDATE outbox SET relay_error = r.reason \
+                 FROM unnest($1::int8[], $2::text[]) AS r(id, reason) WHERE outbox.id = r.id",
+            )
+            .await?;
+        tx.execute(&stmt, &[&refused, &reasons]).await?;
+    }
     notify_lanes(db, &tx, items.iter().map(|i| i.lane.as_str()).collect()).await?;
     tx.commit().await?;
-    Ok(rows.len() as u64)
+    report.relayed = relayed.len() as u64;
+    Ok(report)
 }
 
 pub(crate) async fn put_worker(db: &PostgresBackend, w: &WorkerRecord) -> StoreResult<()> {
     let conn = db.conn().await?;
     let stmt = conn
         .prepare_cached(
-            "INSERT INTO workers (id, lanes, state, started_at, last_seen_at) \
-             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO UPDATE SET lanes = excluded.lanes, \
-             state = excluded.state, last_seen_at = excluded.last_seen_at",
+            "INSERT INTO workers (id, lanes, state, started_at, last_seen_at, lease_ms) \
+             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO UPDATE SET \
+             lanes = excluded.lanes, state = excluded.state, \
+             last_seen_at = excluded.last_seen_at, lease_ms = excluded.lease_ms",
         )
         .await?;
     conn.execute(
@@ -949,6 +1001,7 @@ pub(crate) async fn put_worker(db: &PostgresBackend, w: &WorkerRecord) -> StoreR
             &w.state.as_str(),
             &w.started_at.as_millis(),
             &w.last_seen_at.as_millis(),
+            &w.lease_ms,
         ],
     )
     .await?;
@@ -959,7 +1012,8 @@ pub(crate) async fn workers(db: &PostgresBackend) -> StoreResult<Vec<WorkerRecor
     let conn = db.conn().await?;
     let stmt = conn
         .prepare_cached(
-            "SELECT id, lanes, state, started_at, last_seen_at FROM workers ORDER BY id",
+            "SELECT id, lanes, state, started_at, last_seen_at, lease_ms FROM workers \
+             ORDER BY id",
         )
         .await?;
     let rows = conn.query(&stmt, &[]).await?;
@@ -978,7 +1032,52 @@ pub(crate) async fn workers(db: &PostgresBackend) -> StoreResult<Vec<WorkerRecor
                     .ok_or_else(|| task(format!("unknown worker state `{state}`")))?,
                 started_at: Timestamp::from_millis(r.try_get(3)?),
                 last_seen_at: Timestamp::from_millis(r.try_get(4)?),
+                lease_ms: r.try_get(5)?,
             })
         })
         .collect()
+}
+
+pub(crate) async fn mark_silent_workers(
+    db: &PostgresBackend,
+    now: Timestamp,
+) -> StoreResult<Vec<String>> {
+    let conn = db.conn().await?;
+    let stmt = conn
+        .prepare_cached(
+            "UPDATE workers SET state = 'OFFLINE' WHERE state <> 'OFFLINE' \
+             AND last_seen_at + 3 * lease_ms < $1 RETURNING id",
+        )
+        .await?;
+    let rows = conn.query(&stmt, &[&now.as_millis()]).await?;
+    let mut ids = rows
+        .iter()
+        .map(|r| r.try_get::<_, String>(0))
+        .collect::<Result<Vec<_>, _>>()?;
+    ids.sort();
+    Ok(ids)
+}
+
+pub(crate) async fn purge_retained(
+    db: &PostgresBackend,
+    before: Timestamp,
+    limit: usize,
+) -> StoreResult<(u64, u64)> {
+    let mut conn = db.conn().await?;
+    let tx = conn.transaction().await?;
+    let outbox = tx
+        .execute(
+            "DELETE FROM outbox WHERE id = ANY(ARRAY(SELECT id FROM outbox \
+             WHERE relayed_at IS NOT NULL AND relayed_at < $1 ORDER BY relayed_at LIMIT $2))",
+            &[&before.as_millis(), &limit_of(limit)],
+        )
+        .await?;
+    let workers = tx
+        .execute(
+            "DELETE FROM workers WHERE state = 'OFFLINE' AND last_seen_at < $1",
+            &[&before.as_millis()],
+        )
+        .await?;
+    tx.commit().await?;
+    Ok((outbox, workers))
 }

@@ -7,10 +7,16 @@ use crate::store::StoreResult;
 use crate::time::{Clock, SystemClock};
 
 /// The migrations, in order: (version, SQL). Never edit one that has shipped; add the next.
-const MIGRATIONS: &[(i64, &str)] = &[(
-    1,
-    include_str!("../../../migrations/postgres/0001_init.sql"),
-)];
+const MIGRATIONS: &[(i64, &str)] = &[
+    (
+        1,
+        include_str!("../../../migrations/postgres/0001_init.sql"),
+    ),
+    (
+        2,
+        include_str!("../../../migrations/postgres/0002_ids_dedupe_workers.sql"),
+    ),
+];
 
 /// The schema version this runtime writes.
 pub const LATEST_VERSION: i64 = crate::store::SCHEMA_VERSION;

@@ -17,9 +17,10 @@ pub use schema::LATEST_VERSION;
 
 use crate::error::StoreError;
 use crate::item::{
-    Claimed, Fence, Finish, ItemId, ItemRecord, LaneStats, ListFilter, NewItem, WorkerRecord,
+    Claimed, Enqueued, Fence, Finish, ItemId, ItemRecord, LaneStats, ListFilter, NewItem,
+    WorkerRecord,
 };
-use crate::store::{Backend, BoxFuture, ClaimRequest, StoreResult, TxBody};
+use crate::store::{Backend, BoxFuture, ClaimRequest, RelayReport, StoreResult, TxBody};
 use crate::time::Timestamp;
 
 pub(crate) use ops::insert_outbox;
@@ -85,7 +86,7 @@ impl Backend for SqliteBackend {
         &self,
         items: Vec<NewItem>,
         now: Timestamp,
-    ) -> BoxFuture<'_, StoreResult<Vec<ItemId>>> {
+    ) -> BoxFuture<'_, StoreResult<Vec<Enqueued>>> {
         self.run(move |c| ops::enqueue_many(c, &items, now))
     }
 
@@ -176,8 +177,24 @@ impl Backend for SqliteBackend {
         self.run(move |c| ops::transaction(c, body, now))
     }
 
-    fn relay_outbox(&self, limit: usize, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>> {
+    fn relay_outbox(
+        &self,
+        limit: usize,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<RelayReport>> {
         self.run(move |c| ops::relay_outbox(c, limit, now))
+    }
+
+    fn mark_silent_workers(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<String>>> {
+        self.run(move |c| ops::mark_silent_workers(c, now))
+    }
+
+    fn purge_retained(
+        &self,
+        before: Timestamp,
+        limit: usize,
+    ) -> BoxFuture<'_, StoreResult<(u64, u64)>> {
+        self.run(move |c| ops::purge_retained(c, before, limit))
     }
 
     fn put_worker(&self, worker: WorkerRecord) -> BoxFuture<'_, StoreResult<()>> {

@@ -9,11 +9,11 @@ use serde_json::Value;
 
 use crate::error::StoreError;
 use crate::item::{
-    Claimed, Fence, Finish, ItemId, ItemRecord, ItemState, LaneStats, ListFilter, NewItem, Outcome,
-    WorkerRecord, WorkerState,
+    Claimed, Enqueued, Fence, Finish, ItemId, ItemRecord, ItemState, LaneStats, ListFilter,
+    NewItem, Outcome, WorkerRecord, WorkerState,
 };
 use crate::outbox::{Tx, TxInner};
-use crate::store::{ClaimRequest, StoreResult, TxBody};
+use crate::store::{ClaimRequest, RelayReport, StoreResult, TxBody};
 use crate::time::Timestamp;
 
 const COLS: &str = "id, kind, lane, payload, state, priority, attempt, max_attempts, run_at, \
@@ -66,25 +66,37 @@ fn record(row: &Row<'_>) -> rusqlite::Result<ItemRecord> {
     })
 }
 
-/// One past the largest id of items and outbox rows (they share one id space).
-fn next_id(conn: &Connection) -> rusqlite::Result<i64> {
-    conn.query_row(
-        "SELECT max(COALESCE((SELECT max(id) FROM work_items), 0), \
-                    COALESCE((SELECT max(id) FROM outbox), 0)) + 1",
-        [],
-        |r| r.get(0),
-    )
+/// Takes `n` fresh ids from the persisted high-water mark that items and outbox rows share
+/// (inside the caller's write transaction); returns the first. Ids are never handed out
+/// twice: not after a discard, a purge or a restart.
+fn next_ids(conn: &Connection, n: usize) -> rusqlite::Result<i64> {
+    let n = i64::try_from(n).unwrap_or(i64::MAX);
+    conn.prepare_cached(
+        "UPDATE id_counter SET next_id = next_id + ?1 WHERE singleton = 1 \
+         RETURNING next_id - ?1",
+    )?
+    .query_row([n], |r| r.get(0))
 }
 
-fn live_id_for_key(conn: &Connection, key: &str) -> rusqlite::Result<Option<ItemId>> {
+fn live_id_for_key(conn: &Connection, kind: &str, key: &str) -> rusqlite::Result<Option<ItemId>> {
     conn.prepare_cached(&format!(
-        "SELECT id FROM work_items WHERE dedupe_key = ?1 AND state IN {LIVE}"
+        "SELECT id FROM work_items WHERE kind = ?1 AND dedupe_key = ?2 AND state IN {LIVE}"
     ))?
-    .query_row([key], |r| r.get(0))
+    .query_row([kind, key], |r| r.get(0))
     .optional()
 }
 
-/// Inserts `item` as `id`; false when a live item holds its dedupe key (or `id` exists).
+/// Why `item` was not inserted as `id`: the live duplicate holding its (kind, dedupe key),
+/// or `None` when nothing explains it but the id being taken.
+fn duplicate_of(conn: &Connection, item: &NewItem) -> rusqlite::Result<Option<ItemId>> {
+    match item.dedupe_key.as_deref() {
+        Some(key) => live_id_for_key(conn, &item.kind, key),
+        None => Ok(None),
+    }
+}
+
+/// Inserts `item` as `id`; false when a live item of its kind holds its dedupe key (or `id`
+/// exists).
 fn insert_item(
     conn: &Connection,
     id: ItemId,
@@ -115,27 +127,26 @@ pub(crate) fn enqueue_many(
     conn: &mut Connection,
     items: &[NewItem],
     now: Timestamp,
-) -> StoreResult<Vec<ItemId>> {
+) -> StoreResult<Vec<Enqueued>> {
     let tx = write(conn)?;
-    let mut next = next_id(&tx)?;
-    let mut ids = Vec::with_capacity(items.len());
-    for item in items {
+    let first = next_ids(&tx, items.len())?;
+    let mut out = Vec::with_capacity(items.len());
+    // A duplicate leaves its id unused: ids are unique and increasing, not dense.
+    for (id, item) in (first..).zip(items) {
         let payload = serde_json::to_string(&item.payload)?;
-        if insert_item(&tx, next, item, &payload, now)? {
-            ids.push(next);
-            next += 1;
+        if insert_item(&tx, id, item, &payload, now)? {
+            out.push(Enqueued::new(id));
         } else {
-            let key = item.dedupe_key.as_deref().unwrap_or_default();
-            let existing = live_id_for_key(&tx, key)?.ok_or_else(|| {
+            let existing = duplicate_of(&tx, item)?.ok_or_else(|| {
                 StoreError::Task(format!(
-                    "insert of item {next} was ignored with no live duplicate"
+                    "fresh id {id} is taken by a row this runtime did not write"
                 ))
             })?;
-            ids.push(existing);
+            out.push(Enqueued::duplicate_of(existing));
         }
     }
     tx.commit()?;
-    Ok(ids)
+    Ok(out)
 }
 
 pub(crate) fn claim(
@@ -569,7 +580,7 @@ pub(crate) fn insert_outbox(
     now: Timestamp,
 ) -> StoreResult<ItemId> {
     let payload = serde_json::to_string(&item.payload)?;
-    let id = next_id(conn)?;
+    let id = next_ids(conn, 1)?;
     conn.prepare_cached(
         "INSERT INTO outbox (id, kind, lane, payload, dedupe_key, run_at, priority, max_attempts, \
              created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
@@ -592,12 +603,12 @@ pub(crate) fn relay_outbox(
     conn: &mut Connection,
     limit: usize,
     now: Timestamp,
-) -> StoreResult<u64> {
+) -> StoreResult<RelayReport> {
     let tx = write(conn)?;
     let rows = {
         let mut stmt = tx.prepare_cached(
             "SELECT id, kind, lane, payload, dedupe_key, run_at, priority, max_attempts \
-             FROM outbox WHERE relayed_at IS NULL ORDER BY id LIMIT ?1",
+             FROM outbox WHERE relayed_at IS NULL AND relay_error IS NULL ORDER BY id LIMIT ?1",
         )?;
         let mapped = stmt.query_map([i64::try_from(limit).unwrap_or(i64::MAX)], |r| {
             let item = NewItem {
@@ -613,28 +624,38 @@ pub(crate) fn relay_outbox(
         })?;
         mapped.collect::<rusqlite::Result<Vec<_>>>()?
     };
+    let mut report = RelayReport::default();
     for (id, payload, item) in &rows {
-        insert_item(&tx, *id, item, payload, now)?;
-        tx.prepare_cached("UPDATE outbox SET relayed_at = ?2 WHERE id = ?1")?
-            .execute(params![id, now.as_millis()])?;
+        if insert_item(&tx, *id, item, payload, now)? || duplicate_of(&tx, item)?.is_some() {
+            tx.prepare_cached("UPDATE outbox SET relayed_at = ?2 WHERE id = ?1")?
+                .execute(params![id, now.as_millis()])?;
+            report.relayed += 1;
+        } else {
+            let reason = format!("id {id} is already another item's");
+            tx.prepare_cached("UPDATE outbox SET relay_error = ?2 WHERE id = ?1")?
+                .execute(params![id, reason])?;
+            report.refused.push((*id, reason));
+        }
     }
     tx.commit()?;
-    Ok(rows.len() as u64)
+    Ok(report)
 }
 
 pub(crate) fn put_worker(conn: &mut Connection, w: &WorkerRecord) -> StoreResult<()> {
     let tx = write(conn)?;
     tx.prepare_cached(
-        "INSERT INTO workers (id, lanes, state, started_at, last_seen_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (id) DO UPDATE SET lanes = excluded.lanes, \
-         state = excluded.state, last_seen_at = excluded.last_seen_at",
+        "INSERT INTO workers (id, lanes, state, started_at, last_seen_at, lease_ms) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (id) DO UPDATE SET lanes = excluded.lanes, \
+         state = excluded.state, last_seen_at = excluded.last_seen_at, \
+         lease_ms = excluded.lease_ms",
     )?
     .execute(params![
         w.id,
         w.lanes.join(","),
         w.state.as_str(),
         w.started_at.as_millis(),
-        w.last_seen_at.as_millis()
+        w.last_seen_at.as_millis(),
+        w.lease_ms,
     ])?;
     tx.commit()?;
     Ok(())
@@ -642,7 +663,7 @@ pub(crate) fn put_worker(conn: &mut Connection, w: &WorkerRecord) -> StoreResult
 
 pub(crate) fn workers(conn: &mut Connection) -> StoreResult<Vec<WorkerRecord>> {
     let mut stmt = conn.prepare_cached(
-        "SELECT id, lanes, state, started_at, last_seen_at FROM workers ORDER BY id",
+        "SELECT id, lanes, state, started_at, last_seen_at, lease_ms FROM workers ORDER BY id",
     )?;
     let rows = stmt.query_map([], |r| {
         let lanes: String = r.get(1)?;
@@ -658,7 +679,46 @@ pub(crate) fn workers(conn: &mut Connection) -> StoreResult<Vec<WorkerRecord>> {
                 .ok_or_else(|| conversion(2, format!("unknown worker state `{state}`")))?,
             started_at: Timestamp::from_millis(r.get(3)?),
             last_seen_at: Timestamp::from_millis(r.get(4)?),
+            lease_ms: r.get(5)?,
         })
     })?;
     Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+}
+
+pub(crate) fn mark_silent_workers(
+    conn: &mut Connection,
+    now: Timestamp,
+) -> StoreResult<Vec<String>> {
+    let tx = write(conn)?;
+    let ids = {
+        let mut stmt = tx.prepare_cached(
+            "UPDATE workers SET state = 'OFFLINE' WHERE state <> 'OFFLINE' \
+             AND last_seen_at + 3 * lease_ms < ?1 RETURNING id",
+        )?;
+        let rows = stmt.query_map([now.as_millis()], |r| r.get::<_, String>(0))?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()?
+    };
+    tx.commit()?;
+    let mut ids = ids;
+    ids.sort();
+    Ok(ids)
+}
+
+pub(crate) fn purge_retained(
+    conn: &mut Connection,
+    before: Timestamp,
+    limit: usize,
+) -> StoreResult<(u64, u64)> {
+    let tx = write(conn)?;
+    let outbox = tx.execute(
+        "DELETE FROM outbox WHERE id IN (SELECT id FROM outbox \
+         WHERE relayed_at IS NOT NULL AND relayed_at < ?1 ORDER BY relayed_at LIMIT ?2)",
+        params![before.as_millis(), i64::try_from(limit).unwrap_or(i64::MAX)],
+    )?;
+    let workers = tx.execute(
+        "DELETE FROM workers WHERE state = 'OFFLINE' AND last_seen_at < ?1",
+        [before.as_millis()],
+    )?;
+    tx.commit()?;
+    Ok((outbox as u64, workers as u64))
 }

@@ -12,7 +12,13 @@ use crate::store::StoreResult;
 use crate::time::{Clock, SystemClock};
 
 /// The migrations, in order: (version, SQL). Never edit one that has shipped; add the next.
-const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("../../../migrations/sqlite/0001_init.sql"))];
+const MIGRATIONS: &[(i64, &str)] = &[
+    (1, include_str!("../../../migrations/sqlite/0001_init.sql")),
+    (
+        2,
+        include_str!("../../../migrations/sqlite/0002_ids_dedupe_workers.sql"),
+    ),
+];
 
 /// The schema version this runtime writes.
 pub const LATEST_VERSION: i64 = crate::store::SCHEMA_VERSION;
@@ -42,14 +48,7 @@ pub(crate) fn open(path: &Path) -> StoreResult<Connection> {
             }
         }
         Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                fs::create_dir_all(parent).map_err(|source| StoreError::Unwritable {
-                    path: path.to_owned(),
-                    source,
-                })?;
-            }
-        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => ensure_parent(path)?,
         Err(source) => {
             return Err(StoreError::Unwritable {
                 path: path.to_owned(),
@@ -73,6 +72,36 @@ pub(crate) fn open(path: &Path) -> StoreResult<Connection> {
     }
     configure(&conn).map_err(|e| map_open_error(path, e))?;
     Ok(conn)
+}
+
+/// The folder a new database file goes in must exist: a typo in a URL must not create
+/// folders anywhere on the machine (`sqlite:///nonexistent/x.db`). The one exception is the
+/// default's `.scaffold/`, created (one level, never through a symlink) when its own parent
+/// exists.
+fn ensure_parent(path: &Path) -> StoreResult<()> {
+    let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) else {
+        return Ok(());
+    };
+    match fs::symlink_metadata(parent) {
+        Ok(_) => return Ok(()),
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(StoreError::Unwritable {
+                path: path.to_owned(),
+                source: e,
+            });
+        }
+        Err(_) => {}
+    }
+    if parent.file_name() == Some(std::ffi::OsStr::new(".scaffold")) {
+        return fs::create_dir(parent).map_err(|source| StoreError::Unwritable {
+            path: path.to_owned(),
+            source,
+        });
+    }
+    Err(StoreError::MissingDirectory {
+        path: path.to_owned(),
+        dir: parent.to_owned(),
+    })
 }
 
 fn map_open_error(path: &Path, e: rusqlite::Error) -> StoreError {

@@ -9,9 +9,11 @@
 //!
 //! Every test gets a fresh, migrated store whose clock is a [`ManualClock`].
 
+mod lifetimes;
 mod store;
 mod work_loop;
 
+pub use lifetimes::*;
 pub use store::*;
 pub use work_loop::*;
 
@@ -88,6 +90,11 @@ macro_rules! conformance_suite {
             loop_worker_lifecycle,
             loop_relays_the_outbox,
             loop_heartbeats_keep_a_long_handler,
+            ids_are_never_reused,
+            dedupe_is_per_kind,
+            poison_item_runs_out_of_attempts,
+            silent_workers_go_offline_and_tables_are_purged,
+            loop_prefetch_defaults_to_concurrency,
         );
     };
     (@tests $make:path, $available:path; $($name:ident),* $(,)?) => {

@@ -535,3 +535,91 @@ pub async fn loop_heartbeats_keep_a_long_handler<
     );
     assert_eq!(lp.counters().leases_lost.load(Ordering::SeqCst), 0);
 }
+
+/// Without a prefetch setting a loop holds no more items than it runs: a second worker
+/// beside a busy one finds the rest of the backlog, and a killed holder would strand only
+/// what it was running. On drain everything held goes back with its attempt.
+pub async fn loop_prefetch_defaults_to_concurrency<
+    F: Fn() -> Fut,
+    Fut: Future<Output = TestBackend>,
+>(
+    make: F,
+) {
+    let b = fresh(make).await;
+    let items: Vec<NewItem> = (0..10)
+        .map(|_| NewItem::new("HANG", json!({})).lane("slow"))
+        .collect();
+    ok(b.store.enqueue_many(items).await, "enqueue");
+    let build = |id: &str| {
+        ok(
+            WorkLoop::builder(b.store.clone(), REGISTRY)
+                .handler(hang())
+                .lane("slow")
+                .concurrency(2)
+                .worker_id(id)
+                .poll_interval(Duration::from_millis(5))
+                .drain_timeout(Duration::from_millis(50))
+                .build(),
+            "build",
+        )
+    };
+    let held_by = |store: Store, owner: &'static str| async move {
+        ok(
+            store
+                .list(ListFilter {
+                    state: Some(ItemState::Running),
+                    ..ListFilter::default()
+                })
+                .await,
+            "list",
+        )
+        .iter()
+        .filter(|r| r.lease_owner.as_deref() == Some(owner))
+        .count()
+    };
+    let (first, second) = (build("first"), build("second"));
+    let store = b.store.clone();
+    let (seen_first, seen_second) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (sf, ss) = (Arc::clone(&seen_first), Arc::clone(&seen_second));
+    let first_run = {
+        let first = first.clone();
+        let store = store.clone();
+        tokio::spawn(async move {
+            first
+                .run(async move {
+                    while held_by(store.clone(), "first").await < 2 {
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    }
+                    // Many claim rounds pass: none may take more.
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    sf.store(held_by(store.clone(), "first").await, Ordering::SeqCst);
+                    let second_run = second.run(async {
+                        while held_by(store.clone(), "second").await < 2 {
+                            tokio::time::sleep(Duration::from_millis(5)).await;
+                        }
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                        ss.store(held_by(store.clone(), "second").await, Ordering::SeqCst);
+                    });
+                    ok(second_run.await, "second run");
+                })
+                .await
+        })
+    };
+    ok(ok(first_run.await, "join"), "first run");
+    assert_eq!(
+        seen_first.load(Ordering::SeqCst),
+        2,
+        "the first worker held more than it ran"
+    );
+    assert_eq!(
+        seen_second.load(Ordering::SeqCst),
+        2,
+        "the second worker found no work"
+    );
+    let all = ok(b.store.list(ListFilter::default()).await, "list");
+    assert!(
+        all.iter()
+            .all(|r| r.state == ItemState::Available && r.attempt == 0 && r.lease_owner.is_none()),
+        "drain released every held item with its attempt: {all:?}"
+    );
+}
