@@ -46,10 +46,18 @@ pub enum StoreError {
     MissingDirectory { path: PathBuf, dir: PathBuf },
     #[error("the SQLite backend failed: {0}")]
     Sqlite(#[from] rusqlite::Error),
-    #[error("the PostgreSQL backend failed: {0}")]
-    Postgres(#[from] tokio_postgres::Error),
-    #[error("no PostgreSQL connection could be had: {0}")]
-    PostgresPool(#[from] deadpool_postgres::PoolError),
+    /// A statement failed; the message is the server's (or the driver's root cause), said
+    /// once rather than as a chain of wrappers.
+    #[error("the PostgreSQL backend failed: {}", describe_postgres(.0))]
+    Postgres(tokio_postgres::Error),
+    /// No connection could be opened or had from the pool: `cause` is the server's answer
+    /// (`database "x" does not exist`) or the root I/O error. Never the URL (it may hold a
+    /// password).
+    #[error("cannot connect to PostgreSQL{}: {cause}", target.as_deref().map(|t| format!(" at {t}")).unwrap_or_default())]
+    PostgresConnect {
+        target: Option<String>,
+        cause: String,
+    },
     #[error("a JSON value could not be encoded or decoded: {0}")]
     Json(#[from] serde_json::Error),
     #[error("a store task stopped unexpectedly: {0}")]
@@ -61,6 +69,46 @@ pub enum StoreError {
         needs: &'static str,
         backend: &'static str,
     },
+}
+
+impl From<tokio_postgres::Error> for StoreError {
+    fn from(e: tokio_postgres::Error) -> Self {
+        StoreError::Postgres(e)
+    }
+}
+
+impl From<deadpool_postgres::PoolError> for StoreError {
+    fn from(e: deadpool_postgres::PoolError) -> Self {
+        use deadpool_postgres::PoolError;
+        let cause = match &e {
+            PoolError::Backend(pg) => describe_postgres(pg),
+            PoolError::Timeout(_) => "timed out waiting for a connection from the pool".to_owned(),
+            other => other.to_string(),
+        };
+        StoreError::PostgresConnect {
+            target: None,
+            cause,
+        }
+    }
+}
+
+/// The server's message for a database error, else the driver's message and its root
+/// cause: one line, each part once.
+pub(crate) fn describe_postgres(e: &tokio_postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        return db.message().to_owned();
+    }
+    let top = e.to_string();
+    let mut root: Option<&dyn std::error::Error> = None;
+    let mut next = std::error::Error::source(e);
+    while let Some(s) = next {
+        root = Some(s);
+        next = s.source();
+    }
+    match root.map(ToString::to_string) {
+        Some(r) if !r.is_empty() && r != top => format!("{top}: {r}"),
+        _ => top,
+    }
 }
 
 impl StoreError {

@@ -59,3 +59,87 @@ async fn a_producer_connection_writes_outbox_rows_in_its_own_transaction() {
     assert_eq!(item.kind, "SHIP");
     assert_eq!(item.payload, serde_json::json!({"order": 1}));
 }
+
+/// A foreign writer inserts an outbox row whose id an item already has: the relay keeps it
+/// unrelayed with its reason (it was marked relayed and lost before), and relays the rest.
+#[tokio::test]
+async fn an_outbox_row_with_a_taken_id_is_kept_unrelayed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("q.db");
+    let store = Store::open(&format!("sqlite://{}", path.display()))
+        .await
+        .expect("open");
+    store.migrate().await.expect("migrate");
+    let taken = store
+        .enqueue(NewItem::new("SHIP", serde_json::json!({"n": 1})))
+        .await
+        .expect("enqueue");
+    let conn = rusqlite::Connection::open(&path).expect("foreign connection");
+    conn.execute(
+        "INSERT INTO outbox (id, kind, lane, payload, max_attempts, created_at) \
+         VALUES (?1, 'OTHER', 'default', '{}', 3, 0)",
+        [taken],
+    )
+    .expect("foreign insert");
+    let producer = store.clone();
+    let good = store
+        .transaction(move |tx| {
+            producer.enqueue_in(tx, NewItem::new("SHIP", serde_json::json!({"n": 2})))
+        })
+        .await
+        .expect("outbox row");
+    let report = store.relay_outbox_report(10).await.expect("relay");
+    assert_eq!(report.relayed, 1);
+    assert_eq!(
+        report.refused.iter().map(|r| r.0).collect::<Vec<_>>(),
+        [taken]
+    );
+    assert_eq!(
+        store.get(taken).await.expect("get").expect("item").kind,
+        "SHIP"
+    );
+    assert_eq!(
+        store.get(good).await.expect("get").expect("relayed").kind,
+        "SHIP"
+    );
+    let (unrelayed, reason): (bool, Option<String>) = conn
+        .query_row(
+            "SELECT relayed_at IS NULL, relay_error FROM outbox WHERE id = ?1",
+            [taken],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("the row is still there");
+    assert!(unrelayed && reason.is_some());
+    let again = store.relay_outbox_report(10).await.expect("relay again");
+    assert_eq!((again.relayed, again.refused.len()), (0, 0));
+}
+
+/// A SQLite URL whose folder does not exist is refused, and nothing is created; the
+/// default's `.scaffold/` is the one folder created.
+#[tokio::test]
+async fn a_missing_folder_is_refused_except_the_default() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = dir.path().join("nonexistent").join("x.db");
+    let err = Store::open(&format!("sqlite://{}", missing.display()))
+        .await
+        .expect_err("a missing folder is refused");
+    assert!(
+        matches!(err, scaffold_runtime::StoreError::MissingDirectory { .. }),
+        "{err:?}"
+    );
+    assert!(
+        !dir.path().join("nonexistent").exists(),
+        "a folder was created"
+    );
+    let default = dir.path().join(".scaffold").join("queue.db");
+    Store::open(&format!("sqlite://{}", default.display()))
+        .await
+        .expect("the default's .scaffold/ is created");
+    assert!(dir.path().join(".scaffold").is_dir());
+    let deeper = dir.path().join("a").join(".scaffold").join("queue.db");
+    assert!(
+        Store::open(&format!("sqlite://{}", deeper.display()))
+            .await
+            .is_err()
+    );
+}

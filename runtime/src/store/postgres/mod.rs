@@ -125,6 +125,25 @@ impl PgTarget {
     }
 }
 
+impl PgTarget {
+    /// `host:port/database` (no user, no password), for messages.
+    pub fn describe(&self) -> String {
+        let host = self
+            .config
+            .get_hosts()
+            .first()
+            .map(|h| match h {
+                tokio_postgres::config::Host::Tcp(name) => name.clone(),
+                #[cfg(unix)]
+                tokio_postgres::config::Host::Unix(path) => path.display().to_string(),
+            })
+            .unwrap_or_else(|| "localhost".to_owned());
+        let port = self.config.get_ports().first().copied().unwrap_or(5432);
+        let db = self.config.get_dbname().unwrap_or("");
+        format!("{host}:{port}/{db}")
+    }
+}
+
 /// A lower-case-safe SQL identifier: letters, digits and `_`, not starting with a digit.
 fn is_identifier(s: &str) -> bool {
     let mut chars = s.chars();
@@ -195,7 +214,13 @@ impl PostgresBackend {
             target: Arc::new(target),
             purged_since_vacuum: Arc::default(),
         };
-        let conn = backend.conn().await?;
+        let conn = backend.conn().await.map_err(|e| match e {
+            StoreError::PostgresConnect { cause, .. } => StoreError::PostgresConnect {
+                target: Some(backend.target.describe()),
+                cause,
+            },
+            other => other,
+        })?;
         let found = schema::version(&conn).await?;
         if found > schema::LATEST_VERSION {
             return Err(StoreError::SchemaTooNew {
