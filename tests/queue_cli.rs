@@ -43,7 +43,7 @@ fn assert_key_order(raw: &str, keys: &[&str]) {
 fn migrate_enqueue_status_list_round_trip() {
     let dir = tempfile::tempdir().expect("tempdir");
     let migrated = json_out(scaffold(dir.path()).args(["queue", "migrate", "--format", "json"]));
-    assert_eq!(migrated["schema_version"], 1);
+    assert_eq!(migrated["schema_version"], 2);
     assert!(
         dir.path().join(".scaffold/queue.db").is_file(),
         "the default database lives under .scaffold/"
@@ -105,7 +105,12 @@ fn migrate_enqueue_status_list_round_trip() {
             "failed",
             "dead",
             "parked",
+            "scheduled",
             "oldest_available_age_ms",
+            "outbox",
+            "pending",
+            "refused",
+            "oldest_pending_age_ms",
         ],
     );
     let status: Value = serde_json::from_str(&raw).expect("JSON");
@@ -114,11 +119,16 @@ fn migrate_enqueue_status_list_round_trip() {
     assert_eq!(names, vec!["bulk", "default"], "lanes by name");
     let default = &lanes[1];
     assert_eq!(default["available"], 1);
-    assert_eq!(lanes[0]["available"], 1);
+    assert_eq!(
+        (&lanes[0]["available"], &lanes[0]["scheduled"]),
+        (&Value::from(0), &Value::from(1)),
+        "an item not due yet is scheduled, not available"
+    );
     assert_eq!(
         lanes[0]["oldest_available_age_ms"], 0,
         "not due yet, so no lag"
     );
+    assert_eq!(status["outbox"]["pending"], 0);
 
     let list = json_out(
         scaffold(dir.path()).args(["queue", "list", "--lane", "default", "--format", "json"]),
@@ -326,11 +336,19 @@ fn an_unknown_kind_is_refused() {
         .assert()
         .success()
         .stdout(predicate::str::contains("on lane notify"));
+    // A lane the spec does not name is refused, pointing at the spec.
     scaffold(dir.path())
         .args(["queue", "enqueue", "NOTIFY_SHIPMENT", "--lane", "other"])
         .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "kind `NOTIFY_SHIPMENT` runs on lane `notify` (om/src/shipping/kinds.rs:2), not `other`",
+        ));
+    scaffold(dir.path())
+        .args(["queue", "enqueue", "NOTIFY_SHIPMENT", "--lane", "notify"])
+        .assert()
         .success()
-        .stdout(predicate::str::contains("on lane other"));
+        .stdout(predicate::str::contains("on lane notify"));
 }
 
 #[test]
@@ -446,7 +464,7 @@ fn queue_commands_take_a_postgres_database() {
             .args(["queue", "migrate", "--format", "json"])
             .args(db),
     );
-    assert_eq!(migrated["schema_version"], 1);
+    assert_eq!(migrated["schema_version"], 2);
     let enqueue = |key: &str| {
         json_out(
             scaffold(dir.path())
@@ -497,4 +515,209 @@ fn queue_commands_take_a_postgres_database() {
         !dir.path().join(".scaffold").exists(),
         "nothing was written to the default SQLite file"
     );
+}
+
+#[test]
+fn a_duplicate_is_said_and_dedupe_is_per_kind() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    scaffold(dir.path())
+        .args(["queue", "migrate"])
+        .assert()
+        .success();
+    let enqueue = |kind: &str| {
+        json_out(scaffold(dir.path()).args([
+            "queue",
+            "enqueue",
+            kind,
+            "--dedupe-key",
+            "s-1",
+            "--format",
+            "json",
+        ]))
+    };
+    let first = enqueue("NOTIFY_SHIPMENT");
+    assert_eq!(first["duplicate"], false);
+    let again = enqueue("NOTIFY_SHIPMENT");
+    assert_eq!(
+        (&again["id"], &again["duplicate"]),
+        (&first["id"], &Value::from(true))
+    );
+    let other = enqueue("FOO");
+    assert_eq!(other["duplicate"], false, "another kind's key is its own");
+    assert_ne!(other["id"], first["id"]);
+    assert_eq!(other["kind"], "FOO");
+    scaffold(dir.path())
+        .args(["queue", "enqueue", "FOO", "--dedupe-key", "s-1"])
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with(format!(
+            "duplicate: live item {} (FOO, available) already holds dedupe key `s-1`",
+            other["id"]
+        )));
+}
+
+#[test]
+fn operator_commands_show_cancel_signal_and_workers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    scaffold(dir.path())
+        .args(["queue", "migrate"])
+        .assert()
+        .success();
+    std::fs::write(dir.path().join("payload.json"), r#"{"id": "s-9"}"#).expect("write");
+    let item = json_out(scaffold(dir.path()).args([
+        "queue",
+        "enqueue",
+        "NOTIFY_SHIPMENT",
+        "--payload",
+        "@payload.json",
+        "--format",
+        "json",
+    ]));
+    assert_eq!(item["payload"]["id"], "s-9");
+    let id = item["id"].to_string();
+    let raw = raw_out(scaffold(dir.path()).args(["queue", "show", &id, "--format", "json"]));
+    assert_key_order(
+        &raw,
+        &["id", "state", "attempt", "fence", "lease_owner", "effects"],
+    );
+    let shown: Value = serde_json::from_str(&raw).expect("JSON");
+    for key in [
+        "lease_owner",
+        "lease_expires_at",
+        "checkpoint",
+        "effects",
+        "last_error",
+    ] {
+        assert!(shown.get(key).is_some(), "show has no {key}: {shown}");
+    }
+    scaffold(dir.path())
+        .args(["queue", "show", &id])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("lease owner   -"))
+        .stdout(predicate::str::contains(r#"payload       {"id":"s-9"}"#));
+    scaffold(dir.path())
+        .args(["queue", "cancel", &id])
+        .assert()
+        .success()
+        .stdout(format!("cancelled item {id} (now dead)\n"));
+    // A second cancel is refused; with --format json the error is JSON on stdout.
+    let out = scaffold(dir.path())
+        .args(["queue", "cancel", &id, "--format", "json"])
+        .assert()
+        .code(2)
+        .get_output()
+        .stdout
+        .clone();
+    let err: Value = serde_json::from_slice(&out).expect("the error is JSON");
+    assert_eq!(err["error"]["code"], "scaffold::queue::not_live");
+    scaffold(dir.path())
+        .args(["queue", "signal", "payment-received"])
+        .assert()
+        .success()
+        .stdout("signal `payment-received` woke 0 parked item(s)\n");
+    scaffold(dir.path())
+        .args(["queue", "workers"])
+        .assert()
+        .success()
+        .stdout("no workers\n");
+    scaffold(dir.path())
+        .args(["queue", "release", "worker-1"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no worker `worker-1`"));
+}
+
+#[test]
+fn bad_enqueue_inputs_are_refused_not_clamped() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    scaffold(dir.path())
+        .args(["queue", "migrate"])
+        .assert()
+        .success();
+    for (args, says) in [
+        (&["--max-attempts", "0"][..], "0 is not in 1.."),
+        (&["--run-at", "253402300800000"][..], "is not a time"),
+        (&["--run-at", "10000-01-01T00:00:00Z"][..], "is not a time"),
+        (&["--lane", "Bulk"][..], "is not a lane name"),
+        (
+            &["--payload", "@missing.json"][..],
+            "cannot read the payload file",
+        ),
+    ] {
+        scaffold(dir.path())
+            .args(["queue", "enqueue", "A"])
+            .args(args)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(says));
+    }
+    let list = json_out(scaffold(dir.path()).args(["queue", "list", "--format", "json"]));
+    assert_eq!(
+        list["items"].as_array().map(Vec::len),
+        Some(0),
+        "nothing was enqueued"
+    );
+}
+
+#[test]
+fn list_is_newest_first_limited_and_filtered_by_kind() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    scaffold(dir.path())
+        .args(["queue", "migrate"])
+        .assert()
+        .success();
+    for kind in ["A", "B", "A"] {
+        scaffold(dir.path())
+            .args(["queue", "enqueue", kind])
+            .assert()
+            .success();
+    }
+    let ids = |extra: &[&str]| -> Vec<i64> {
+        let list = json_out(
+            scaffold(dir.path())
+                .args(["queue", "list", "--format", "json"])
+                .args(extra),
+        );
+        list["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .filter_map(|i| i["id"].as_i64())
+            .collect()
+    };
+    assert_eq!(ids(&[]), [3, 2, 1]);
+    assert_eq!(ids(&["--limit", "2"]), [3, 2]);
+    assert_eq!(ids(&["--kind", "A"]), [3, 1]);
+}
+
+#[test]
+fn bench_runs_report_the_median_and_range() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let report = json_out(scaffold(dir.path()).args([
+        "queue",
+        "bench",
+        "--jobs",
+        "300",
+        "--concurrency",
+        "4",
+        "--runs",
+        "3",
+        "--format",
+        "json",
+    ]));
+    assert_eq!(report["runs"], 3);
+    let each: Vec<u64> = report["jobs_per_sec_each"]
+        .as_array()
+        .expect("each run")
+        .iter()
+        .filter_map(Value::as_u64)
+        .collect();
+    assert_eq!(each.len(), 3);
+    let mut sorted = each.clone();
+    sorted.sort_unstable();
+    assert_eq!(report["jobs_per_sec_median"], sorted[1]);
+    assert_eq!(report["jobs_per_sec_min"], sorted[0]);
+    assert_eq!(report["jobs_per_sec_max"], sorted[2]);
+    assert_eq!(report["completed"], 300);
 }

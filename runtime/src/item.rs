@@ -233,8 +233,33 @@ impl<P> Item<P> {
 pub struct ListFilter {
     pub state: Option<ItemState>,
     pub lane: Option<String>,
-    /// At most this many items (by id); all when unset.
+    pub kind: Option<String>,
+    /// At most this many items; all when unset.
     pub limit: Option<usize>,
+    /// Highest id first (the newest) instead of lowest.
+    pub newest_first: bool,
+}
+
+/// One recorded effect of an item ([`crate::WorkContext::once`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EffectRecord {
+    pub key: String,
+    pub output: Value,
+    /// The fence of the attempt that recorded it.
+    pub fence: Fence,
+    pub recorded_at: Timestamp,
+}
+
+/// The outbox's backlog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct OutboxStats {
+    /// Rows the relay has yet to turn into items.
+    pub pending: u64,
+    /// Rows the relay refused (their id is another item's); they stay until an operator
+    /// deals with them.
+    pub refused: u64,
+    /// Milliseconds since the oldest pending row was written; zero when there is none.
+    pub oldest_pending_age_ms: u64,
 }
 
 /// How a claimed item ends, as the work loop reports it to the store in one batch.
@@ -276,8 +301,11 @@ pub struct StateStats {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LaneStats {
     pub lane: String,
-    /// Indexed like [`ItemState::ALL`].
+    /// Indexed like [`ItemState::ALL`]. `available` counts only items that are due.
     pub states: [StateStats; 6],
+    /// Available items whose `run_at` has not come yet (a periodic kind's next run, a
+    /// delayed enqueue): kept apart so an idle queue does not look backed up.
+    pub scheduled: u64,
 }
 
 impl LaneStats {
@@ -286,6 +314,7 @@ impl LaneStats {
         LaneStats {
             lane: lane.into(),
             states: [StateStats::default(); 6],
+            scheduled: 0,
         }
     }
 

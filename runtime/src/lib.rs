@@ -41,8 +41,9 @@ pub use context::WorkContext;
 pub use error::{BuildError, StoreError, WorkError};
 pub use handler::WorkHandler;
 pub use item::{
-    Claimed, DEFAULT_LANE, Enqueued, Fence, Finish, Item, ItemId, ItemRecord, ItemState, LaneStats,
-    ListFilter, NewItem, Outcome, StateStats, WorkerRecord, WorkerState,
+    Claimed, DEFAULT_LANE, EffectRecord, Enqueued, Fence, Finish, Item, ItemId, ItemRecord,
+    ItemState, LaneStats, ListFilter, NewItem, OutboxStats, Outcome, StateStats, WorkerRecord,
+    WorkerState,
 };
 pub use outbox::{Relay, Tx};
 pub use retry::RetryPolicy;

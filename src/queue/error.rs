@@ -91,7 +91,7 @@ pub enum QueueError {
         )
     )]
     InvalidKind { kind: String },
-    #[error("unknown kind `{kind}`: the repository registers no such kind")]
+    #[error("unknown kind `{kind}`: the repository's om/ registers no such kind")]
     #[diagnostic(
         code(scaffold::queue::unknown_kind),
         help("registered kinds: {registered}")
@@ -101,10 +101,57 @@ pub enum QueueError {
     #[diagnostic(
         code(scaffold::queue::run_at),
         help(
-            "use RFC 3339 (2026-11-30T12:00:00Z), milliseconds since the epoch, or a delay (+30s, +5m, +2h, +1d)"
+            "use RFC 3339 (2026-11-30T12:00:00Z), milliseconds since the epoch, or a delay (+30s, +5m, +2h, +1d), between 1970 and the end of 9999"
         )
     )]
     InvalidRunAt { value: String },
+    #[error("`{lane}` is not a lane name: {reason}")]
+    #[diagnostic(
+        code(scaffold::queue::lane_syntax),
+        help(
+            "lanes are lower-case letters, digits and single hyphens, starting with a letter (e.g. `default`, `bulk`)"
+        )
+    )]
+    InvalidLane { lane: String, reason: String },
+    #[error("kind `{kind}` runs on lane `{spec_lane}` ({spec}), not `{lane}`")]
+    #[diagnostic(
+        code(scaffold::queue::lane_mismatch),
+        help(
+            "drop --lane (the spec's lane is the default), or change the spec's `lane:` and deploy a worker on it"
+        )
+    )]
+    LaneMismatch {
+        kind: String,
+        lane: String,
+        spec_lane: String,
+        spec: String,
+    },
+    #[error("cannot read the payload file {}", path.display())]
+    #[diagnostic(
+        code(scaffold::queue::payload_file),
+        help(
+            "--payload @FILE reads FILE (relative to the working directory); pass the JSON itself otherwise"
+        )
+    )]
+    PayloadFile {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "item {id} is {state}; only a live item (available, running, failed, parked) can be cancelled"
+    )]
+    #[diagnostic(
+        code(scaffold::queue::not_live),
+        help("`scaffold queue show {id}` shows the item")
+    )]
+    NotLive { id: i64, state: ItemState },
+    #[error("no worker `{worker}` in the queue's workers")]
+    #[diagnostic(
+        code(scaffold::queue::unknown_worker),
+        help("`scaffold queue workers` lists them")
+    )]
+    UnknownWorker { worker: String },
     #[error("`{state}` is not an item state")]
     #[diagnostic(
         code(scaffold::queue::state),

@@ -13,17 +13,24 @@ pub fn is_kind_name(kind: &str) -> bool {
         && bytes.all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
 }
 
-/// The kinds registered under `<repo>/om` for the repository holding `cwd`, each with the
-/// lane its spec names (`None`: the default lane); `None` outside a repository or when it
-/// registers none (nothing to check against).
-pub fn registered(cwd: &Path) -> Option<BTreeMap<String, Option<String>>> {
+/// One registered kind: the lane its spec names (`None`: the default lane) and where the
+/// spec is (`om/src/shipping/kinds.rs:2`, repo-relative).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spec {
+    pub lane: Option<String>,
+    pub at: String,
+}
+
+/// The kinds registered under `<repo>/om` for the repository holding `cwd`; `None` outside
+/// a repository or when it registers none (nothing to check against).
+pub fn registered(cwd: &Path) -> Option<BTreeMap<String, Spec>> {
     let root = crate::repo::discover(cwd).ok()?;
     let mut kinds = BTreeMap::new();
-    collect(&root.join("om"), &mut kinds, 0);
+    collect(&root, &root.join("om"), &mut kinds, 0);
     (!kinds.is_empty()).then_some(kinds)
 }
 
-fn collect(dir: &Path, kinds: &mut Kinds, depth: usize) {
+fn collect(root: &Path, dir: &Path, kinds: &mut Kinds, depth: usize) {
     if depth > 12 {
         return;
     }
@@ -35,25 +42,37 @@ fn collect(dir: &Path, kinds: &mut Kinds, depth: usize) {
     for path in paths {
         if path.is_dir() {
             if path.file_name().is_some_and(|n| n != "target") {
-                collect(&path, kinds, depth + 1);
+                collect(root, &path, kinds, depth + 1);
             }
         } else if path.extension().is_some_and(|e| e == "rs")
             && let Ok(text) = std::fs::read_to_string(&path)
         {
-            spec_names(&text, kinds);
+            let rel = path
+                .strip_prefix(root)
+                .unwrap_or(&path)
+                .to_string_lossy()
+                .replace('\\', "/");
+            spec_names(&text, &rel, kinds);
         }
     }
 }
 
-type Kinds = BTreeMap<String, Option<String>>;
+type Kinds = BTreeMap<String, Spec>;
 
-/// The `name` (and `lane`) of every `WorkKindSpec { … }` literal in `text`.
-fn spec_names(text: &str, kinds: &mut Kinds) {
+/// The `name` (and `lane`) of every `WorkKindSpec { … }` literal in `text` (the file `rel`).
+fn spec_names(text: &str, rel: &str, kinds: &mut Kinds) {
     for (at, _) in text.match_indices("WorkKindSpec {") {
         let body = &text[at..];
         let body = &body[..body.find('}').unwrap_or(body.len())];
         if let Some(name) = field(body, "name:") {
-            kinds.insert(name.to_owned(), field(body, "lane:").map(str::to_owned));
+            let line = text[..at].matches('\n').count() + 1;
+            kinds.insert(
+                name.to_owned(),
+                Spec {
+                    lane: field(body, "lane:").map(str::to_owned),
+                    at: format!("{rel}:{line}"),
+                },
+            );
         }
     }
 }
@@ -88,13 +107,21 @@ mod tests {
                 WorkKindSpec {
                     name: "SEND_INVOICE", ..WorkKindSpec::DEFAULT },
             ];"#,
+            "om/src/k.rs",
             &mut kinds,
         );
         assert_eq!(
-            kinds.into_iter().collect::<Vec<_>>(),
+            kinds
+                .into_iter()
+                .map(|(k, s)| (k, s.lane, s.at))
+                .collect::<Vec<_>>(),
             vec![
-                ("NOTIFY_SHIPMENT".to_owned(), Some("default".to_owned())),
-                ("SEND_INVOICE".to_owned(), None)
+                (
+                    "NOTIFY_SHIPMENT".to_owned(),
+                    Some("default".to_owned()),
+                    "om/src/k.rs:2".to_owned()
+                ),
+                ("SEND_INVOICE".to_owned(), None, "om/src/k.rs:4".to_owned())
             ]
         );
     }

@@ -1,5 +1,5 @@
 //! `scaffold queue`: the operator CLI of the work-queue runtime (migrate, enqueue, status,
-//! list, retry, discard, bench). Parsing here, the queue in `scaffold_runtime`, printing in
+//! list, show, workers, retry, discard, cancel, signal, release, bench). Parsing here, the queue in `scaffold_runtime`, printing in
 //! [`report`].
 
 mod error;
@@ -43,9 +43,10 @@ pub enum QueueCommand {
     Migrate,
     /// Enqueue one item.
     Enqueue(EnqueueArgs),
-    /// Items per lane and state, and the age of the oldest available item.
+    /// Items per lane and state (due apart from scheduled), the age of the oldest due item,
+    /// and the outbox backlog.
     Status,
-    /// List items, by id.
+    /// List items, newest first.
     List {
         /// Only items in this state (available, running, completed, failed, dead, parked).
         #[arg(long, value_name = "STATE")]
@@ -53,9 +54,35 @@ pub enum QueueCommand {
         /// Only items of this lane.
         #[arg(long, value_name = "LANE")]
         lane: Option<String>,
-        /// At most this many items.
-        #[arg(long, value_name = "N")]
-        limit: Option<usize>,
+        /// Only items of this kind.
+        #[arg(long, value_name = "KIND")]
+        kind: Option<String>,
+        /// At most this many items (0: all).
+        #[arg(long, value_name = "N", default_value_t = 50)]
+        limit: usize,
+    },
+    /// Every field of one item: lease owner and expiry, attempts, last error, checkpoint,
+    /// effects, payload.
+    Show {
+        /// The item's id.
+        id: i64,
+    },
+    /// The workers: state, last heartbeat, lanes, and the items each holds.
+    Workers,
+    /// Cancel a live item: it goes dead, and its holder's writes no longer land.
+    Cancel {
+        /// The item's id.
+        id: i64,
+    },
+    /// Wake every item parked on a signal.
+    Signal {
+        /// The signal's name.
+        name: String,
+    },
+    /// Return a dead worker's items now (instead of after their leases) and mark it OFFLINE.
+    Release {
+        /// The worker's id (`scaffold queue workers`).
+        worker: String,
     },
     /// Make a dead item (or every dead item) available again with fresh attempts.
     Retry {
@@ -79,6 +106,10 @@ pub enum QueueCommand {
         /// How many handlers run at once.
         #[arg(long, default_value_t = 10)]
         concurrency: usize,
+        /// Run the benchmark this many times (each on a fresh queue) and report the median
+        /// and range: one 20k drain lasts under a second, so one run is noise.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+        runs: u32,
     },
 }
 
@@ -86,13 +117,14 @@ pub enum QueueCommand {
 pub struct EnqueueArgs {
     /// The work kind (UPPER_SNAKE_CASE; inside a repository, one its om/ registers).
     pub kind: String,
-    /// The payload, as JSON.
-    #[arg(long, default_value = "{}", value_name = "JSON")]
+    /// The payload, as JSON, or `@FILE` to read it from FILE.
+    #[arg(long, default_value = "{}", value_name = "JSON|@FILE")]
     pub payload: String,
     /// The lane [default: the lane the kind's spec names, else `default`].
     #[arg(long, value_name = "LANE")]
     pub lane: Option<String>,
-    /// Unique among live items: a second enqueue with the same key returns the first item.
+    /// Unique among live items of the kind: a second enqueue with the same kind and key
+    /// returns the first item and says it was a duplicate.
     #[arg(long, value_name = "KEY")]
     pub dedupe_key: Option<String>,
     /// Not before this time: RFC 3339, milliseconds since the epoch, or +30s/+5m/+2h/+1d.
@@ -101,8 +133,8 @@ pub struct EnqueueArgs {
     /// Higher is claimed first.
     #[arg(long, default_value_t = 0)]
     pub priority: i32,
-    /// Attempts before the item is dead.
-    #[arg(long, value_name = "N")]
+    /// Attempts before the item is dead (at least 1).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i32).range(1..))]
     pub max_attempts: Option<i32>,
 }
 
@@ -124,9 +156,18 @@ pub fn run(
         .enable_all()
         .build()
         .map_err(QueueError::Runtime)?;
-    let printed = runtime.block_on(execute(args, &cwd))?;
-    report::print(out, &printed, json).map_err(QueueError::Output)?;
-    Ok(ExitCode::SUCCESS)
+    match runtime.block_on(execute(args, &cwd)) {
+        Ok(printed) => {
+            report::print(out, &printed, json).map_err(QueueError::Output)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        // A script that asked for JSON gets its error as JSON too (on stdout, exit 2).
+        Err(e) if json => {
+            report::print_error(out, &e).map_err(QueueError::Output)?;
+            Ok(ExitCode::from(crate::app::EXIT_ERROR))
+        }
+        Err(e) => Err(e),
+    }
 }
 
 fn working_dir(global: &GlobalArgs) -> Result<PathBuf, QueueError> {
@@ -194,9 +235,17 @@ async fn execute(args: QueueArgs, cwd: &Path) -> Result<report::Printed, QueueEr
         QueueCommand::Enqueue(e) => enqueue(e, database, cwd).await?,
         QueueCommand::Status => {
             let store = open_existing(database, cwd).await?;
-            report::Printed::Status(store.stats().await?)
+            report::Printed::Status {
+                lanes: store.stats().await?,
+                outbox: store.outbox_stats().await?,
+            }
         }
-        QueueCommand::List { state, lane, limit } => {
+        QueueCommand::List {
+            state,
+            lane,
+            kind,
+            limit,
+        } => {
             let state = state
                 .map(|s| {
                     s.parse::<ItemState>()
@@ -204,7 +253,75 @@ async fn execute(args: QueueArgs, cwd: &Path) -> Result<report::Printed, QueueEr
                 })
                 .transpose()?;
             let store = open_existing(database, cwd).await?;
-            report::Printed::List(store.list(ListFilter { state, lane, limit }).await?)
+            let filter = ListFilter {
+                state,
+                lane,
+                kind,
+                limit: (limit > 0).then_some(limit),
+                newest_first: true,
+            };
+            report::Printed::List(store.list(filter).await?)
+        }
+        QueueCommand::Show { id } => {
+            let store = open_existing(database, cwd).await?;
+            let item = store.get(id).await?.ok_or(QueueError::NotFound { id })?;
+            let effects = store.effects(id).await?;
+            report::Printed::Show {
+                item: Box::new(item),
+                effects,
+                now: store.now(),
+            }
+        }
+        QueueCommand::Workers => {
+            let store = open_existing(database, cwd).await?;
+            let workers = store.workers().await?;
+            let running = store
+                .list(ListFilter {
+                    state: Some(ItemState::Running),
+                    ..ListFilter::default()
+                })
+                .await?;
+            let rows = workers
+                .into_iter()
+                .map(|w| {
+                    let held = running
+                        .iter()
+                        .filter(|r| r.lease_owner.as_deref() == Some(w.id.as_str()))
+                        .map(|r| r.id)
+                        .collect();
+                    (w, held)
+                })
+                .collect();
+            report::Printed::Workers {
+                workers: rows,
+                now: store.now(),
+            }
+        }
+        QueueCommand::Cancel { id } => {
+            let store = open_existing(database, cwd).await?;
+            store.cancel(id).await.map_err(|e| match e {
+                scaffold_runtime::StoreError::WrongState { id, state, .. } => {
+                    QueueError::NotLive { id, state }
+                }
+                other => other.into(),
+            })?;
+            report::Printed::Cancelled { id }
+        }
+        QueueCommand::Signal { name } => {
+            let store = open_existing(database, cwd).await?;
+            let woken = store.signal(&name).await?;
+            report::Printed::Signalled {
+                signal: name,
+                woken,
+            }
+        }
+        QueueCommand::Release { worker } => {
+            let store = open_existing(database, cwd).await?;
+            if !store.workers().await?.iter().any(|w| w.id == worker) {
+                return Err(QueueError::UnknownWorker { worker });
+            }
+            let released = store.release_worker(&worker).await?;
+            report::Printed::Released { worker, released }
         }
         QueueCommand::Retry { id, all_dead } => {
             let store = open_existing(database, cwd).await?;
@@ -233,8 +350,16 @@ async fn execute(args: QueueArgs, cwd: &Path) -> Result<report::Printed, QueueEr
                 .map_err(|e| not_dead(e, "discarded"))?;
             report::Printed::Discarded { id }
         }
-        QueueCommand::Bench { jobs, concurrency } => {
-            bench(args.database.as_deref(), cwd, jobs, concurrency).await?
+        QueueCommand::Bench {
+            jobs,
+            concurrency,
+            runs,
+        } => {
+            let mut reports = Vec::new();
+            for _ in 0..runs {
+                reports.push(bench(args.database.as_deref(), cwd, jobs, concurrency).await?);
+            }
+            report::Printed::Bench(reports)
         }
     })
 }
@@ -256,10 +381,37 @@ async fn enqueue(
     if !kinds::is_kind_name(&e.kind) {
         return Err(QueueError::InvalidKind { kind: e.kind });
     }
+    if let Some(lane) = &e.lane {
+        crate::generate::names::validate(crate::generate::names::NameKind::Lane, lane).map_err(
+            |err| QueueError::InvalidLane {
+                lane: lane.clone(),
+                reason: match err {
+                    crate::generate::GenerateError::InvalidName { reason, .. } => reason,
+                    other => other.to_string(),
+                },
+            },
+        )?;
+    }
     let mut spec_lane = None;
     if let Some(registered) = kinds::registered(cwd) {
         match registered.get(&e.kind) {
-            Some(lane) => spec_lane = lane.clone(),
+            Some(spec) => {
+                let named = spec
+                    .lane
+                    .clone()
+                    .unwrap_or_else(|| scaffold_runtime::DEFAULT_LANE.to_owned());
+                if let Some(lane) = &e.lane
+                    && *lane != named
+                {
+                    return Err(QueueError::LaneMismatch {
+                        kind: e.kind,
+                        lane: lane.clone(),
+                        spec_lane: named,
+                        spec: spec.at.clone(),
+                    });
+                }
+                spec_lane = Some(named);
+            }
             None => {
                 return Err(QueueError::UnknownKind {
                     kind: e.kind,
@@ -268,8 +420,16 @@ async fn enqueue(
             }
         }
     }
-    let payload: serde_json::Value = serde_json::from_str(&e.payload)
-        .map_err(|source| QueueError::MalformedPayload { source })?;
+    let text = match e.payload.strip_prefix('@') {
+        Some(file) => {
+            let path = cwd.join(file);
+            std::fs::read_to_string(&path)
+                .map_err(|source| QueueError::PayloadFile { path, source })?
+        }
+        None => e.payload.clone(),
+    };
+    let payload: serde_json::Value =
+        serde_json::from_str(&text).map_err(|source| QueueError::MalformedPayload { source })?;
     let store = open_existing(database, cwd).await?;
     let mut item = NewItem::new(e.kind.clone(), payload)
         .lane(
@@ -291,26 +451,39 @@ async fn enqueue(
     if let Some(n) = e.max_attempts {
         item = item.max_attempts(n);
     }
-    let id = store.enqueue(item).await?;
+    let enqueued = store.enqueue_reporting(item).await?;
+    let id = enqueued.id;
     let record = store.get(id).await?.ok_or(QueueError::NotFound { id })?;
-    Ok(report::Printed::Enqueued(Box::new(record)))
+    Ok(report::Printed::Enqueued {
+        item: Box::new(record),
+        duplicate: enqueued.duplicate,
+    })
 }
+
+static BENCH_RUN: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 async fn bench(
     database: Option<&str>,
     cwd: &Path,
     jobs: u64,
     concurrency: usize,
-) -> Result<report::Printed, QueueError> {
+) -> Result<scaffold_runtime::bench::BenchReport, QueueError> {
     // A fresh file in a temporary folder unless --database names one.
     let scratch = std::env::temp_dir().join(format!(
-        "scaffold-bench-{}-{}",
+        "scaffold-bench-{}-{}-{}",
         std::process::id(),
-        scaffold_runtime::Clock::now(&scaffold_runtime::SystemClock).as_millis()
+        scaffold_runtime::Clock::now(&scaffold_runtime::SystemClock).as_millis(),
+        BENCH_RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     ));
     let url = match database {
         Some(url) => resolve(url, cwd)?.0,
-        None => format!("sqlite://{}", scratch.join("bench.db").display()),
+        None => {
+            std::fs::create_dir(&scratch).map_err(|source| QueueError::Unwritable {
+                path: scratch.clone(),
+                source,
+            })?;
+            format!("sqlite://{}", scratch.join("bench.db").display())
+        }
     };
     let result = async {
         let store = Store::open(&url).await?;
@@ -321,5 +494,5 @@ async fn bench(
     if database.is_none() {
         let _ = std::fs::remove_dir_all(&scratch);
     }
-    Ok(report::Printed::Bench(result?))
+    result
 }

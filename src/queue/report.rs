@@ -4,11 +4,13 @@
 use std::io::{self, Write};
 
 use scaffold_runtime::bench::BenchReport;
-use scaffold_runtime::{ItemRecord, ItemState, LaneStats};
+use scaffold_runtime::{
+    EffectRecord, ItemRecord, ItemState, LaneStats, OutboxStats, Timestamp, WorkerRecord,
+};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::time;
+use super::{QueueError, time};
 
 /// What a queue command has to say.
 #[derive(Debug)]
@@ -17,9 +19,25 @@ pub enum Printed {
         database: String,
         schema_version: i64,
     },
-    Enqueued(Box<ItemRecord>),
-    Status(Vec<LaneStats>),
+    Enqueued {
+        item: Box<ItemRecord>,
+        duplicate: bool,
+    },
+    Status {
+        lanes: Vec<LaneStats>,
+        outbox: OutboxStats,
+    },
     List(Vec<ItemRecord>),
+    Show {
+        item: Box<ItemRecord>,
+        effects: Vec<EffectRecord>,
+        now: Timestamp,
+    },
+    /// Each worker with the ids of the items it holds.
+    Workers {
+        workers: Vec<(WorkerRecord, Vec<i64>)>,
+        now: Timestamp,
+    },
     Retried {
         ids: Vec<i64>,
         count: u64,
@@ -27,7 +45,40 @@ pub enum Printed {
     Discarded {
         id: i64,
     },
-    Bench(BenchReport),
+    Cancelled {
+        id: i64,
+    },
+    Signalled {
+        signal: String,
+        woken: u64,
+    },
+    Released {
+        worker: String,
+        released: u64,
+    },
+    /// One report per run (at least one).
+    Bench(Vec<BenchReport>),
+}
+
+/// Writes `error` as one JSON document: `{"error":{"code":…,"message":…,"causes":[…],"help":…}}`.
+pub fn print_error(out: &mut dyn Write, error: &QueueError) -> io::Result<()> {
+    use miette::Diagnostic;
+    let mut causes = Vec::new();
+    let mut next = std::error::Error::source(error);
+    while let Some(e) = next {
+        causes.push(e.to_string());
+        next = e.source();
+    }
+    let doc = serde_json::json!({
+        "error": {
+            "code": error.code().map(|c| c.to_string()),
+            "message": error.to_string(),
+            "causes": causes,
+            "help": error.help().map(|h| h.to_string()),
+        }
+    });
+    serde_json::to_writer(&mut *out, &doc).map_err(io::Error::other)?;
+    writeln!(out)
 }
 
 /// Writes `printed` to `out`, as JSON (one document and a newline) or for people.
@@ -44,7 +95,10 @@ pub fn print(out: &mut dyn Write, printed: &Printed, as_json: bool) -> io::Resul
         } => {
             writeln!(out, "migrated {database} (schema version {schema_version})")
         }
-        Printed::Enqueued(item) => writeln!(
+        Printed::Enqueued {
+            item,
+            duplicate: false,
+        } => writeln!(
             out,
             "enqueued item {} ({} on lane {}, {}, runs at {})",
             item.id,
@@ -53,19 +107,211 @@ pub fn print(out: &mut dyn Write, printed: &Printed, as_json: bool) -> io::Resul
             item.state,
             time::format(item.run_at)
         ),
-        Printed::Status(lanes) => status_table(out, lanes),
+        Printed::Enqueued {
+            item,
+            duplicate: true,
+        } => writeln!(
+            out,
+            "duplicate: live item {} ({}, {}) already holds dedupe key `{}`; nothing was enqueued",
+            item.id,
+            item.kind,
+            item.state,
+            item.dedupe_key.as_deref().unwrap_or_default()
+        ),
+        Printed::Status { lanes, outbox } => {
+            status_table(out, lanes)?;
+            writeln!(
+                out,
+                "outbox: {} pending (oldest {}), {} refused by the relay",
+                outbox.pending,
+                age(outbox.oldest_pending_age_ms),
+                outbox.refused
+            )
+        }
         Printed::List(items) => list_table(out, items),
+        Printed::Show { item, effects, now } => show(out, item, effects, *now),
+        Printed::Workers { workers, now } => workers_table(out, workers, *now),
+        Printed::Cancelled { id } => writeln!(out, "cancelled item {id} (now dead)"),
+        Printed::Signalled { signal, woken } => {
+            writeln!(out, "signal `{signal}` woke {woken} parked item(s)")
+        }
+        Printed::Released { worker, released } => writeln!(
+            out,
+            "released {released} item(s) held by {worker}; {worker} is OFFLINE"
+        ),
         Printed::Retried { ids, count } => match ids.as_slice() {
             [id] => writeln!(out, "retried item {id}"),
             _ => writeln!(out, "retried {count} dead item(s)"),
         },
         Printed::Discarded { id } => writeln!(out, "discarded item {id}"),
-        Printed::Bench(b) => writeln!(
-            out,
-            "{}: {} jobs, concurrency {}: enqueued in {} ms, drained in {} ms: {} jobs/s ({} completed)",
-            b.backend, b.jobs, b.concurrency, b.enqueue_ms, b.drain_ms, b.jobs_per_sec, b.completed
-        ),
+        Printed::Bench(runs) => {
+            for b in runs {
+                writeln!(
+                    out,
+                    "{}: {} jobs, concurrency {}: enqueued in {} ms, drained in {} ms: {} jobs/s ({} completed)",
+                    b.backend,
+                    b.jobs,
+                    b.concurrency,
+                    b.enqueue_ms,
+                    b.drain_ms,
+                    b.jobs_per_sec,
+                    b.completed
+                )?;
+            }
+            if runs.len() > 1 {
+                let s = BenchSummary::of(runs);
+                writeln!(
+                    out,
+                    "median {} jobs/s over {} runs (range {}–{})",
+                    s.median, s.runs, s.min, s.max
+                )?;
+            }
+            Ok(())
+        }
     }
+}
+
+/// The median and range of several bench runs' `jobs_per_sec`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct BenchSummary {
+    runs: usize,
+    median: u64,
+    min: u64,
+    max: u64,
+}
+
+impl BenchSummary {
+    fn of(runs: &[BenchReport]) -> Self {
+        let mut rates: Vec<u64> = runs.iter().map(|r| r.jobs_per_sec).collect();
+        rates.sort_unstable();
+        let n = rates.len();
+        let median = match n {
+            0 => 0,
+            n if n % 2 == 1 => rates[n / 2],
+            n => (rates[n / 2 - 1] + rates[n / 2]) / 2,
+        };
+        BenchSummary {
+            runs: n,
+            median,
+            min: rates.first().copied().unwrap_or(0),
+            max: rates.last().copied().unwrap_or(0),
+        }
+    }
+}
+
+fn show(
+    out: &mut dyn Write,
+    i: &ItemRecord,
+    effects: &[EffectRecord],
+    now: Timestamp,
+) -> io::Result<()> {
+    let opt = |t: Option<Timestamp>| t.map_or_else(|| "-".to_owned(), time::format);
+    writeln!(out, "item {} ({}, lane {})", i.id, i.kind, i.lane)?;
+    writeln!(out, "  state         {}", i.state)?;
+    writeln!(out, "  attempt       {}/{}", i.attempt, i.max_attempts)?;
+    writeln!(out, "  fence         {}", i.fence)?;
+    writeln!(out, "  priority      {}", i.priority)?;
+    writeln!(out, "  run at        {}", time::format(i.run_at))?;
+    writeln!(
+        out,
+        "  lease owner   {}",
+        i.lease_owner.as_deref().unwrap_or("-")
+    )?;
+    let expiry = match i.lease_expires_at {
+        Some(t) if t > now => format!("{} (in {})", time::format(t), age(t.millis_since(now))),
+        Some(t) => format!(
+            "{} (expired {} ago)",
+            time::format(t),
+            age(now.millis_since(t))
+        ),
+        None => "-".to_owned(),
+    };
+    writeln!(out, "  lease expires {expiry}")?;
+    writeln!(
+        out,
+        "  dedupe key    {}",
+        i.dedupe_key.as_deref().unwrap_or("-")
+    )?;
+    writeln!(
+        out,
+        "  parked on     {}",
+        i.parked_on.as_deref().unwrap_or("-")
+    )?;
+    writeln!(
+        out,
+        "  last error    {}",
+        i.last_error.as_deref().unwrap_or("-")
+    )?;
+    writeln!(out, "  created       {}", time::format(i.created_at))?;
+    writeln!(out, "  updated       {}", opt(Some(i.updated_at)))?;
+    writeln!(
+        out,
+        "  checkpoint    {}",
+        i.checkpoint
+            .as_ref()
+            .map_or_else(|| "-".to_owned(), Value::to_string)
+    )?;
+    writeln!(out, "  payload       {}", i.payload)?;
+    if effects.is_empty() {
+        writeln!(out, "  effects       -")?;
+    } else {
+        writeln!(out, "  effects")?;
+        for e in effects {
+            writeln!(
+                out,
+                "    {} = {} (fence {}, {})",
+                e.key,
+                e.output,
+                e.fence,
+                time::format(e.recorded_at)
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn workers_table(
+    out: &mut dyn Write,
+    workers: &[(WorkerRecord, Vec<i64>)],
+    now: Timestamp,
+) -> io::Result<()> {
+    if workers.is_empty() {
+        return writeln!(out, "no workers");
+    }
+    let width = workers
+        .iter()
+        .map(|(w, _)| w.id.len())
+        .max()
+        .unwrap_or(6)
+        .max(6);
+    writeln!(
+        out,
+        "{:<width$}  {:<10}  {:>14}  {:<16}  HELD",
+        "WORKER", "STATE", "LAST HEARTBEAT", "LANES"
+    )?;
+    for (w, held) in workers {
+        let held = if held.is_empty() {
+            "-".to_owned()
+        } else {
+            format!(
+                "{} ({})",
+                held.len(),
+                held.iter()
+                    .map(i64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        writeln!(
+            out,
+            "{:<width$}  {:<10}  {:>14}  {:<16}  {held}",
+            w.id,
+            w.state.as_str(),
+            format!("{} ago", age(now.millis_since(w.last_seen_at).max(1))),
+            w.lanes.join(",")
+        )?;
+    }
+    Ok(())
 }
 
 /// The JSON documents, as structs so keys keep the documented order.
@@ -76,12 +322,30 @@ enum Doc<'a> {
         database: &'a str,
         schema_version: i64,
     },
-    Item(ItemJson<'a>),
+    Enqueued {
+        #[serde(flatten)]
+        item: ItemJson<'a>,
+        duplicate: bool,
+    },
     Status {
         lanes: Vec<LaneJson<'a>>,
+        outbox: &'a OutboxStats,
     },
     List {
         items: Vec<ItemJson<'a>>,
+    },
+    Show {
+        #[serde(flatten)]
+        item: ItemJson<'a>,
+        lease_owner: Option<&'a str>,
+        lease_expires_at: Option<String>,
+        checkpoint: Option<&'a Value>,
+        created_at: String,
+        updated_at: String,
+        effects: Vec<EffectJson<'a>>,
+    },
+    Workers {
+        workers: Vec<WorkerJson<'a>>,
     },
     Retried {
         retried: u64,
@@ -90,7 +354,45 @@ enum Doc<'a> {
     Discarded {
         discarded: i64,
     },
-    Bench(&'a BenchReport),
+    Cancelled {
+        cancelled: i64,
+    },
+    Signalled {
+        signal: &'a str,
+        woken: u64,
+    },
+    Released {
+        worker: &'a str,
+        released: u64,
+    },
+    Bench {
+        #[serde(flatten)]
+        median_run: &'a BenchReport,
+        runs: usize,
+        jobs_per_sec_median: u64,
+        jobs_per_sec_min: u64,
+        jobs_per_sec_max: u64,
+        jobs_per_sec_each: Vec<u64>,
+    },
+}
+
+#[derive(Serialize)]
+struct EffectJson<'a> {
+    key: &'a str,
+    output: &'a Value,
+    fence: i64,
+    recorded_at: String,
+}
+
+#[derive(Serialize)]
+struct WorkerJson<'a> {
+    id: &'a str,
+    state: &'static str,
+    lanes: &'a [String],
+    started_at: String,
+    last_heartbeat_at: String,
+    lease_ms: i64,
+    held: &'a [i64],
 }
 
 #[derive(Serialize)]
@@ -102,6 +404,7 @@ struct LaneJson<'a> {
     failed: u64,
     dead: u64,
     parked: u64,
+    scheduled: u64,
     oldest_available_age_ms: u64,
 }
 
@@ -131,8 +434,52 @@ fn to_json(printed: &Printed) -> Doc<'_> {
             database,
             schema_version: *schema_version,
         },
-        Printed::Enqueued(item) => Doc::Item(item_json(item)),
-        Printed::Status(lanes) => Doc::Status {
+        Printed::Enqueued { item, duplicate } => Doc::Enqueued {
+            item: item_json(item),
+            duplicate: *duplicate,
+        },
+        Printed::Show { item, effects, .. } => Doc::Show {
+            item: item_json(item),
+            lease_owner: item.lease_owner.as_deref(),
+            lease_expires_at: item.lease_expires_at.map(time::format),
+            checkpoint: item.checkpoint.as_ref(),
+            created_at: time::format(item.created_at),
+            updated_at: time::format(item.updated_at),
+            effects: effects
+                .iter()
+                .map(|e| EffectJson {
+                    key: &e.key,
+                    output: &e.output,
+                    fence: e.fence,
+                    recorded_at: time::format(e.recorded_at),
+                })
+                .collect(),
+        },
+        Printed::Workers { workers, .. } => Doc::Workers {
+            workers: workers
+                .iter()
+                .map(|(w, held)| WorkerJson {
+                    id: &w.id,
+                    state: w.state.as_str(),
+                    lanes: &w.lanes,
+                    started_at: time::format(w.started_at),
+                    last_heartbeat_at: time::format(w.last_seen_at),
+                    lease_ms: w.lease_ms,
+                    held,
+                })
+                .collect(),
+        },
+        Printed::Cancelled { id } => Doc::Cancelled { cancelled: *id },
+        Printed::Signalled { signal, woken } => Doc::Signalled {
+            signal,
+            woken: *woken,
+        },
+        Printed::Released { worker, released } => Doc::Released {
+            worker,
+            released: *released,
+        },
+        Printed::Status { lanes, outbox } => Doc::Status {
+            outbox,
             lanes: lanes
                 .iter()
                 .map(|l| LaneJson {
@@ -143,6 +490,7 @@ fn to_json(printed: &Printed) -> Doc<'_> {
                     failed: l.get(ItemState::Failed).count,
                     dead: l.get(ItemState::Dead).count,
                     parked: l.get(ItemState::Parked).count,
+                    scheduled: l.scheduled,
                     oldest_available_age_ms: l.get(ItemState::Available).oldest_age_ms,
                 })
                 .collect(),
@@ -155,7 +503,21 @@ fn to_json(printed: &Printed) -> Doc<'_> {
             ids,
         },
         Printed::Discarded { id } => Doc::Discarded { discarded: *id },
-        Printed::Bench(b) => Doc::Bench(b),
+        Printed::Bench(runs) => {
+            let s = BenchSummary::of(runs);
+            // The run whose rate is the median (the lower one of an even count's pair).
+            let mut by_rate: Vec<&BenchReport> = runs.iter().collect();
+            by_rate.sort_by_key(|r| r.jobs_per_sec);
+            let median_run = by_rate[(by_rate.len().max(1) - 1) / 2];
+            Doc::Bench {
+                median_run,
+                runs: s.runs,
+                jobs_per_sec_median: s.median,
+                jobs_per_sec_min: s.min,
+                jobs_per_sec_max: s.max,
+                jobs_per_sec_each: runs.iter().map(|r| r.jobs_per_sec).collect(),
+            }
+        }
     }
 }
 
@@ -196,13 +558,18 @@ fn status_table(out: &mut dyn Write, lanes: &[LaneStats]) -> io::Result<()> {
     for state in ItemState::ALL {
         write!(out, "  {:>9}", state.as_str().to_uppercase())?;
     }
-    writeln!(out, "  OLDEST AVAILABLE")?;
+    writeln!(out, "  {:>9}  OLDEST AVAILABLE", "SCHEDULED")?;
     for l in lanes {
         write!(out, "{:<width$}", l.lane)?;
         for state in ItemState::ALL {
             write!(out, "  {:>9}", l.get(state).count)?;
         }
-        writeln!(out, "  {}", age(l.get(ItemState::Available).oldest_age_ms))?;
+        writeln!(
+            out,
+            "  {:>9}  {}",
+            l.scheduled,
+            age(l.get(ItemState::Available).oldest_age_ms)
+        )?;
     }
     Ok(())
 }

@@ -6,6 +6,14 @@ use scaffold_runtime::Timestamp;
 /// offsets allowed), milliseconds since the Unix epoch, or a delay from `now` (`+90s`,
 /// `+15m`, `+2h`, `+1d`).
 pub fn parse_run_at(s: &str, now: Timestamp) -> Option<Timestamp> {
+    parse_any(s, now).filter(|t| (0..=LATEST_MS).contains(&t.as_millis()))
+}
+
+/// 9999-12-31T23:59:59.999Z: the last instant RFC 3339 can print. A later `--run-at` is
+/// refused rather than clamped (the item would never run, or print as garbage).
+const LATEST_MS: i64 = 253_402_300_799_999;
+
+fn parse_any(s: &str, now: Timestamp) -> Option<Timestamp> {
     let s = s.trim();
     if let Some(rel) = s.strip_prefix('+') {
         let (num, unit) = rel.split_at(rel.find(|c: char| !c.is_ascii_digit())?);
@@ -167,6 +175,15 @@ mod tests {
             parse_run_at("1700000000000", now),
             Some(Timestamp::from_millis(1_700_000_000_000))
         );
+    }
+
+    #[test]
+    fn past_year_9999_and_before_1970_are_refused() {
+        let now = Timestamp::from_millis(0);
+        assert!(parse_run_at("253402300799999", now).is_some());
+        assert!(parse_run_at("253402300800000", now).is_none());
+        assert!(parse_run_at("+3000000d", now).is_none());
+        assert!(parse_run_at("1969-12-31T23:59:59Z", now).is_none());
     }
 
     #[test]

@@ -8,8 +8,8 @@ use serde_json::Value;
 
 use crate::error::StoreError;
 use crate::item::{
-    Claimed, Enqueued, Fence, Finish, ItemId, ItemRecord, ItemState, LaneStats, ListFilter,
-    NewItem, Outcome, WorkerRecord, WorkerState,
+    Claimed, EffectRecord, Enqueued, Fence, Finish, ItemId, ItemRecord, ItemState, LaneStats,
+    ListFilter, NewItem, OutboxStats, Outcome, WorkerRecord, WorkerState,
 };
 use crate::outbox::{Tx, TxInner};
 use crate::store::{Backend, BoxFuture, ClaimRequest, RelayReport, StoreResult, TxBody};
@@ -35,6 +35,7 @@ impl PendingOutbox {
 #[derive(Debug)]
 struct OutboxRow {
     item: NewItem,
+    created_at: Timestamp,
     relayed_at: Option<Timestamp>,
     relay_error: Option<String>,
 }
@@ -42,7 +43,8 @@ struct OutboxRow {
 #[derive(Debug, Default)]
 struct State {
     items: BTreeMap<ItemId, ItemRecord>,
-    effects: BTreeMap<(ItemId, String), Value>,
+    /// Each effect's output, and the fence and time it was recorded at.
+    effects: BTreeMap<(ItemId, String), (Value, Fence, Timestamp)>,
     outbox: BTreeMap<ItemId, OutboxRow>,
     workers: BTreeMap<String, WorkerRecord>,
     /// The high-water mark of ids handed out: only ever grows.
@@ -459,14 +461,28 @@ impl Backend for MemoryBackend {
 
     fn list(&self, filter: ListFilter) -> BoxFuture<'_, StoreResult<Vec<ItemRecord>>> {
         let st = self.lock();
-        let out = st
-            .items
-            .values()
-            .filter(|r| filter.state.is_none_or(|s| r.state == s))
-            .filter(|r| filter.lane.as_deref().is_none_or(|l| r.lane == l))
-            .take(filter.limit.unwrap_or(usize::MAX))
-            .cloned()
-            .collect();
+        let matching = |r: &&ItemRecord| {
+            filter.state.is_none_or(|s| r.state == s)
+                && filter.lane.as_deref().is_none_or(|l| r.lane == l)
+                && filter.kind.as_deref().is_none_or(|k| r.kind == k)
+        };
+        let limit = filter.limit.unwrap_or(usize::MAX);
+        let out = if filter.newest_first {
+            st.items
+                .values()
+                .rev()
+                .filter(matching)
+                .take(limit)
+                .cloned()
+                .collect()
+        } else {
+            st.items
+                .values()
+                .filter(matching)
+                .take(limit)
+                .cloned()
+                .collect()
+        };
         drop(st);
         self.ready(Ok(out))
     }
@@ -478,12 +494,13 @@ impl Backend for MemoryBackend {
             let entry = lanes
                 .entry(r.lane.clone())
                 .or_insert_with(|| LaneStats::new(r.lane.clone()));
+            if r.state == ItemState::Available && r.run_at > now {
+                entry.scheduled += 1;
+                continue;
+            }
             let s = entry.get_mut(r.state);
             s.count += 1;
             let since = if r.state == ItemState::Available {
-                if r.run_at > now {
-                    continue;
-                }
                 r.run_at
             } else {
                 r.created_at
@@ -495,7 +512,7 @@ impl Backend for MemoryBackend {
     }
 
     fn effect(&self, id: ItemId, key: String) -> BoxFuture<'_, StoreResult<Option<Value>>> {
-        let out = self.lock().effects.get(&(id, key)).cloned();
+        let out = self.lock().effects.get(&(id, key)).map(|e| e.0.clone());
         self.ready(Ok(out))
     }
 
@@ -510,7 +527,7 @@ impl Backend for MemoryBackend {
         let mut st = self.lock();
         let out = st.held(id, fence, now).map(|_| ());
         if out.is_ok() {
-            st.effects.entry((id, key)).or_insert(output);
+            st.effects.entry((id, key)).or_insert((output, fence, now));
         }
         drop(st);
         self.ready(out)
@@ -537,6 +554,7 @@ impl Backend for MemoryBackend {
                     id,
                     OutboxRow {
                         item,
+                        created_at: now,
                         relayed_at: None,
                         relay_error: None,
                     },
@@ -582,6 +600,87 @@ impl Backend for MemoryBackend {
         }
         drop(st);
         self.ready(Ok(report))
+    }
+
+    fn effects(&self, id: ItemId) -> BoxFuture<'_, StoreResult<Vec<EffectRecord>>> {
+        let out = self
+            .lock()
+            .effects
+            .range((id, String::new())..)
+            .take_while(|((item, _), _)| *item == id)
+            .map(|((_, key), (output, fence, at))| EffectRecord {
+                key: key.clone(),
+                output: output.clone(),
+                fence: *fence,
+                recorded_at: *at,
+            })
+            .collect();
+        self.ready(Ok(out))
+    }
+
+    fn cancel(&self, id: ItemId, now: Timestamp) -> BoxFuture<'_, StoreResult<()>> {
+        let mut st = self.lock();
+        let out = match st.items.get_mut(&id) {
+            None => Err(StoreError::NotFound(id)),
+            Some(r) if r.state.is_live() => {
+                r.state = ItemState::Dead;
+                r.last_error = Some("cancelled by an operator".to_owned());
+                r.lease_owner = None;
+                r.lease_expires_at = None;
+                r.parked_on = None;
+                r.updated_at = now;
+                Ok(())
+            }
+            Some(r) => Err(StoreError::WrongState {
+                id,
+                state: r.state,
+                expected: "live (available, running, failed or parked)",
+            }),
+        };
+        drop(st);
+        self.ready(out)
+    }
+
+    fn release_worker(&self, owner: String, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>> {
+        let mut st = self.lock();
+        let mut n = 0;
+        for r in st.items.values_mut() {
+            if r.state == ItemState::Running && r.lease_owner.as_deref() == Some(owner.as_str()) {
+                r.state = ItemState::Available;
+                r.run_at = now;
+                r.lease_owner = None;
+                r.lease_expires_at = None;
+                r.last_error = Some("released by an operator".to_owned());
+                r.updated_at = now;
+                n += 1;
+            }
+        }
+        if let Some(w) = st.workers.get_mut(&owner) {
+            w.state = WorkerState::Offline;
+        }
+        drop(st);
+        self.ready(Ok(n))
+    }
+
+    fn outbox_stats(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<OutboxStats>> {
+        let st = self.lock();
+        let mut stats = OutboxStats::default();
+        for row in st.outbox.values().filter(|r| r.relayed_at.is_none()) {
+            if row.relay_error.is_some() {
+                stats.refused += 1;
+            } else {
+                stats.pending += 1;
+            }
+        }
+        let oldest = st
+            .outbox
+            .values()
+            .filter(|r| r.relayed_at.is_none() && r.relay_error.is_none())
+            .map(|r| r.created_at)
+            .min();
+        stats.oldest_pending_age_ms = oldest.map_or(0, |t| now.millis_since(t));
+        drop(st);
+        self.ready(Ok(stats))
     }
 
     fn mark_silent_workers(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<String>>> {

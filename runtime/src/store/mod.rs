@@ -26,8 +26,8 @@ use serde_json::Value;
 
 use crate::error::StoreError;
 use crate::item::{
-    Claimed, Enqueued, Fence, Finish, ItemId, ItemRecord, LaneStats, ListFilter, NewItem,
-    WorkerRecord,
+    Claimed, EffectRecord, Enqueued, Fence, Finish, ItemId, ItemRecord, LaneStats, ListFilter,
+    NewItem, OutboxStats, WorkerRecord,
 };
 use crate::outbox::Tx;
 use crate::time::{Clock, DatabaseClock, MonotonicClock, SystemClock, Timestamp};
@@ -155,6 +155,17 @@ pub trait Backend: Send + Sync + fmt::Debug {
     /// Deletes up to `limit` completed items last updated before `before`, with their
     /// effects (retention); returns how many items it deleted.
     fn purge_completed(&self, before: Timestamp, limit: usize) -> BoxFuture<'_, StoreResult<u64>>;
+    /// Every recorded effect of item `id`, by key.
+    fn effects(&self, id: ItemId) -> BoxFuture<'_, StoreResult<Vec<EffectRecord>>>;
+    /// Cancels a live item (available, running, failed or parked): it goes dead with
+    /// `last_error` saying so, and its holder's fence no longer matches a running item, so
+    /// nothing it writes lands. [`StoreError::WrongState`] for a completed or dead item.
+    fn cancel(&self, id: ItemId, now: Timestamp) -> BoxFuture<'_, StoreResult<()>>;
+    /// Returns every item `owner` holds to available now (its attempts stay spent), and
+    /// marks the worker OFFLINE: for a worker known dead, instead of waiting for its leases.
+    fn release_worker(&self, owner: String, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>>;
+    /// The outbox's backlog.
+    fn outbox_stats(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<OutboxStats>>;
     /// Resolves when items may have become claimable on `lane`, or after `max` at the
     /// latest. Backends without wake-ups (SQLite, memory) just wait `max`: the poll.
     fn wait_for_work(&self, lane: String, max: Duration) -> BoxFuture<'_, ()> {
@@ -585,5 +596,27 @@ impl Store {
     /// Every worker row.
     pub async fn workers(&self) -> StoreResult<Vec<WorkerRecord>> {
         self.backend.workers().await
+    }
+
+    /// Every recorded effect of item `id`, by key.
+    pub async fn effects(&self, id: ItemId) -> StoreResult<Vec<EffectRecord>> {
+        self.backend.effects(id).await
+    }
+
+    /// Cancels a live item (see [`Backend::cancel`]).
+    pub async fn cancel(&self, id: ItemId) -> StoreResult<()> {
+        self.backend.cancel(id, self.now()).await
+    }
+
+    /// Returns a dead worker's items now and marks it OFFLINE; returns how many items.
+    pub async fn release_worker(&self, owner: &str) -> StoreResult<u64> {
+        self.backend
+            .release_worker(owner.to_owned(), self.now())
+            .await
+    }
+
+    /// The outbox's backlog.
+    pub async fn outbox_stats(&self) -> StoreResult<OutboxStats> {
+        self.backend.outbox_stats(self.now()).await
     }
 }

@@ -45,8 +45,8 @@ use tokio_postgres::NoTls;
 
 use crate::error::StoreError;
 use crate::item::{
-    Claimed, Enqueued, Fence, Finish, ItemId, ItemRecord, LaneStats, ListFilter, NewItem,
-    WorkerRecord,
+    Claimed, EffectRecord, Enqueued, Fence, Finish, ItemId, ItemRecord, LaneStats, ListFilter,
+    NewItem, OutboxStats, WorkerRecord,
 };
 use crate::store::{Backend, BoxFuture, ClaimRequest, RelayReport, StoreResult, TxBody};
 use crate::time::Timestamp;
@@ -391,6 +391,22 @@ impl Backend for PostgresBackend {
 
     fn mark_silent_workers(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<String>>> {
         Box::pin(async move { ops::mark_silent_workers(self, now).await })
+    }
+
+    fn effects(&self, id: ItemId) -> BoxFuture<'_, StoreResult<Vec<EffectRecord>>> {
+        Box::pin(async move { ops::effects(self, id).await })
+    }
+
+    fn cancel(&self, id: ItemId, now: Timestamp) -> BoxFuture<'_, StoreResult<()>> {
+        Box::pin(async move { ops::cancel(self, id, now).await })
+    }
+
+    fn release_worker(&self, owner: String, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>> {
+        Box::pin(async move { ops::release_worker(self, &owner, now).await })
+    }
+
+    fn outbox_stats(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<OutboxStats>> {
+        Box::pin(async move { ops::outbox_stats(self, now).await })
     }
 
     fn purge_retained(

@@ -12,8 +12,8 @@ use tokio_postgres::types::Json;
 use super::PostgresBackend;
 use crate::error::StoreError;
 use crate::item::{
-    Claimed, Enqueued, Fence, Finish, ItemId, ItemRecord, ItemState, LaneStats, ListFilter,
-    NewItem, Outcome, WorkerRecord, WorkerState,
+    Claimed, EffectRecord, Enqueued, Fence, Finish, ItemId, ItemRecord, ItemState, LaneStats,
+    ListFilter, NewItem, OutboxStats, Outcome, WorkerRecord, WorkerState,
 };
 use crate::outbox::{Tx, TxInner};
 use crate::store::{ClaimRequest, RelayReport, StoreResult, TxBody};
@@ -704,17 +704,24 @@ pub(crate) async fn list(
     filter: &ListFilter,
 ) -> StoreResult<Vec<ItemRecord>> {
     let conn = db.conn().await?;
+    let order = if filter.newest_first { "DESC" } else { "ASC" };
     let stmt = conn
         .prepare_cached(&format!(
             "SELECT {COLS} FROM work_items WHERE ($1::text IS NULL OR state = $1) \
-             AND ($2::text IS NULL OR lane = $2) ORDER BY id LIMIT $3"
+             AND ($2::text IS NULL OR lane = $2) AND ($4::text IS NULL OR kind = $4) \
+             ORDER BY id {order} LIMIT $3"
         ))
         .await?;
     let limit: Option<i64> = filter.limit.map(limit_of);
     let rows = conn
         .query(
             &stmt,
-            &[&filter.state.map(ItemState::as_str), &filter.lane, &limit],
+            &[
+                &filter.state.map(ItemState::as_str),
+                &filter.lane,
+                &limit,
+                &filter.kind,
+            ],
         )
         .await?;
     rows.iter().map(record).collect()
@@ -725,8 +732,9 @@ pub(crate) async fn stats(db: &PostgresBackend, now: Timestamp) -> StoreResult<V
     let stmt = conn
         .prepare_cached(
             "SELECT lane, state, count(*), min(created_at), \
-                    min(CASE WHEN run_at <= $1 THEN run_at END) \
-             FROM work_items GROUP BY lane, state",
+                    min(CASE WHEN run_at <= $1 THEN run_at END), \
+                    (state = 'available' AND run_at > $1) AS scheduled \
+             FROM work_items GROUP BY lane, state, scheduled",
         )
         .await?;
     let rows = conn.query(&stmt, &[&now.as_millis()]).await?;
@@ -735,6 +743,13 @@ pub(crate) async fn stats(db: &PostgresBackend, now: Timestamp) -> StoreResult<V
         let lane: String = r.try_get(0)?;
         let state = parse_state(&r.try_get::<_, String>(1)?)?;
         let count: i64 = r.try_get(2)?;
+        if r.try_get::<_, bool>(5)? {
+            lanes
+                .entry(lane.clone())
+                .or_insert_with(|| LaneStats::new(lane))
+                .scheduled = u64::try_from(count).unwrap_or(0);
+            continue;
+        }
         let oldest_created: Option<i64> = r.try_get(3)?;
         let oldest_due: Option<i64> = r.try_get(4)?;
         let oldest = if state == ItemState::Available {
@@ -1080,4 +1095,98 @@ pub(crate) async fn purge_retained(
         .await?;
     tx.commit().await?;
     Ok((outbox, workers))
+}
+
+pub(crate) async fn effects(db: &PostgresBackend, id: ItemId) -> StoreResult<Vec<EffectRecord>> {
+    let conn = db.conn().await?;
+    let stmt = conn
+        .prepare_cached(
+            "SELECT effect_key, output, fence, recorded_at FROM work_effects \
+             WHERE item_id = $1 ORDER BY effect_key",
+        )
+        .await?;
+    let rows = conn.query(&stmt, &[&id]).await?;
+    rows.iter()
+        .map(|r| {
+            Ok(EffectRecord {
+                key: r.try_get(0)?,
+                output: r.try_get::<_, Json<Value>>(1)?.0,
+                fence: r.try_get(2)?,
+                recorded_at: Timestamp::from_millis(r.try_get(3)?),
+            })
+        })
+        .collect()
+}
+
+pub(crate) async fn cancel(db: &PostgresBackend, id: ItemId, now: Timestamp) -> StoreResult<()> {
+    let mut conn = db.conn().await?;
+    let tx = conn.transaction().await?;
+    let changed = tx
+        .execute(
+            &format!(
+                "UPDATE work_items SET state = 'dead', last_error = 'cancelled by an operator', \
+                 lease_owner = NULL, lease_expires_at = NULL, parked_on = NULL, updated_at = $2 \
+                 WHERE id = $1 AND state IN {LIVE}"
+            ),
+            &[&id, &now.as_millis()],
+        )
+        .await?;
+    if changed == 0 {
+        let state = state_of(&tx, id).await?;
+        return Err(StoreError::WrongState {
+            id,
+            state,
+            expected: "live (available, running, failed or parked)",
+        });
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+pub(crate) async fn release_worker(
+    db: &PostgresBackend,
+    owner: &str,
+    now: Timestamp,
+) -> StoreResult<u64> {
+    let mut conn = db.conn().await?;
+    let tx = conn.transaction().await?;
+    let changed = tx
+        .execute(
+            "UPDATE work_items SET state = 'available', run_at = $2, lease_owner = NULL, \
+             lease_expires_at = NULL, last_error = 'released by an operator', updated_at = $2 \
+             WHERE state = 'running' AND lease_owner = $1",
+            &[&owner, &now.as_millis()],
+        )
+        .await?;
+    tx.execute(
+        "UPDATE workers SET state = 'OFFLINE' WHERE id = $1",
+        &[&owner],
+    )
+    .await?;
+    if changed > 0 {
+        tx.execute("SELECT pg_notify($1, '*')", &[&db.channel()])
+            .await?;
+    }
+    tx.commit().await?;
+    Ok(changed)
+}
+
+pub(crate) async fn outbox_stats(db: &PostgresBackend, now: Timestamp) -> StoreResult<OutboxStats> {
+    let conn = db.conn().await?;
+    let row = conn
+        .query_one(
+            "SELECT count(*) FILTER (WHERE relay_error IS NULL), \
+                    count(*) FILTER (WHERE relay_error IS NOT NULL), \
+                    min(created_at) FILTER (WHERE relay_error IS NULL) \
+             FROM outbox WHERE relayed_at IS NULL",
+            &[],
+        )
+        .await?;
+    let (pending, refused, oldest): (i64, i64, Option<i64>) =
+        (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+    Ok(OutboxStats {
+        pending: u64::try_from(pending).unwrap_or(0),
+        refused: u64::try_from(refused).unwrap_or(0),
+        oldest_pending_age_ms: oldest.map_or(0, |t| now.millis_since(Timestamp::from_millis(t))),
+    })
 }

@@ -17,8 +17,8 @@ pub use schema::LATEST_VERSION;
 
 use crate::error::StoreError;
 use crate::item::{
-    Claimed, Enqueued, Fence, Finish, ItemId, ItemRecord, LaneStats, ListFilter, NewItem,
-    WorkerRecord,
+    Claimed, EffectRecord, Enqueued, Fence, Finish, ItemId, ItemRecord, LaneStats, ListFilter,
+    NewItem, OutboxStats, WorkerRecord,
 };
 use crate::store::{Backend, BoxFuture, ClaimRequest, RelayReport, StoreResult, TxBody};
 use crate::time::Timestamp;
@@ -187,6 +187,22 @@ impl Backend for SqliteBackend {
 
     fn mark_silent_workers(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<String>>> {
         self.run(move |c| ops::mark_silent_workers(c, now))
+    }
+
+    fn effects(&self, id: ItemId) -> BoxFuture<'_, StoreResult<Vec<EffectRecord>>> {
+        self.run(move |c| ops::effects(c, id))
+    }
+
+    fn cancel(&self, id: ItemId, now: Timestamp) -> BoxFuture<'_, StoreResult<()>> {
+        self.run(move |c| ops::cancel(c, id, now))
+    }
+
+    fn release_worker(&self, owner: String, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>> {
+        self.run(move |c| ops::release_worker(c, &owner, now))
+    }
+
+    fn outbox_stats(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<OutboxStats>> {
+        self.run(move |c| ops::outbox_stats(c, now))
     }
 
     fn purge_retained(

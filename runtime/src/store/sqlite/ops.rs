@@ -9,8 +9,8 @@ use serde_json::Value;
 
 use crate::error::StoreError;
 use crate::item::{
-    Claimed, Enqueued, Fence, Finish, ItemId, ItemRecord, ItemState, LaneStats, ListFilter,
-    NewItem, Outcome, WorkerRecord, WorkerState,
+    Claimed, EffectRecord, Enqueued, Fence, Finish, ItemId, ItemRecord, ItemState, LaneStats,
+    ListFilter, NewItem, OutboxStats, Outcome, WorkerRecord, WorkerState,
 };
 use crate::outbox::{Tx, TxInner};
 use crate::store::{ClaimRequest, RelayReport, StoreResult, TxBody};
@@ -479,12 +479,18 @@ pub(crate) fn list(conn: &mut Connection, filter: &ListFilter) -> StoreResult<Ve
     let limit = filter
         .limit
         .map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX));
+    let order = if filter.newest_first { "DESC" } else { "ASC" };
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {COLS} FROM work_items WHERE (?1 IS NULL OR state = ?1) \
-         AND (?2 IS NULL OR lane = ?2) ORDER BY id LIMIT ?3"
+         AND (?2 IS NULL OR lane = ?2) AND (?4 IS NULL OR kind = ?4) ORDER BY id {order} LIMIT ?3"
     ))?;
     let rows = stmt.query_map(
-        params![filter.state.map(ItemState::as_str), filter.lane, limit],
+        params![
+            filter.state.map(ItemState::as_str),
+            filter.lane,
+            limit,
+            filter.kind
+        ],
         record,
     )?;
     Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
@@ -493,8 +499,9 @@ pub(crate) fn list(conn: &mut Connection, filter: &ListFilter) -> StoreResult<Ve
 pub(crate) fn stats(conn: &mut Connection, now: Timestamp) -> StoreResult<Vec<LaneStats>> {
     let mut stmt = conn.prepare_cached(
         "SELECT lane, state, count(*), min(created_at), \
-                min(CASE WHEN run_at <= ?1 THEN run_at END) \
-         FROM work_items GROUP BY lane, state",
+                min(CASE WHEN run_at <= ?1 THEN run_at END), \
+                state = 'available' AND run_at > ?1 AS scheduled \
+         FROM work_items GROUP BY lane, state, scheduled",
     )?;
     let mut lanes: BTreeMap<String, LaneStats> = BTreeMap::new();
     let rows = stmt.query_map([now.as_millis()], |r| {
@@ -504,10 +511,18 @@ pub(crate) fn stats(conn: &mut Connection, now: Timestamp) -> StoreResult<Vec<La
             r.get::<_, i64>(2)?,
             r.get::<_, Option<i64>>(3)?,
             r.get::<_, Option<i64>>(4)?,
+            r.get::<_, bool>(5)?,
         ))
     })?;
     for row in rows {
-        let (lane, state, count, oldest_created, oldest_due) = row?;
+        let (lane, state, count, oldest_created, oldest_due, scheduled) = row?;
+        if scheduled {
+            lanes
+                .entry(lane.clone())
+                .or_insert_with(|| LaneStats::new(lane))
+                .scheduled = u64::try_from(count).unwrap_or(0);
+            continue;
+        }
         let state: ItemState = state
             .parse()
             .map_err(|e: crate::item::UnknownState| StoreError::Task(e.to_string()))?;
@@ -721,4 +736,78 @@ pub(crate) fn purge_retained(
     )?;
     tx.commit()?;
     Ok((outbox as u64, workers as u64))
+}
+
+pub(crate) fn effects(conn: &mut Connection, id: ItemId) -> StoreResult<Vec<EffectRecord>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT effect_key, output, fence, recorded_at FROM work_effects WHERE item_id = ?1 \
+         ORDER BY effect_key",
+    )?;
+    let rows = stmt.query_map([id], |r| {
+        Ok(EffectRecord {
+            key: r.get(0)?,
+            output: json_text(r.get(1)?),
+            fence: r.get(2)?,
+            recorded_at: Timestamp::from_millis(r.get(3)?),
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+}
+
+pub(crate) fn cancel(conn: &mut Connection, id: ItemId, now: Timestamp) -> StoreResult<()> {
+    let tx = write(conn)?;
+    let changed = tx.execute(
+        &format!(
+            "UPDATE work_items SET state = 'dead', last_error = 'cancelled by an operator', \
+             lease_owner = NULL, lease_expires_at = NULL, parked_on = NULL, updated_at = ?2 \
+             WHERE id = ?1 AND state IN {LIVE}"
+        ),
+        params![id, now.as_millis()],
+    )?;
+    if changed == 0 {
+        let state = state_of(&tx, id)?;
+        return Err(StoreError::WrongState {
+            id,
+            state,
+            expected: "live (available, running, failed or parked)",
+        });
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+pub(crate) fn release_worker(
+    conn: &mut Connection,
+    owner: &str,
+    now: Timestamp,
+) -> StoreResult<u64> {
+    let tx = write(conn)?;
+    let changed = tx.execute(
+        "UPDATE work_items SET state = 'available', run_at = ?2, lease_owner = NULL, \
+         lease_expires_at = NULL, last_error = 'released by an operator', updated_at = ?2 \
+         WHERE state = 'running' AND lease_owner = ?1",
+        params![owner, now.as_millis()],
+    )?;
+    tx.execute(
+        "UPDATE workers SET state = 'OFFLINE' WHERE id = ?1",
+        [owner],
+    )?;
+    tx.commit()?;
+    Ok(changed as u64)
+}
+
+pub(crate) fn outbox_stats(conn: &mut Connection, now: Timestamp) -> StoreResult<OutboxStats> {
+    let (pending, refused, oldest): (i64, i64, Option<i64>) = conn
+        .prepare_cached(
+            "SELECT count(*) FILTER (WHERE relay_error IS NULL), \
+                    count(*) FILTER (WHERE relay_error IS NOT NULL), \
+                    min(created_at) FILTER (WHERE relay_error IS NULL) \
+             FROM outbox WHERE relayed_at IS NULL",
+        )?
+        .query_row([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+    Ok(OutboxStats {
+        pending: u64::try_from(pending).unwrap_or(0),
+        refused: u64::try_from(refused).unwrap_or(0),
+        oldest_pending_age_ms: oldest.map_or(0, |t| now.millis_since(Timestamp::from_millis(t))),
+    })
 }

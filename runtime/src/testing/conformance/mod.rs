@@ -10,10 +10,12 @@
 //! Every test gets a fresh, migrated store whose clock is a [`ManualClock`].
 
 mod lifetimes;
+mod operator;
 mod store;
 mod work_loop;
 
 pub use lifetimes::*;
+pub use operator::*;
 pub use store::*;
 pub use work_loop::*;
 
@@ -95,6 +97,8 @@ macro_rules! conformance_suite {
             poison_item_runs_out_of_attempts,
             silent_workers_go_offline_and_tables_are_purged,
             loop_prefetch_defaults_to_concurrency,
+            operator_cancel_and_release,
+            operator_views,
         );
     };
     (@tests $make:path, $available:path; $($name:ident),* $(,)?) => {
