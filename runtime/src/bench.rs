@@ -49,6 +49,9 @@ pub struct BenchReport {
     pub completed: u64,
 }
 
+/// Items per enqueue transaction.
+const ENQUEUE_BATCH: usize = 50_000;
+
 /// Enqueues `jobs` no-op items on lane `bench` of `store` (migrated, empty lane) in one
 /// batch, then drains them with one loop of `concurrency`. `jobs_per_sec` is `jobs` over the
 /// drain time.
@@ -57,7 +60,14 @@ pub async fn run(store: &Store, jobs: u64, concurrency: usize) -> Result<BenchRe
         .map(|i| NewItem::new(BENCH_KIND, json!({ "i": i })).lane("bench"))
         .collect();
     let t0 = Instant::now();
-    store.enqueue_many(items).await?;
+    // In batches: one statement of a million rows' arrays holds them all in memory twice.
+    let mut items = items;
+    while !items.is_empty() {
+        let rest = items.split_off(items.len().min(ENQUEUE_BATCH));
+        store
+            .enqueue_many(std::mem::replace(&mut items, rest))
+            .await?;
+    }
     let enqueue = t0.elapsed();
 
     let completed = Arc::new(AtomicU64::new(0));

@@ -58,6 +58,10 @@ pub enum StoreError {
         target: Option<String>,
         cause: String,
     },
+    /// The URL's TLS settings cannot be used (an unreadable `sslrootcert`, a verify mode
+    /// without one, an unsupported client certificate).
+    #[error("PostgreSQL TLS: {message}")]
+    PostgresTls { message: String },
     #[error("a JSON value could not be encoded or decoded: {0}")]
     Json(#[from] serde_json::Error),
     #[error("a store task stopped unexpectedly: {0}")]

@@ -50,4 +50,4 @@ pub use retry::RetryPolicy;
 pub use spec::{Registry, WorkKindSpec};
 pub use store::{Backend, Store};
 pub use time::{Clock, DatabaseClock, ManualClock, MonotonicClock, SystemClock, Timestamp};
-pub use work_loop::{LoopEvent, WorkLoop, WorkLoopBuilder, shutdown_signal};
+pub use work_loop::{LoopEvent, LoopState, WorkLoop, WorkLoopBuilder, shutdown_signal};

@@ -683,6 +683,21 @@ impl Backend for MemoryBackend {
         self.ready(Ok(stats))
     }
 
+    fn kind_counts(&self) -> BoxFuture<'_, StoreResult<Vec<(String, ItemState, u64)>>> {
+        let mut counts: BTreeMap<(String, &'static str), (ItemState, u64)> = BTreeMap::new();
+        for r in self.lock().items.values() {
+            counts
+                .entry((r.kind.clone(), r.state.as_str()))
+                .or_insert((r.state, 0))
+                .1 += 1;
+        }
+        let out = counts
+            .into_iter()
+            .map(|((kind, _), (state, n))| (kind, state, n))
+            .collect();
+        self.ready(Ok(out))
+    }
+
     fn mark_silent_workers(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<String>>> {
         let mut st = self.lock();
         let mut ids = Vec::new();

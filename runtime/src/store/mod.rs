@@ -26,8 +26,8 @@ use serde_json::Value;
 
 use crate::error::StoreError;
 use crate::item::{
-    Claimed, EffectRecord, Enqueued, Fence, Finish, ItemId, ItemRecord, LaneStats, ListFilter,
-    NewItem, OutboxStats, WorkerRecord,
+    Claimed, EffectRecord, Enqueued, Fence, Finish, ItemId, ItemRecord, ItemState, LaneStats,
+    ListFilter, NewItem, OutboxStats, WorkerRecord,
 };
 use crate::outbox::Tx;
 use crate::time::{Clock, DatabaseClock, MonotonicClock, SystemClock, Timestamp};
@@ -166,6 +166,8 @@ pub trait Backend: Send + Sync + fmt::Debug {
     fn release_worker(&self, owner: String, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>>;
     /// The outbox's backlog.
     fn outbox_stats(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<OutboxStats>>;
+    /// How many items of each kind are in each state, by kind then state.
+    fn kind_counts(&self) -> BoxFuture<'_, StoreResult<Vec<(String, ItemState, u64)>>>;
     /// Resolves when items may have become claimable on `lane`, or after `max` at the
     /// latest. Backends without wake-ups (SQLite, memory) just wait `max`: the poll.
     fn wait_for_work(&self, lane: String, max: Duration) -> BoxFuture<'_, ()> {
@@ -618,5 +620,10 @@ impl Store {
     /// The outbox's backlog.
     pub async fn outbox_stats(&self) -> StoreResult<OutboxStats> {
         self.backend.outbox_stats(self.now()).await
+    }
+
+    /// How many items of each kind are in each state, by kind then state.
+    pub async fn kind_counts(&self) -> StoreResult<Vec<(String, ItemState, u64)>> {
+        self.backend.kind_counts().await
     }
 }

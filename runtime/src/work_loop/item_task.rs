@@ -113,7 +113,11 @@ async fn run_item(shared: Arc<Shared>, claimed: Claimed, mut ch: Channels) {
                     // Draining: an item that has not started goes back untouched.
                     _ = ch.stop.wait_for(|s| *s) => return None,
                 };
+                let began = std::time::Instant::now();
                 let result = handler.call(&ctx, &record, fence).await;
+                if let Some(h) = shared.durations.get(handler.kind()) {
+                    h.observe(began.elapsed());
+                }
                 drop(permit);
                 Some(result)
             };

@@ -12,7 +12,7 @@ mod item_task;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{Notify, Semaphore, mpsc, watch};
@@ -42,6 +42,40 @@ pub enum LoopEvent {
 }
 
 pub(crate) type Observer = Arc<dyn Fn(&LoopEvent) + Send + Sync>;
+
+/// Where a loop is in its life, as `/health` reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoopState {
+    /// Built, not running yet.
+    Starting,
+    /// Claiming and running items.
+    Running,
+    /// Stopped claiming; finishing or releasing in-flight items.
+    Draining,
+    /// `run` returned.
+    Stopped,
+}
+
+impl LoopState {
+    /// The state's name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            LoopState::Starting => "starting",
+            LoopState::Running => "running",
+            LoopState::Draining => "draining",
+            LoopState::Stopped => "stopped",
+        }
+    }
+
+    const fn from_u8(n: u8) -> Self {
+        match n {
+            1 => LoopState::Running,
+            2 => LoopState::Draining,
+            3 => LoopState::Stopped,
+            _ => LoopState::Starting,
+        }
+    }
+}
 
 #[derive(Debug, Clone)]
 pub(crate) struct Config {
@@ -134,6 +168,10 @@ pub(crate) struct Shared {
     /// Woken when in-flight items are written back, and when handlers finishing bring
     /// `unfinished` down to the claimers' low water.
     pub room: Notify,
+    /// A [`LoopState`] as a number.
+    pub state: AtomicU8,
+    /// How long each kind's handler ran, per call.
+    pub durations: BTreeMap<&'static str, crate::metrics::Histogram>,
 }
 
 impl Shared {
@@ -176,9 +214,15 @@ impl WorkLoop {
             let salt = crate::retry::random_u64() & 0xff_ffff;
             format!("worker-{}-{salt:06x}", std::process::id())
         });
+        let durations = handlers
+            .keys()
+            .map(|k| (*k, crate::metrics::Histogram::default()))
+            .collect();
         WorkLoop {
             shared: Arc::new(Shared {
                 store,
+                durations,
+                state: AtomicU8::new(0),
                 handlers,
                 lanes,
                 config,
@@ -205,6 +249,20 @@ impl WorkLoop {
     /// The loop's counters.
     pub fn counters(&self) -> &LoopCounters {
         &self.shared.counters
+    }
+
+    /// Where the loop is in its life.
+    pub fn state(&self) -> LoopState {
+        LoopState::from_u8(self.shared.state.load(Ordering::SeqCst))
+    }
+
+    /// Each handled kind's handler durations.
+    pub fn durations(&self) -> impl Iterator<Item = (&'static str, &crate::metrics::Histogram)> {
+        self.shared.durations.iter().map(|(k, h)| (*k, h))
+    }
+
+    fn enter(&self, state: LoopState) {
+        self.shared.state.store(state as u8, Ordering::SeqCst);
     }
 
     async fn set_state(
@@ -240,6 +298,7 @@ impl WorkLoop {
         let slots = Arc::new(Semaphore::new(shared.config.concurrency));
         let completer = tokio::spawn(completer::run(Arc::clone(shared), done_rx));
         let sweeper = tokio::spawn(sweeper(Arc::clone(shared), stop_rx.clone(), started));
+        self.enter(LoopState::Running);
         tracing::info!(worker = %shared.worker_id, lanes = ?shared.lanes, "worker online");
         let claimers: Vec<_> = shared
             .lanes
@@ -260,6 +319,7 @@ impl WorkLoop {
         drop(done_tx);
         shutdown.await;
 
+        self.enter(LoopState::Draining);
         tracing::info!(worker = %shared.worker_id, "draining");
         // From here on a store error must not cut the drain short: log it and go on.
         if let Err(e) = self.set_state(WorkerState::Draining, started).await {
@@ -277,6 +337,7 @@ impl WorkLoop {
         }
         let _ = completer.await;
         let _ = sweeper.await;
+        self.enter(LoopState::Stopped);
         self.set_state(WorkerState::Offline, started).await?;
         tracing::info!(worker = %shared.worker_id, "worker offline");
         Ok(())

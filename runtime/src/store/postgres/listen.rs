@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
-use tokio_postgres::{AsyncMessage, NoTls};
+use tokio_postgres::AsyncMessage;
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 /// Backoff between reconnect attempts of the listener: doubling from the first, capped.
 const BACKOFF_FIRST: Duration = Duration::from_millis(100);
@@ -41,14 +42,22 @@ type Lanes = Mutex<HashMap<String, Lane>>;
 /// until `LISTEN` is in force, so no claim runs before notifications can arrive; a
 /// notification that arrives after a claim started (which that claim's snapshot may have
 /// missed) makes the following wait return at once; after a reconnect every lane is woken.
-#[derive(Debug)]
 pub(crate) struct Wakeups {
     config: tokio_postgres::Config,
+    tls: MakeRustlsConnect,
     channel: String,
     lanes: Arc<Lanes>,
     listening: Arc<watch::Sender<bool>>,
     waited_for_listen: std::sync::atomic::AtomicBool,
     task: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Wakeups {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Wakeups")
+            .field("channel", &self.channel)
+            .finish_non_exhaustive()
+    }
 }
 
 /// How long the first claim waits for `LISTEN` to be in force (the poll covers the rest).
@@ -65,9 +74,14 @@ impl Drop for Wakeups {
 }
 
 impl Wakeups {
-    pub(crate) fn new(config: tokio_postgres::Config, channel: String) -> Self {
+    pub(crate) fn new(
+        config: tokio_postgres::Config,
+        tls: MakeRustlsConnect,
+        channel: String,
+    ) -> Self {
         Wakeups {
             config,
+            tls,
             channel,
             lanes: Arc::default(),
             listening: Arc::new(watch::channel(false).0),
@@ -123,10 +137,11 @@ impl Wakeups {
             return;
         }
         let config = self.config.clone();
+        let tls = self.tls.clone();
         let channel = self.channel.clone();
         let lanes = Arc::downgrade(&self.lanes);
         let listening = Arc::clone(&self.listening);
-        *task = Some(tokio::spawn(listen(config, channel, lanes, listening)));
+        *task = Some(tokio::spawn(listen(config, tls, channel, lanes, listening)));
     }
 }
 
@@ -148,6 +163,7 @@ fn wake(lanes: &Weak<Lanes>, lane: Option<&str>) -> bool {
 
 async fn listen(
     config: tokio_postgres::Config,
+    tls: MakeRustlsConnect,
     channel: String,
     lanes: Weak<Lanes>,
     listening: Arc<watch::Sender<bool>>,
@@ -157,7 +173,7 @@ async fn listen(
         if lanes.strong_count() == 0 {
             return;
         }
-        match config.connect(NoTls).await {
+        match config.connect(tls.clone()).await {
             Ok((client, mut conn)) => {
                 let lanes_for_driver = lanes.clone();
                 // Drives the connection and turns notifications into wake-ups.

@@ -28,11 +28,19 @@
 //!   the work loop's poll interval is only the fallback (items whose `run_at` or backoff
 //!   comes due are found by it).
 //! - Tables live in the schema named by `?schema=NAME` (default `public`): tests isolate
-//!   each run in a fresh schema. The backend never reads the server's clock.
+//!   each run in a fresh schema.
+//! - **TLS** with rustls: `sslmode=disable|prefer|require|verify-ca|verify-full` and
+//!   `sslrootcert=FILE`, as libpq spells them (see `tls`).
+//! - **Clock**: the backend writes the times the [`crate::Store`] hands it; `Store::open`
+//!   hands it the server's clock ([`crate::DatabaseClock`]), measured by
+//!   [`PostgresBackend::sync_clock`].
 
 mod listen;
 mod ops;
 mod schema;
+mod tls;
+
+pub use tls::{SslMode, TlsSettings};
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -41,12 +49,11 @@ use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
 use serde_json::Value;
-use tokio_postgres::NoTls;
 
 use crate::error::StoreError;
 use crate::item::{
-    Claimed, EffectRecord, Enqueued, Fence, Finish, ItemId, ItemRecord, LaneStats, ListFilter,
-    NewItem, OutboxStats, WorkerRecord,
+    Claimed, EffectRecord, Enqueued, Fence, Finish, ItemId, ItemRecord, ItemState, LaneStats,
+    ListFilter, NewItem, OutboxStats, WorkerRecord,
 };
 use crate::store::{Backend, BoxFuture, ClaimRequest, RelayReport, StoreResult, TxBody};
 use crate::time::Timestamp;
@@ -77,6 +84,7 @@ pub struct PgTarget {
     pub config: tokio_postgres::Config,
     pub schema: String,
     pub pool_size: usize,
+    pub tls: TlsSettings,
 }
 
 impl PgTarget {
@@ -92,12 +100,27 @@ impl PgTarget {
         };
         let mut schema = "public".to_owned();
         let mut pool_size = DEFAULT_POOL_SIZE;
+        let mut tls = TlsSettings::default();
         let mut rest = Vec::new();
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             match pair.split_once('=') {
                 Some(("schema", v)) => schema = v.to_owned(),
                 Some(("pool_size", v)) => {
                     pool_size = v.parse().ok().filter(|n| *n > 0).ok_or_else(invalid)?;
+                }
+                // TLS is ours (rustls), not the driver's: it knows neither verify modes
+                // nor sslrootcert.
+                Some(("sslmode", v)) => tls.mode = SslMode::parse(v).ok_or_else(invalid)?,
+                Some(("sslrootcert", v)) => {
+                    let path = percent_encoding::percent_decode_str(v)
+                        .decode_utf8()
+                        .map_err(|_| invalid())?;
+                    tls.root_cert = Some(std::path::PathBuf::from(path.as_ref()));
+                }
+                Some(("sslcert" | "sslkey" | "sslcrl" | "sslpassword", _)) => {
+                    return Err(StoreError::PostgresTls {
+                        message: "client certificates (sslcert, sslkey) and sslcrl are not supported; authenticate with a password or the server's trust rules".to_owned(),
+                    });
                 }
                 _ => rest.push(pair),
             }
@@ -111,6 +134,7 @@ impl PgTarget {
             format!("{base}?{}", rest.join("&"))
         };
         let mut config = tokio_postgres::Config::from_str(&driver_url).map_err(|_| invalid())?;
+        config.ssl_mode(tls.mode.driver());
         // No bitmap scans on the queue's sessions (see `CLAIM_PLANNER_SETTINGS`).
         config.options(format!("-c search_path={schema} {CLAIM_PLANNER_SETTINGS}"));
         if config.get_application_name().is_none() {
@@ -121,6 +145,7 @@ impl PgTarget {
             config,
             schema,
             pool_size,
+            tls,
         })
     }
 }
@@ -187,9 +212,10 @@ impl PostgresBackend {
     /// refuses a schema newer than this runtime writes.
     pub async fn connect(url: &str) -> StoreResult<Self> {
         let target = PgTarget::parse(url)?;
+        let connector = tls::connector(&target.tls)?;
         let mgr = Manager::from_config(
             target.config.clone(),
-            NoTls,
+            connector.clone(),
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -209,6 +235,7 @@ impl PostgresBackend {
             channel: Arc::from(format!("scaffold_{schema}")),
             wake: Arc::new(listen::Wakeups::new(
                 target.config.clone(),
+                connector,
                 format!("scaffold_{schema}"),
             )),
             target: Arc::new(target),
@@ -407,6 +434,10 @@ impl Backend for PostgresBackend {
 
     fn outbox_stats(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<OutboxStats>> {
         Box::pin(async move { ops::outbox_stats(self, now).await })
+    }
+
+    fn kind_counts(&self) -> BoxFuture<'_, StoreResult<Vec<(String, ItemState, u64)>>> {
+        Box::pin(async move { ops::kind_counts(self).await })
     }
 
     fn purge_retained(

@@ -1190,3 +1190,26 @@ pub(crate) async fn outbox_stats(db: &PostgresBackend, now: Timestamp) -> StoreR
         oldest_pending_age_ms: oldest.map_or(0, |t| now.millis_since(Timestamp::from_millis(t))),
     })
 }
+
+pub(crate) async fn kind_counts(
+    db: &PostgresBackend,
+) -> StoreResult<Vec<(String, ItemState, u64)>> {
+    let conn = db.conn().await?;
+    let rows = conn
+        .query(
+            "SELECT kind, state, count(*) FROM work_items GROUP BY kind, state \
+             ORDER BY kind, state",
+            &[],
+        )
+        .await?;
+    rows.iter()
+        .map(|r| {
+            let n: i64 = r.try_get(2)?;
+            Ok((
+                r.try_get(0)?,
+                parse_state(&r.try_get::<_, String>(1)?)?,
+                u64::try_from(n).unwrap_or(0),
+            ))
+        })
+        .collect()
+}

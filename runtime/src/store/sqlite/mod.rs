@@ -17,8 +17,8 @@ pub use schema::LATEST_VERSION;
 
 use crate::error::StoreError;
 use crate::item::{
-    Claimed, EffectRecord, Enqueued, Fence, Finish, ItemId, ItemRecord, LaneStats, ListFilter,
-    NewItem, OutboxStats, WorkerRecord,
+    Claimed, EffectRecord, Enqueued, Fence, Finish, ItemId, ItemRecord, ItemState, LaneStats,
+    ListFilter, NewItem, OutboxStats, WorkerRecord,
 };
 use crate::store::{Backend, BoxFuture, ClaimRequest, RelayReport, StoreResult, TxBody};
 use crate::time::Timestamp;
@@ -203,6 +203,10 @@ impl Backend for SqliteBackend {
 
     fn outbox_stats(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<OutboxStats>> {
         self.run(move |c| ops::outbox_stats(c, now))
+    }
+
+    fn kind_counts(&self) -> BoxFuture<'_, StoreResult<Vec<(String, ItemState, u64)>>> {
+        self.run(ops::kind_counts)
     }
 
     fn purge_retained(

@@ -811,3 +811,25 @@ pub(crate) fn outbox_stats(conn: &mut Connection, now: Timestamp) -> StoreResult
         oldest_pending_age_ms: oldest.map_or(0, |t| now.millis_since(Timestamp::from_millis(t))),
     })
 }
+
+pub(crate) fn kind_counts(conn: &mut Connection) -> StoreResult<Vec<(String, ItemState, u64)>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT kind, state, count(*) FROM work_items GROUP BY kind, state ORDER BY kind, state",
+    )?;
+    let rows = stmt.query_map([], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, i64>(2)?,
+        ))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (kind, state, n) = row?;
+        let state = state
+            .parse::<ItemState>()
+            .map_err(|e| StoreError::Task(e.to_string()))?;
+        out.push((kind, state, u64::try_from(n).unwrap_or(0)));
+    }
+    Ok(out)
+}
