@@ -721,3 +721,55 @@ fn bench_runs_report_the_median_and_range() {
     assert_eq!(report["jobs_per_sec_max"], sorted[2]);
     assert_eq!(report["completed"], 300);
 }
+
+#[test]
+fn release_refuses_a_worker_that_heartbeated_within_its_lease() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    scaffold(dir.path())
+        .args(["queue", "migrate"])
+        .assert()
+        .success();
+    let url = format!(
+        "sqlite://{}",
+        dir.path().join(".scaffold/queue.db").display()
+    );
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let store = scaffold_runtime::Store::open(&url).await.expect("open");
+        store
+            .enqueue(scaffold_runtime::NewItem::new("A", serde_json::json!({})))
+            .await
+            .expect("enqueue");
+        store
+            .claim_as("w-live", "default", 1, std::time::Duration::from_secs(60))
+            .await
+            .expect("claim");
+        store
+            .put_worker(scaffold_runtime::WorkerRecord {
+                id: "w-live".to_owned(),
+                lanes: vec!["default".to_owned()],
+                state: scaffold_runtime::WorkerState::Online,
+                started_at: store.now(),
+                last_seen_at: store.now(),
+                lease_ms: 60_000,
+            })
+            .await
+            .expect("worker");
+    });
+    scaffold(dir.path())
+        .args(["queue", "workers"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("w-live"))
+        .stdout(predicate::str::contains("1 (1)"));
+    scaffold(dir.path())
+        .args(["queue", "release", "w-live"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("within its lease"));
+    scaffold(dir.path())
+        .args(["queue", "release", "w-live", "--force"])
+        .assert()
+        .success()
+        .stdout("released 1 item(s) held by w-live; w-live is OFFLINE\n");
+}

@@ -143,3 +143,45 @@ async fn a_missing_folder_is_refused_except_the_default() {
             .is_err()
     );
 }
+
+/// A row another writer put in under the next id (an older runtime on the same file, a
+/// producer choosing ids) does not wedge enqueues: the id mark catches up past it.
+#[tokio::test]
+async fn a_foreign_row_on_the_next_id_does_not_wedge_enqueues() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("q.db");
+    let store = Store::open(&format!("sqlite://{}", path.display()))
+        .await
+        .expect("open");
+    store.migrate().await.expect("migrate");
+    let first = store
+        .enqueue(NewItem::new("SHIP", serde_json::json!({})))
+        .await
+        .expect("enqueue");
+    let conn = rusqlite::Connection::open(&path).expect("foreign connection");
+    conn.execute(
+        "INSERT INTO work_items (id, kind, lane, payload, state, max_attempts, run_at, \
+         created_at, updated_at) VALUES (?1, 'OTHER', 'default', '{}', 'available', 3, 0, 0, 0)",
+        [first + 1],
+    )
+    .expect("foreign insert");
+    for _ in 0..2 {
+        let id = store
+            .enqueue(NewItem::new("SHIP", serde_json::json!({})))
+            .await
+            .expect("enqueue past the foreign row");
+        assert!(id > first + 1, "{id} is not past the foreign row");
+    }
+    let row = store
+        .transaction({
+            let store = store.clone();
+            move |tx| store.enqueue_in(tx, NewItem::new("SHIP", serde_json::json!({})))
+        })
+        .await
+        .expect("outbox row");
+    assert_eq!(store.relay_outbox(10).await.expect("relay"), 1);
+    assert_eq!(
+        store.get(row).await.expect("get").expect("relayed").kind,
+        "SHIP"
+    );
+}

@@ -152,6 +152,20 @@ pub enum QueueError {
         help("`scaffold queue workers` lists them")
     )]
     UnknownWorker { worker: String },
+    #[error(
+        "worker `{worker}` is {state} and heartbeated {silent_ms} ms ago, within its lease: it may still be running its items"
+    )]
+    #[diagnostic(
+        code(scaffold::queue::worker_alive),
+        help(
+            "stop the worker first (its drain releases its items), wait until it has been silent for a lease, or pass --force if you know it is gone"
+        )
+    )]
+    WorkerAlive {
+        worker: String,
+        state: &'static str,
+        silent_ms: u64,
+    },
     #[error("`{state}` is not an item state")]
     #[diagnostic(
         code(scaffold::queue::state),

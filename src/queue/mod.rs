@@ -83,6 +83,10 @@ pub enum QueueCommand {
     Release {
         /// The worker's id (`scaffold queue workers`).
         worker: String,
+        /// Release even though the worker heartbeated within its lease (it may still be
+        /// running those items: their outside effects could then happen twice).
+        #[arg(long)]
+        force: bool,
     },
     /// Make a dead item (or every dead item) available again with fresh attempts.
     Retry {
@@ -190,7 +194,7 @@ fn resolve(url: &str, cwd: &Path) -> Result<(String, Option<PathBuf>), QueueErro
     if let Some(path) = url.strip_prefix("sqlite://") {
         if path.is_empty() {
             return Err(QueueError::InvalidUrl {
-                url: url.to_owned(),
+                url: scaffold_runtime::store::postgres::redact_password(url),
             });
         }
         let path = cwd.join(path);
@@ -202,7 +206,7 @@ fn resolve(url: &str, cwd: &Path) -> Result<(String, Option<PathBuf>), QueueErro
         Ok((url.to_owned(), None))
     } else {
         Err(QueueError::InvalidUrl {
-            url: url.to_owned(),
+            url: scaffold_runtime::store::postgres::redact_password(url),
         })
     }
 }
@@ -315,10 +319,21 @@ async fn execute(args: QueueArgs, cwd: &Path) -> Result<report::Printed, QueueEr
                 woken,
             }
         }
-        QueueCommand::Release { worker } => {
+        QueueCommand::Release { worker, force } => {
             let store = open_existing(database, cwd).await?;
-            if !store.workers().await?.iter().any(|w| w.id == worker) {
+            let workers = store.workers().await?;
+            let Some(row) = workers.iter().find(|w| w.id == worker) else {
                 return Err(QueueError::UnknownWorker { worker });
+            };
+            let silent_ms = store.now().millis_since(row.last_seen_at);
+            let alive = row.state != scaffold_runtime::WorkerState::Offline
+                && i64::try_from(silent_ms).unwrap_or(i64::MAX) < row.lease_ms;
+            if alive && !force {
+                return Err(QueueError::WorkerAlive {
+                    worker,
+                    state: row.state.as_str(),
+                    silent_ms,
+                });
             }
             let released = store.release_worker(&worker).await?;
             report::Printed::Released { worker, released }

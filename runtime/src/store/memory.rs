@@ -31,6 +31,9 @@ impl PendingOutbox {
     }
 }
 
+/// The longest lease counted for a worker's silence (the SQL backends cap it alike).
+const SILENCE_CAP_MS: i64 = 1_000_000_000_000;
+
 /// One outbox row: the item it asks for, when it was relayed, and why the relay refused it.
 #[derive(Debug)]
 struct OutboxRow {
@@ -546,7 +549,9 @@ impl Backend for MemoryBackend {
             };
             body(&mut tx)
         };
-        // Ids a rolled-back transaction took stay taken, as on the other backends.
+        // Ids a rolled-back transaction took stay taken (as on PostgreSQL, whose sequence
+        // does not roll back; SQLite's mark rolls back with the transaction, which is as
+        // safe: no committed row ever had those ids).
         st.next_id = st.next_id.max(pending.next_id);
         if result.is_ok() {
             for (id, item) in pending.rows {
@@ -702,11 +707,8 @@ impl Backend for MemoryBackend {
         let mut st = self.lock();
         let mut ids = Vec::new();
         for w in st.workers.values_mut() {
-            let silent_since = w
-                .last_seen_at
-                .as_millis()
-                .saturating_add(w.lease_ms.saturating_mul(3));
-            if w.state != WorkerState::Offline && silent_since < now.as_millis() {
+            let silence = now.as_millis().saturating_sub(w.last_seen_at.as_millis());
+            if w.state != WorkerState::Offline && silence > 3 * w.lease_ms.min(SILENCE_CAP_MS) {
                 w.state = WorkerState::Offline;
                 ids.push(w.id.clone());
             }

@@ -266,7 +266,7 @@ impl Store {
             ))
         } else {
             Err(StoreError::InvalidUrl {
-                url: url.to_owned(),
+                url: postgres::redact_password(url),
             })
         }
     }

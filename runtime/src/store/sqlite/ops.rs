@@ -68,12 +68,17 @@ fn record(row: &Row<'_>) -> rusqlite::Result<ItemRecord> {
 
 /// Takes `n` fresh ids from the persisted high-water mark that items and outbox rows share
 /// (inside the caller's write transaction); returns the first. Ids are never handed out
-/// twice: not after a discard, a purge or a restart.
+/// twice: not after a discard, a purge or a restart. The mark also catches up with the
+/// largest id in either table (two primary-key look-ups), so a row written by someone
+/// else (an older runtime on the same file, a producer inserting ids of its own) can
+/// never wedge every later enqueue on an id it took.
 fn next_ids(conn: &Connection, n: usize) -> rusqlite::Result<i64> {
     let n = i64::try_from(n).unwrap_or(i64::MAX);
     conn.prepare_cached(
-        "UPDATE id_counter SET next_id = next_id + ?1 WHERE singleton = 1 \
-         RETURNING next_id - ?1",
+        "UPDATE id_counter SET next_id = max(next_id, \
+             COALESCE((SELECT max(id) FROM work_items), 0) + 1, \
+             COALESCE((SELECT max(id) FROM outbox), 0) + 1) + ?1 \
+         WHERE singleton = 1 RETURNING next_id - ?1",
     )?
     .query_row([n], |r| r.get(0))
 }
@@ -708,7 +713,7 @@ pub(crate) fn mark_silent_workers(
     let ids = {
         let mut stmt = tx.prepare_cached(
             "UPDATE workers SET state = 'OFFLINE' WHERE state <> 'OFFLINE' \
-             AND last_seen_at + 3 * lease_ms < ?1 RETURNING id",
+             AND ?1 - last_seen_at > 3 * min(lease_ms, 1000000000000) RETURNING id",
         )?;
         let rows = stmt.query_map([now.as_millis()], |r| r.get::<_, String>(0))?;
         rows.collect::<rusqlite::Result<Vec<_>>>()?
