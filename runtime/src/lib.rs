@@ -22,6 +22,10 @@
 /// The SQLite binding the store uses, for producers that open their own connection and
 /// write outbox rows with [`Tx::sqlite`].
 pub use rusqlite;
+/// The PostgreSQL driver the store uses, for producers writing outbox rows in their own
+/// transaction ([`Store::enqueue_in_postgres`]) and workers with tables of their own
+/// ([`store::postgres::connect_client`]).
+pub use tokio_postgres;
 
 pub mod bench;
 pub mod context;

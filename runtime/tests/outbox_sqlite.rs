@@ -112,6 +112,15 @@ async fn an_outbox_row_with_a_taken_id_is_kept_unrelayed() {
     assert!(unrelayed && reason.is_some());
     let again = store.relay_outbox_report(10).await.expect("relay again");
     assert_eq!((again.relayed, again.refused.len()), (0, 0));
+    // The good row relayed again after losing its stamp is its own item: a no-op, not a
+    // collision.
+    conn.execute("UPDATE outbox SET relayed_at = NULL WHERE id = ?1", [good])
+        .expect("forget the stamp");
+    let third = store
+        .relay_outbox_report(10)
+        .await
+        .expect("relay a third time");
+    assert_eq!((third.relayed, third.refused.len()), (1, 0));
 }
 
 /// A SQLite URL whose folder does not exist is refused, and nothing is created; the

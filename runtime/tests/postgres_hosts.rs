@@ -144,4 +144,20 @@ async fn an_outbox_row_with_a_taken_id_is_kept_unrelayed() {
     assert!(row.get::<_, Option<String>>(1).is_some());
     let again = store.relay_outbox_report(10).await.expect("relay again");
     assert_eq!((again.relayed, again.refused.len()), (0, 0));
+    // The good row relayed again after losing its stamp is its own item: a no-op.
+    client
+        .execute(
+            &format!(
+                "UPDATE \"{}\".outbox SET relayed_at = NULL WHERE id = $1",
+                guard.schema
+            ),
+            &[&good],
+        )
+        .await
+        .expect("forget the stamp");
+    let third = store
+        .relay_outbox_report(10)
+        .await
+        .expect("relay a third time");
+    assert_eq!((third.relayed, third.refused.len()), (1, 0));
 }

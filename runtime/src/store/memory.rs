@@ -588,6 +588,15 @@ impl Backend for MemoryBackend {
             let refused = match st.insert(*id, item, now) {
                 // A row whose dedupe key a live item of its kind holds is that duplicate.
                 Ok(_) | Err(NotInserted::Duplicate(_)) => None,
+                // The row's own item (relayed before, its stamp lost): a no-op.
+                Err(NotInserted::IdTaken)
+                    if st
+                        .items
+                        .get(id)
+                        .is_some_and(|r| r.kind == item.kind && r.payload == item.payload) =>
+                {
+                    None
+                }
                 Err(NotInserted::IdTaken) => Some(format!("id {id} is already another item's")),
             };
             if let Some(row) = st.outbox.get_mut(id) {

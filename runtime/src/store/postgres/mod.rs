@@ -169,6 +169,37 @@ impl PgTarget {
     }
 }
 
+/// One connection to the server `url` names, read with the queue's URL grammar (`schema=`
+/// becomes the search path and is created when missing; `sslmode=`/`sslrootcert=` as for
+/// the queue): for a worker's own tables on the queue's server, such as a projection.
+/// The connection's driver runs on a task of its own until the client is dropped.
+pub async fn connect_client(url: &str) -> StoreResult<tokio_postgres::Client> {
+    let target = PgTarget::parse(url)?;
+    let connector = tls::connector(&target.tls)?;
+    let (client, connection) =
+        target
+            .config
+            .connect(connector)
+            .await
+            .map_err(|e| StoreError::PostgresConnect {
+                target: Some(target.describe()),
+                cause: crate::error::describe_postgres(&e),
+            })?;
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            tracing::warn!(error = %e, "a PostgreSQL connection closed");
+        }
+    });
+    // `schema` is checked to be a plain identifier when the URL is parsed.
+    client
+        .batch_execute(&format!(
+            "CREATE SCHEMA IF NOT EXISTS \"{}\"",
+            target.schema
+        ))
+        .await?;
+    Ok(client)
+}
+
 /// `url` with the password of its user part replaced by `***`, for messages.
 pub fn redact_password(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {

@@ -1005,17 +1005,24 @@ pub(crate) async fn relay_outbox(
         .filter(|id| !inserted.contains(id))
         .copied()
         .collect();
-    let taken: HashSet<i64> = if skipped_ids.is_empty() {
-        HashSet::new()
+    // The items holding those ids: this row's own (same kind and payload: relayed before,
+    // its stamp lost, so relaying again is a no-op) or another's (a collision).
+    let taken: HashMap<i64, (String, Value)> = if skipped_ids.is_empty() {
+        HashMap::new()
     } else {
         let stmt = tx
-            .prepare_cached("SELECT id FROM work_items WHERE id = ANY($1)")
+            .prepare_cached("SELECT id, kind, payload FROM work_items WHERE id = ANY($1)")
             .await?;
         tx.query(&stmt, &[&skipped_ids])
             .await?
             .iter()
-            .map(|r| r.try_get::<_, i64>(0))
-            .collect::<Result<_, _>>()?
+            .map(|r| {
+                Ok((
+                    r.try_get::<_, i64>(0)?,
+                    (r.try_get(1)?, r.try_get::<_, Json<Value>>(2)?.0),
+                ))
+            })
+            .collect::<StoreResult<_>>()?
     };
     let mut relayed = Vec::with_capacity(ids.len());
     let mut report = RelayReport::default();
@@ -1024,9 +1031,12 @@ pub(crate) async fn relay_outbox(
             .dedupe_key
             .as_ref()
             .is_some_and(|k| live.contains_key(&(item.kind.clone(), k.clone())));
-        if inserted.contains(id) || duplicate {
+        let own = taken
+            .get(id)
+            .is_some_and(|(kind, payload)| *kind == item.kind && *payload == item.payload);
+        if inserted.contains(id) || duplicate || own {
             relayed.push(*id);
-        } else if taken.contains(id) {
+        } else if taken.contains_key(id) {
             report
                 .refused
                 .push((*id, format!("id {id} is already another item's")));

@@ -646,7 +646,10 @@ pub(crate) fn relay_outbox(
     };
     let mut report = RelayReport::default();
     for (id, payload, item) in &rows {
-        if insert_item(&tx, *id, item, payload, now)? || duplicate_of(&tx, item)?.is_some() {
+        if insert_item(&tx, *id, item, payload, now)?
+            || duplicate_of(&tx, item)?.is_some()
+            || relayed_before(&tx, *id, &item.kind, payload)?
+        {
             tx.prepare_cached("UPDATE outbox SET relayed_at = ?2 WHERE id = ?1")?
                 .execute(params![id, now.as_millis()])?;
             report.relayed += 1;
@@ -659,6 +662,16 @@ pub(crate) fn relay_outbox(
     }
     tx.commit()?;
     Ok(report)
+}
+
+/// Whether the item `id` is this outbox row's own (same kind and payload): the row was
+/// relayed before and lost its stamp, so relaying it again is a no-op, not a collision.
+fn relayed_before(conn: &Connection, id: ItemId, kind: &str, payload: &str) -> StoreResult<bool> {
+    let found: Option<(String, String)> = conn
+        .prepare_cached("SELECT kind, payload FROM work_items WHERE id = ?1")?
+        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    Ok(found.is_some_and(|(k, p)| k == kind && json_text(p) == json_text(payload.to_owned())))
 }
 
 pub(crate) fn put_worker(conn: &mut Connection, w: &WorkerRecord) -> StoreResult<()> {
