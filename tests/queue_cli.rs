@@ -773,3 +773,44 @@ fn release_refuses_a_worker_that_heartbeated_within_its_lease() {
         .success()
         .stdout("released 1 item(s) held by w-live; w-live is OFFLINE\n");
 }
+
+#[test]
+fn a_missing_postgres_database_is_said_once_without_the_password() {
+    use std::io::Write;
+    let Ok(server) = std::env::var("SCAFFOLD_TEST_DATABASE_URL") else {
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED: SCAFFOLD_TEST_DATABASE_URL is not set; the PostgreSQL error test did not run"
+        );
+        return;
+    };
+    // The same server, a database that does not exist, and a password in the URL.
+    let (scheme, rest) = server.split_once("://").expect("a URL");
+    let rest = rest.split('?').next().unwrap_or(rest);
+    let (authority, _db) = rest.rsplit_once('/').expect("a database in the URL");
+    let authority = match authority.split_once('@') {
+        Some((user, host)) if !user.contains(':') => format!("{user}:hunter2@{host}"),
+        _ => authority.to_owned(),
+    };
+    let url = format!("{scheme}://{authority}/scaffold_no_such_db");
+    let dir = tempfile::tempdir().expect("tempdir");
+    // JSON, so no line wrapping splits what is counted; the human form says the same.
+    let out = scaffold(dir.path())
+        .args(["queue", "status", "--format", "json", "--database", &url])
+        .assert()
+        .code(2)
+        .get_output()
+        .stdout
+        .clone();
+    let doc: Value = serde_json::from_slice(&out).expect("the error is JSON");
+    let text = doc.to_string();
+    let said = "database \\\"scaffold_no_such_db\\\" does not exist";
+    assert_eq!(text.matches(said).count(), 1, "{text}");
+    assert!(text.contains("cannot connect to PostgreSQL at"), "{text}");
+    assert!(!text.contains("hunter2"), "{text}");
+    scaffold(dir.path())
+        .args(["queue", "status", "--database", &url])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("hunter2").not());
+}

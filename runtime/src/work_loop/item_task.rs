@@ -137,7 +137,7 @@ async fn run_item(shared: Arc<Shared>, claimed: Claimed, mut ch: Channels) {
         }
     };
     if let Some(outcome) = &outcome {
-        log_outcome(outcome);
+        log_outcome(outcome, record.attempt >= record.max_attempts);
     }
     let finish = outcome.map(|outcome| Finish { id, fence, outcome });
     // The completer outlives every item task; a send error means the loop is gone.
@@ -152,11 +152,14 @@ async fn run_item(shared: Arc<Shared>, claimed: Claimed, mut ch: Channels) {
 /// One event per outcome other than success, inside the item's span (id, kind, lane,
 /// fence, attempt). Never the payload: errors are the handler's or the runtime's own text,
 /// and a payload that does not decode is described by its type, not its contents.
-fn log_outcome(outcome: &Outcome) {
+fn log_outcome(outcome: &Outcome, last_attempt: bool) {
     match outcome {
         Outcome::Complete => {}
+        Outcome::Retry { error, .. } if last_attempt => {
+            tracing::error!(error = %error, "item dead-lettered: out of attempts");
+        }
         Outcome::Retry { retry_at, error } => {
-            tracing::warn!(error = %error, retry_at = retry_at.as_millis(), "item failed; retry scheduled (dead if out of attempts)");
+            tracing::warn!(error = %error, retry_at = retry_at.as_millis(), "item failed; retry scheduled");
         }
         Outcome::Dead { error } => tracing::error!(error = %error, "item dead-lettered"),
         Outcome::Park { until, signal } => tracing::info!(
