@@ -457,12 +457,13 @@ fn run_check(
             }
         }
         let path = root.join(&baseline_rel);
-        write_atomic(&path, Baseline::render(&current).as_bytes()).map_err(|source| {
-            AppError::WriteFile {
+        let bytes = Baseline::render(&current);
+        crate::repo::inside::replace_file(&root, &baseline_rel, bytes.as_bytes()).map_err(
+            |source| AppError::WriteFile {
                 path: path.clone(),
                 source,
-            }
-        })?;
+            },
+        )?;
         write_or_quiet(report::baseline_written(
             out,
             global.format,
@@ -485,16 +486,6 @@ fn run_check(
     } else {
         EXIT_OK
     }))
-}
-
-/// Writes a file by temp-file + rename so a reader never sees half of it.
-fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let tmp = path.with_extension("scaffold-tmp");
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path)
 }
 
 /// A closed pipe (`scaffold check | head`) is not an error: stop writing quietly.

@@ -46,15 +46,28 @@ pub fn fingerprint(f: &Finding, line_text: &str) -> String {
 }
 
 impl Baseline {
-    /// Reads a baseline; a missing file is an empty baseline.
+    /// Reads a baseline; a missing file is an empty baseline. One that is a symlink, is
+    /// reached through one, or is not a regular file is refused, its content unread.
     pub fn load(root: &Path, rel: &str) -> Result<Baseline, Vec<Problem>> {
-        let Ok(text) = std::fs::read_to_string(root.join(rel)) else {
-            return Ok(Baseline {
-                file: rel.to_owned(),
-                entries: Vec::new(),
-            });
-        };
         let mut p = Problems::new(rel);
+        let text = match crate::repo::inside::read_text(root, rel, crate::repo::MANIFEST_LIMIT) {
+            Ok(Some(text)) => text,
+            Ok(None) => {
+                return Ok(Baseline {
+                    file: rel.to_owned(),
+                    entries: Vec::new(),
+                });
+            }
+            Err(refusal) => {
+                p.push(
+                    crate::repo::yaml::Pos::default(),
+                    format!("refused: {refusal}"),
+                    "refused",
+                    "make the baseline a regular file inside the repository (its content was not read)",
+                );
+                return Err(p.list);
+            }
+        };
         let node = match yaml::parse(&text) {
             Ok(n) => n,
             Err(e) => {

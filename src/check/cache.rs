@@ -28,6 +28,8 @@ use crate::repo::files::FileStat;
 
 const DIR: &str = ".scaffold/cache";
 const FILE: &str = "check-v3.bin";
+/// [`FILE`] relative to the root.
+const FILE_REL: &str = ".scaffold/cache/check-v3.bin";
 const MAGIC: &[u8; 16] = b"scaffold-check\0\x03";
 
 /// How long before a run a file must have last changed for its metadata to be trusted
@@ -178,8 +180,9 @@ pub fn exists(root: &Path) -> bool {
 impl Cache {
     /// Loads the cache of `root` for `key`; anything unreadable is an empty cache.
     pub fn load(root: &Path, key: u128) -> Cache {
-        std::fs::read(path(root))
+        crate::repo::inside::read_bytes(root, FILE_REL, CACHE_LIMIT)
             .ok()
+            .flatten()
             .and_then(|bytes| decode(bytes, key))
             .unwrap_or_default()
     }
@@ -224,16 +227,7 @@ impl Cache {
         key: u128,
         mut records: Vec<(&str, Record<'_>)>,
     ) -> std::io::Result<()> {
-        let dir = root.join(DIR);
-        std::fs::create_dir_all(&dir)?;
-        let ignore = dir.join(".gitignore");
-        if !ignore.exists() {
-            std::fs::write(&ignore, "# scaffold's check cache: safe to delete\n*\n")?;
-            std::fs::write(
-                dir.join("CACHEDIR.TAG"),
-                "Signature: 8a477f597d28d172789f06886806bc55\n# scaffold check cache\n",
-            )?;
-        }
+        mark_dir(root)?;
         records.sort_unstable_by(|a, b| a.0.cmp(b.0));
         records.dedup_by(|a, b| a.0 == b.0);
         // One buffer, sealed in place: room for the seal, then the payload, each fresh
@@ -262,22 +256,37 @@ impl Cache {
             }
         }
         seal_in_place(MAGIC, &mut bytes);
-        replace(&path(root), &bytes)
+        crate::repo::inside::replace_file(root, FILE_REL, &bytes)
     }
 }
 
-/// Replaces `path` with `bytes` by a uniquely named temp file in its folder and a rename,
-/// so a reader sees the old file or the new one; the temp file is removed if anything
-/// fails.
-pub fn replace(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".scaffold-cache")
-        .suffix(".tmp")
-        .tempfile_in(dir)?;
-    std::io::Write::write_all(&mut tmp, bytes)?;
-    tmp.persist(path).map(|_| ()).map_err(|e| e.error)
+/// The largest cache file read.
+const CACHE_LIMIT: u64 = 1 << 30;
+
+/// Creates `.scaffold/cache/` as real directories and marks it ignored (`.gitignore`,
+/// `CACHEDIR.TAG`). Never through a symlink: a committed `.scaffold` or `CACHEDIR.TAG`
+/// link is refused or replaced by a file of ours, its target untouched.
+pub fn mark_dir(root: &Path) -> std::io::Result<()> {
+    use crate::repo::inside;
+    inside::create_dirs(root, DIR)?;
+    let ignore = format!("{DIR}/.gitignore");
+    let is_ours = std::fs::symlink_metadata(root.join(&ignore)).is_ok_and(|m| m.is_file());
+    if !is_ours {
+        inside::replace_file(
+            root,
+            &ignore,
+            b"# scaffold's check cache: safe to delete\n*\n",
+        )?;
+    }
+    let tag = format!("{DIR}/CACHEDIR.TAG");
+    if !std::fs::symlink_metadata(root.join(&tag)).is_ok_and(|m| m.is_file()) {
+        inside::replace_file(
+            root,
+            &tag,
+            b"Signature: 8a477f597d28d172789f06886806bc55\n# scaffold check cache\n",
+        )?;
+    }
+    Ok(())
 }
 
 fn len32(n: usize) -> std::io::Result<[u8; 4]> {

@@ -24,6 +24,15 @@ pub enum QueueError {
         )
     )]
     InvalidUrl { url: String },
+    #[error("refused the queue database's path")]
+    #[diagnostic(
+        code(scaffold::queue::refused),
+        help("point --database at a real file, or remove the symlink; nothing was written")
+    )]
+    Refused {
+        #[source]
+        reason: crate::repo::inside::Refusal,
+    },
     #[error("there is no queue database at {}", path.display())]
     #[diagnostic(
         code(scaffold::queue::no_database),

@@ -197,6 +197,15 @@ fn resolve(url: &str, cwd: &Path) -> Result<(String, Option<PathBuf>), QueueErro
                 url: scaffold_runtime::store::postgres::redact_password(url),
             });
         }
+        // A queue file inside the working directory (the default `.scaffold/queue.db`) is
+        // never reached through a symlink: a committed `.scaffold` link must not put the
+        // queue, or a write, outside the repository.
+        if let Some(rel) = crate::repo::files::relative(cwd, &cwd.join(path))
+            && !rel.split('/').any(|s| s == "..")
+        {
+            crate::repo::inside::no_links(cwd, &rel)
+                .map_err(|reason| QueueError::Refused { reason })?;
+        }
         let path = cwd.join(path);
         Ok((format!("sqlite://{}", path.display()), Some(path)))
     } else if url == "memory://"

@@ -3,6 +3,7 @@
 pub mod codemap;
 pub mod files;
 pub mod gate_matrix;
+pub mod inside;
 pub mod manifest;
 pub mod workspace;
 pub mod yaml;
@@ -36,6 +37,19 @@ pub enum RepoError {
         path: PathBuf,
         #[source]
         source: std::io::Error,
+    },
+
+    /// A manifest that is a symlink, reached through one, not a regular file, or too
+    /// large: refused without reading (or showing) it.
+    #[error("refused {path}: {reason}")]
+    #[diagnostic(
+        code(scaffold::refused),
+        help("replace it with a regular file inside the repository; its content was not read")
+    )]
+    Refused {
+        path: String,
+        #[source]
+        reason: inside::Refusal,
     },
 
     #[error("{} problem(s) in the manifests", problems.len())]
@@ -126,23 +140,22 @@ impl Repo {
         let started_ns = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as i128);
-        let read_required = |rel: &str| -> Result<SourceFile, RepoError> {
-            let path = root.join(rel);
-            let bytes = std::fs::read(&path).map_err(|source| RepoError::Read {
-                path: path.clone(),
-                source,
+        // Real files inside the root only: a manifest is shown in diagnostics, so one
+        // that links to `/proc/self/environ` must never be read.
+        let read_manifest = |rel: &str| -> Result<Option<SourceFile>, RepoError> {
+            let text = inside::read_text(root, rel, MANIFEST_LIMIT).map_err(|reason| {
+                RepoError::Refused {
+                    path: rel.to_owned(),
+                    reason,
+                }
             })?;
-            Ok(SourceFile::new(
-                rel,
-                String::from_utf8_lossy(&bytes).into_owned(),
-            ))
+            Ok(text.map(|t| SourceFile::new(rel, t)))
         };
-        let codemap_file = read_required(CODEMAP_PATH)?;
-        let gm_file = if root.join(GATE_MATRIX_PATH).is_file() {
-            Some(read_required(GATE_MATRIX_PATH)?)
-        } else {
-            None
-        };
+        let codemap_file = read_manifest(CODEMAP_PATH)?.ok_or_else(|| RepoError::Read {
+            path: root.join(CODEMAP_PATH),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        })?;
+        let gm_file = read_manifest(GATE_MATRIX_PATH)?;
         let mut problems = Vec::new();
         let codemap = Codemap::parse(&codemap_file.text).unwrap_or_else(|p| {
             problems.extend(p);
@@ -178,6 +191,9 @@ impl Repo {
         })
     }
 }
+
+/// The largest manifest (codemap, gate matrix, baseline) read.
+pub const MANIFEST_LIMIT: u64 = 16 << 20;
 
 /// A repo-relative file as text (lossy UTF-8), never through a symlink or `..`.
 pub(crate) fn read_in(root: &Path, rel: &str) -> Option<String> {

@@ -55,6 +55,9 @@ impl Diagnostic for FindingDiagnostic<'_> {
     }
 }
 
+/// The largest file whose text a finding is shown in.
+const SHOWN_LIMIT: u64 = 64 << 20;
+
 pub fn outcome(out: &mut dyn Write, style: Style, root: &Path, o: &Outcome) -> io::Result<()> {
     let theme = if style.color {
         GraphicalTheme::unicode()
@@ -68,9 +71,10 @@ pub fn outcome(out: &mut dyn Write, style: Style, root: &Path, o: &Outcome) -> i
     let mut cache: Option<(String, Option<String>)> = None;
     for f in super::sorted(o) {
         if cache.as_ref().is_none_or(|(p, _)| *p != f.path) {
-            let text = std::fs::read(root.join(&f.path))
-                .ok()
-                .map(|b| String::from_utf8_lossy(&b).into_owned());
+            // Only a real file inside the root is shown: a finding on a path that is (or
+            // is reached through) a symlink never prints what the link points at.
+            let text =
+                crate::repo::inside::read_text(root, &f.path, SHOWN_LIMIT).unwrap_or_default();
             cache = Some((f.path.clone(), text));
         }
         let text = cache.as_ref().and_then(|(_, t)| t.clone());

@@ -75,8 +75,9 @@ impl Memo {
 
     fn old(&self) -> &HashMap<u128, Kept> {
         self.old.get_or_init(|| {
-            std::fs::read(self.root.join(FILE))
+            crate::repo::inside::read_bytes(&self.root, FILE, 1 << 30)
                 .ok()
+                .flatten()
                 .and_then(decode)
                 .unwrap_or_default()
         })
@@ -158,10 +159,8 @@ impl Memo {
 
 fn write(root: &Path, entries: &[(u128, Kept)]) -> std::io::Result<()> {
     let payload = postcard::to_stdvec(&(version_key(), entries)).map_err(std::io::Error::other)?;
-    crate::check::cache::replace(
-        &root.join(FILE),
-        &crate::check::cache::seal(MAGIC, &payload),
-    )
+    crate::check::cache::mark_dir(root)?;
+    crate::repo::inside::replace_file(root, FILE, &crate::check::cache::seal(MAGIC, &payload))
 }
 
 fn decode(bytes: Vec<u8>) -> Option<HashMap<u128, Kept>> {

@@ -1,0 +1,301 @@
+//! Paths resolved inside the repository root. A pull request can commit symlinks: a
+//! manifest pointing at `/proc/self/environ`, a `.scaffold` pointing at someone else's
+//! folder. What is read here is a regular file reached through real directories only,
+//! and what is written is written by temp file and rename into real directories only, so
+//! nothing outside the root is ever read, shown or written through a link.
+
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+/// Why a path was refused. Never carries the file's content.
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    #[error("`{0}` is a symlink; scaffold reads and writes only real files inside the repository")]
+    Symlink(String),
+    #[error("`{0}` is not a regular file")]
+    NotRegular(String),
+    #[error("`{0}` is not a directory")]
+    NotDirectory(String),
+    #[error("`{path}` is larger than {limit} bytes")]
+    TooLarge { path: String, limit: u64 },
+    #[error("`{0}` leaves the repository (`..`)")]
+    Climbs(String),
+    #[error("cannot read `{path}`: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl Refusal {
+    fn io(path: &str, source: io::Error) -> Self {
+        Refusal::Io {
+            path: path.to_owned(),
+            source,
+        }
+    }
+}
+
+fn climbs(rel: &str) -> bool {
+    rel.split('/').any(|s| s == "..")
+}
+
+/// Whether every directory between `root` and `rel` (its parents, not `rel` itself) is a
+/// real directory: `Ok(false)` when one is missing, a refusal when one is a symlink or not
+/// a directory.
+fn real_parents(root: &Path, rel: &str) -> Result<bool, Refusal> {
+    let mut at = root.to_path_buf();
+    let mut shown = String::new();
+    let parts: Vec<&str> = rel.split('/').filter(|p| !p.is_empty()).collect();
+    for part in parts.iter().take(parts.len().saturating_sub(1)) {
+        at.push(part);
+        if !shown.is_empty() {
+            shown.push('/');
+        }
+        shown.push_str(part);
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => return Err(Refusal::Symlink(shown)),
+            Ok(m) if !m.is_dir() => return Err(Refusal::NotDirectory(shown)),
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(Refusal::io(&shown, e)),
+        }
+    }
+    Ok(true)
+}
+
+/// Reads the repo-relative file `rel` as text (invalid UTF-8 replaced): `None` when it does
+/// not exist; a refusal when it is reached through a symlink, is one, is not a regular
+/// file (a FIFO, a device, a directory) or holds more than `limit` bytes.
+pub fn read_text(root: &Path, rel: &str, limit: u64) -> Result<Option<String>, Refusal> {
+    Ok(
+        read_bytes(root, rel, limit)?.map(|bytes| match String::from_utf8(bytes) {
+            Ok(s) => s,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        }),
+    )
+}
+
+/// [`read_text`]'s bytes.
+pub fn read_bytes(root: &Path, rel: &str, limit: u64) -> Result<Option<Vec<u8>>, Refusal> {
+    if climbs(rel) {
+        return Err(Refusal::Climbs(rel.to_owned()));
+    }
+    if !real_parents(root, rel)? {
+        return Ok(None);
+    }
+    let path = root.join(rel);
+    match std::fs::symlink_metadata(&path) {
+        Ok(m) if m.file_type().is_symlink() => return Err(Refusal::Symlink(rel.to_owned())),
+        Ok(m) if !m.is_file() => return Err(Refusal::NotRegular(rel.to_owned())),
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Refusal::io(rel, e)),
+    }
+    // Opened without following a link and without blocking, then checked again on the
+    // open file: a swap between the check and the open cannot slip a link or a FIFO in.
+    let file = open_no_follow(&path).map_err(|e| match e.raw_os_error() {
+        Some(libc::ELOOP) => Refusal::Symlink(rel.to_owned()),
+        _ => Refusal::io(rel, e),
+    })?;
+    let meta = file.metadata().map_err(|e| Refusal::io(rel, e))?;
+    if !meta.is_file() {
+        return Err(Refusal::NotRegular(rel.to_owned()));
+    }
+    if meta.len() > limit {
+        return Err(Refusal::TooLarge {
+            path: rel.to_owned(),
+            limit,
+        });
+    }
+    let mut bytes = Vec::new();
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Refusal::io(rel, e))?;
+    if bytes.len() as u64 > limit {
+        return Err(Refusal::TooLarge {
+            path: rel.to_owned(),
+            limit,
+        });
+    }
+    Ok(Some(bytes))
+}
+
+#[cfg(unix)]
+fn open_no_follow(path: &Path) -> io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+}
+
+#[cfg(not(unix))]
+fn open_no_follow(path: &Path) -> io::Result<std::fs::File> {
+    std::fs::File::open(path)
+}
+
+/// Refuses `rel` when it, or a directory on the way to it, is a symlink (missing parts are
+/// fine: they will be created as real ones).
+pub fn no_links(root: &Path, rel: &str) -> Result<(), Refusal> {
+    if climbs(rel) {
+        return Err(Refusal::Climbs(rel.to_owned()));
+    }
+    let mut at = root.to_path_buf();
+    let mut shown = String::new();
+    for part in rel.split('/').filter(|p| !p.is_empty()) {
+        at.push(part);
+        if !shown.is_empty() {
+            shown.push('/');
+        }
+        shown.push_str(part);
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => return Err(Refusal::Symlink(shown)),
+            Ok(_) => {}
+            // Missing from here on (created as real ones), or not a folder (the caller's
+            // own open says so).
+            Err(_) => return Ok(()),
+        }
+    }
+    Ok(())
+}
+
+/// Creates the directory `rel` under `root` and its missing parents, one component at a
+/// time; refuses (as an I/O error) any component that exists as a symlink or as anything
+/// but a directory. Returns its path.
+pub fn create_dirs(root: &Path, rel: &str) -> io::Result<PathBuf> {
+    if climbs(rel) {
+        return Err(io::Error::other(Refusal::Climbs(rel.to_owned())));
+    }
+    let mut at = root.to_path_buf();
+    let mut shown = String::new();
+    for part in rel.split('/').filter(|p| !p.is_empty()) {
+        at.push(part);
+        if !shown.is_empty() {
+            shown.push('/');
+        }
+        shown.push_str(part);
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(io::Error::other(Refusal::Symlink(shown)));
+            }
+            Ok(m) if !m.is_dir() => return Err(io::Error::other(Refusal::NotDirectory(shown))),
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => match std::fs::create_dir(&at) {
+                Ok(()) => {}
+                // Another process made it in the meantime: check it on the next pass.
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    let m = std::fs::symlink_metadata(&at)?;
+                    if !m.is_dir() || m.file_type().is_symlink() {
+                        return Err(io::Error::other(Refusal::Symlink(shown)));
+                    }
+                }
+                Err(e) => return Err(e),
+            },
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(at)
+}
+
+/// Replaces the repo-relative file `rel` with `bytes`: a uniquely named temp file in its
+/// folder (created with [`create_dirs`]) renamed over it. A rename replaces a symlink at
+/// `rel` itself, never its target, so nothing outside the root is written.
+pub fn replace_file(root: &Path, rel: &str, bytes: &[u8]) -> io::Result<()> {
+    let (dir, _) = rel.rsplit_once('/').unwrap_or(("", rel));
+    let dir = create_dirs(root, dir)?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".scaffold-write")
+        .suffix(".tmp")
+        .tempfile_in(&dir)?;
+    std::io::Write::write_all(&mut tmp, bytes)?;
+    tmp.persist(root.join(rel)).map(|_| ()).map_err(|e| e.error)
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    #[test]
+    fn reads_only_real_files_inside() {
+        let outside = tempfile::tempdir().expect("tempdir");
+        std::fs::write(outside.path().join("secret"), "TOKEN=1").expect("write");
+        let root = tempfile::tempdir().expect("tempdir");
+        let r = root.path();
+        std::fs::create_dir(r.join("agent")).expect("mkdir");
+        std::fs::write(r.join("agent/ok.yml"), "a: 1").expect("write");
+        symlink(outside.path().join("secret"), r.join("agent/link.yml")).expect("link");
+        symlink(outside.path(), r.join("linked")).expect("link");
+        assert_eq!(
+            read_text(r, "agent/ok.yml", 100).expect("ok").as_deref(),
+            Some("a: 1")
+        );
+        assert!(matches!(
+            read_text(r, "agent/link.yml", 100),
+            Err(Refusal::Symlink(_))
+        ));
+        assert!(
+            matches!(read_text(r, "linked/secret", 100), Err(Refusal::Symlink(p)) if p == "linked")
+        );
+        assert!(matches!(
+            read_text(r, "agent", 100),
+            Err(Refusal::NotRegular(_))
+        ));
+        assert!(matches!(read_text(r, "../x", 100), Err(Refusal::Climbs(_))));
+        assert!(matches!(
+            read_text(r, "agent/ok.yml", 2),
+            Err(Refusal::TooLarge { .. })
+        ));
+        assert!(
+            read_text(r, "agent/missing.yml", 100)
+                .expect("missing")
+                .is_none()
+        );
+        assert!(
+            read_text(r, "nowhere/missing.yml", 100)
+                .expect("missing")
+                .is_none()
+        );
+        for refusal in [
+            read_text(r, "agent/link.yml", 100),
+            read_text(r, "linked/secret", 100),
+        ] {
+            let said = refusal.expect_err("refused").to_string();
+            assert!(!said.contains("TOKEN"), "{said}");
+        }
+    }
+
+    #[test]
+    fn writes_never_go_through_a_link() {
+        let outside = tempfile::tempdir().expect("tempdir");
+        std::fs::write(outside.path().join("target"), "theirs").expect("write");
+        let root = tempfile::tempdir().expect("tempdir");
+        let r = root.path();
+        std::fs::create_dir_all(r.join(".scaffold/cache")).expect("mkdir");
+        symlink(outside.path().join("target"), r.join(".scaffold/cache/TAG")).expect("link");
+        symlink(
+            outside.path().join("dangling"),
+            r.join(".scaffold/cache/new"),
+        )
+        .expect("link");
+        replace_file(r, ".scaffold/cache/TAG", b"ours").expect("replaced");
+        replace_file(r, ".scaffold/cache/new", b"ours").expect("replaced");
+        assert_eq!(
+            std::fs::read_to_string(outside.path().join("target")).expect("read"),
+            "theirs"
+        );
+        assert!(!outside.path().join("dangling").exists());
+        assert_eq!(
+            std::fs::read_to_string(r.join(".scaffold/cache/TAG")).expect("read"),
+            "ours"
+        );
+
+        let other = tempfile::tempdir().expect("tempdir");
+        symlink(outside.path(), other.path().join(".scaffold")).expect("link");
+        assert!(replace_file(other.path(), ".scaffold/cache/x", b"ours").is_err());
+        assert!(create_dirs(other.path(), ".scaffold/cache").is_err());
+        assert!(!outside.path().join("cache").exists());
+    }
+}

@@ -1,0 +1,154 @@
+//! Fail closed at the repository's edge (issue "Fail closed", items 1 and 2): a manifest,
+//! baseline or finding's file that is a symlink (or reached through one) is refused and its
+//! content never shown; nothing under `.scaffold/` is written through a symlink, by
+//! `check`'s caches or `queue migrate`.
+
+#![cfg(unix)]
+
+mod common;
+
+use std::os::unix::fs::symlink;
+use std::path::Path;
+
+use common::{copy_fixture, run_in};
+
+const SECRET: &str = "CI_TOKEN=hunter2-do-not-print";
+
+/// A folder outside the repository holding a "secret" file.
+fn outside() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("environ"), format!("{SECRET}\nkey: [\n")).expect("write");
+    dir
+}
+
+fn never_shows_the_secret(args: &[&str], repo: &Path) -> common::Run {
+    let run = run_in(repo, args);
+    assert!(
+        !run.stdout.contains("hunter2") && !run.stderr.contains("hunter2"),
+        "the secret was shown:\n{}\n{}",
+        run.stdout,
+        run.stderr
+    );
+    run
+}
+
+#[test]
+fn a_symlinked_codemap_is_refused_unread() {
+    let out = outside();
+    let repo = copy_fixture("clean");
+    let codemap = repo.path().join("agent/codemap.yml");
+    std::fs::remove_file(&codemap).expect("rm");
+    symlink(out.path().join("environ"), &codemap).expect("link");
+    for format in ["human", "json"] {
+        let run = never_shows_the_secret(&["check", "--format", format], repo.path());
+        assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+        assert!(run.stderr.contains("agent/codemap.yml"), "{}", run.stderr);
+        assert!(run.stderr.contains("symlink"), "{}", run.stderr);
+    }
+}
+
+#[test]
+fn a_symlinked_gate_matrix_or_agent_folder_is_refused_unread() {
+    let out = outside();
+    let repo = copy_fixture("clean");
+    let gm = repo.path().join("agent/manifests/gate-matrix.yml");
+    std::fs::remove_file(&gm).expect("rm");
+    symlink(out.path().join("environ"), &gm).expect("link");
+    let run = never_shows_the_secret(&["check"], repo.path());
+    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    never_shows_the_secret(&["gates"], repo.path());
+
+    // The whole manifests folder a link to the outside, holding a file of that name.
+    let repo = copy_fixture("clean");
+    let manifests = repo.path().join("agent/manifests");
+    std::fs::remove_dir_all(&manifests).expect("rm");
+    std::fs::copy(
+        out.path().join("environ"),
+        out.path().join("gate-matrix.yml"),
+    )
+    .expect("cp");
+    symlink(out.path(), &manifests).expect("link");
+    let run = never_shows_the_secret(&["check"], repo.path());
+    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    assert!(run.stderr.contains("agent/manifests"), "{}", run.stderr);
+}
+
+#[test]
+fn a_symlinked_baseline_is_refused_unread() {
+    let out = outside();
+    let repo = copy_fixture("clean");
+    symlink(
+        out.path().join("environ"),
+        repo.path().join("agent/baseline.yml"),
+    )
+    .expect("link");
+    let run = never_shows_the_secret(&["check"], repo.path());
+    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("refused"), "{}", run.stdout);
+}
+
+#[test]
+fn a_finding_on_a_symlinked_file_shows_no_snippet_of_its_target() {
+    let out = outside();
+    std::fs::write(
+        out.path().join("README.md"),
+        format!("# worker\n{SECRET}\n"),
+    )
+    .expect("write");
+    let repo = copy_fixture("clean");
+    let readme = repo.path().join("workers/maintenance/README.md");
+    if readme.exists() {
+        std::fs::remove_file(&readme).expect("rm");
+    }
+    symlink(out.path().join("README.md"), &readme).expect("link");
+    never_shows_the_secret(&["check"], repo.path());
+}
+
+#[test]
+fn check_never_writes_through_a_committed_cache_link() {
+    let out = outside();
+    let repo = copy_fixture("clean");
+    let _ = std::fs::remove_dir_all(repo.path().join(".scaffold"));
+    let cache = repo.path().join(".scaffold/cache");
+    std::fs::create_dir_all(&cache).expect("mkdir");
+    symlink(out.path().join("environ"), cache.join("CACHEDIR.TAG")).expect("link");
+    symlink(out.path().join("dangling"), cache.join(".gitignore")).expect("link");
+    let run = run_in(repo.path(), &["check"]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert!(
+        std::fs::read_to_string(out.path().join("environ"))
+            .expect("read")
+            .starts_with(SECRET),
+        "the link's target was overwritten"
+    );
+    assert!(
+        !out.path().join("dangling").exists(),
+        "a file was created outside"
+    );
+
+    // A symlinked `.scaffold`: the caches are not written at all.
+    let repo = copy_fixture("clean");
+    let _ = std::fs::remove_dir_all(repo.path().join(".scaffold"));
+    let elsewhere = tempfile::tempdir().expect("tempdir");
+    symlink(elsewhere.path(), repo.path().join(".scaffold")).expect("link");
+    let run = run_in(repo.path(), &["check"]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let written: Vec<_> = std::fs::read_dir(elsewhere.path())
+        .expect("read_dir")
+        .collect();
+    assert!(written.is_empty(), "the caches went outside: {written:?}");
+}
+
+#[test]
+fn queue_migrate_refuses_a_symlinked_scaffold_folder() {
+    let repo = tempfile::tempdir().expect("tempdir");
+    let elsewhere = tempfile::tempdir().expect("tempdir");
+    symlink(elsewhere.path(), repo.path().join(".scaffold")).expect("link");
+    let run = run_in(repo.path(), &["queue", "migrate"]);
+    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    assert!(run.stderr.contains("symlink"), "{}", run.stderr);
+    let written: Vec<_> = std::fs::read_dir(elsewhere.path())
+        .expect("read_dir")
+        .collect();
+    assert!(written.is_empty(), "the queue went outside: {written:?}");
+}
