@@ -152,3 +152,50 @@ fn queue_migrate_refuses_a_symlinked_scaffold_folder() {
         .collect();
     assert!(written.is_empty(), "the queue went outside: {written:?}");
 }
+
+/// Whatever cargo would take as a member is checked: a member's Cargo.toml that is a
+/// symlink, deleted from a glob-matched folder, a folder, or a FIFO is a finding, never a
+/// crate that silently drops out of its layer (the check said "ok" on each before).
+#[test]
+fn a_hidden_member_manifest_is_a_finding() {
+    fn hide(how: &str, manifest: &Path, outside: &Path) {
+        let copy = std::fs::read(manifest).expect("read");
+        std::fs::remove_file(manifest).expect("rm");
+        match how {
+            "symlink" => {
+                std::fs::write(outside.join("Cargo.toml"), copy).expect("write");
+                symlink(outside.join("Cargo.toml"), manifest).expect("link");
+            }
+            "deleted" => {}
+            "folder" => {
+                std::fs::create_dir(manifest).expect("mkdir");
+                std::fs::write(manifest.join("x"), "").expect("write");
+            }
+            "fifo" => {
+                let made = std::process::Command::new("mkfifo")
+                    .arg(manifest)
+                    .status()
+                    .expect("mkfifo runs");
+                assert!(made.success());
+            }
+            _ => unreachable!(),
+        }
+    }
+    for how in ["symlink", "deleted", "folder", "fifo"] {
+        let out = tempfile::tempdir().expect("tempdir");
+        let repo = copy_fixture("clean");
+        let _ = std::fs::remove_dir_all(repo.path().join(".scaffold"));
+        hide(
+            how,
+            &repo.path().join("services/billing/Cargo.toml"),
+            out.path(),
+        );
+        let run = run_in(repo.path(), &["check", "--format", "json"]);
+        assert_eq!(run.code, 1, "{how}: {}{}", run.stdout, run.stderr);
+        assert!(
+            run.stdout.contains("source-unparsed") && run.stdout.contains("services/billing"),
+            "{how}: {}",
+            run.stdout
+        );
+    }
+}

@@ -177,7 +177,10 @@ impl Repo {
         }
         let walk = walk();
         let files = walk.files;
-        let (workspace, workspace_findings) = Workspace::load(&|rel| read_in(root, rel), &files);
+        // Manifests only as regular files inside the root: a symlink, a FIFO or a folder
+        // in a manifest's place reads as nothing, and the workspace makes that a finding.
+        let read_manifest = |rel: &str| inside::read_text(root, rel, MANIFEST_LIMIT).ok().flatten();
+        let (workspace, workspace_findings) = Workspace::load(&read_manifest, &files);
         Ok(Repo {
             root: root.to_path_buf(),
             files,

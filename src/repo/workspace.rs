@@ -156,6 +156,41 @@ impl Workspace {
                     member_dirs.push(dir);
                 }
             }
+            // A directory a member glob matches with no Cargo.toml (deleted, or a folder or
+            // link in its place): cargo refuses the workspace, so the gate must not pass
+            // with that crate silently gone.
+            let mut dirs: Vec<&str> = files
+                .iter()
+                .flat_map(|f| f.match_indices('/').map(move |(i, _)| &f[..i]))
+                .collect();
+            dirs.sort_unstable();
+            dirs.dedup();
+            for m in members.iter().map(|m| normalize_rel(m)) {
+                if !m.contains(['*', '?', '[']) {
+                    continue;
+                }
+                let Ok(glob) = PathGlob::new(m.as_str()) else {
+                    continue;
+                };
+                for dir in dirs.iter().filter(|d| glob.is_match(d)) {
+                    let excluded = exclude_globs.iter().any(|g| g.is_match(dir))
+                        || excluded_dirs.iter().any(|e| dir.starts_with(e.as_str()));
+                    if excluded || files.binary_search(&format!("{dir}/Cargo.toml")).is_ok() {
+                        continue;
+                    }
+                    let at = find_text(&root_file, &format!("\"{m}\""));
+                    findings.push(
+                        Finding::new("source-unparsed", "Cargo.toml", at)
+                            .message(format!(
+                                "`{dir}` matches the workspace member `{m}` but has no Cargo.toml; cargo would refuse the workspace"
+                            ))
+                            .label("member without a manifest")
+                            .help(format!(
+                                "restore {dir}/Cargo.toml, or add `{dir}` to `[workspace] exclude`"
+                            )),
+                    );
+                }
+            }
             // A literal member that has no Cargo.toml: cargo itself would refuse the workspace.
             for m in &members {
                 let m = normalize_rel(m);
@@ -199,15 +234,27 @@ impl Workspace {
         member_dirs.dedup();
         let loaded: Vec<_> = member_dirs
             .par_iter()
-            .filter_map(|dir| {
+            .map(|dir| {
                 let file = if dir.is_empty() {
                     root_file.clone()
                 } else {
                     let manifest_path = format!("{dir}/Cargo.toml");
-                    let text = read(&manifest_path)?;
+                    // Listed, so present: unreadable means a symlink, a FIFO or a folder
+                    // in its place, or no permission. The crate would drop out of every
+                    // layer silently: a finding instead.
+                    let Some(text) = read(&manifest_path) else {
+                        return Err(Box::new(
+                            Finding::new("source-unparsed", manifest_path.clone(), Location::START)
+                                .message(format!(
+                                    "cannot read {manifest_path} (a symlink, not a regular file, or unreadable): crate `{dir}` was not checked"
+                                ))
+                                .label("unreadable manifest")
+                                .help("make it a regular, readable file inside the repository"),
+                        ));
+                    };
                     SourceFile::new(manifest_path, text)
                 };
-                Some(load_crate(dir, file, &workspace_deps))
+                load_crate(dir, file, &workspace_deps)
             })
             .collect();
         // In member order (`collect` keeps it), so crates stay sorted by directory.
