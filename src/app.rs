@@ -73,6 +73,14 @@ pub enum AppError {
         help("add --since <rev> or --staged: ownership is checked on what changed")
     )]
     AgentWithoutChanges,
+    #[error("no baseline at {file}")]
+    #[diagnostic(
+        code(scaffold::baseline_missing),
+        help(
+            "check the path given to --baseline, or create the file with `scaffold check --write-baseline --baseline {file}`"
+        )
+    )]
+    BaselineMissing { file: String },
     #[error("refusing to add {count} entries to {file} under CI=true")]
     #[diagnostic(
         code(scaffold::baseline_grows),
@@ -428,6 +436,15 @@ fn run_check(
             .unwrap_or_else(|| p.to_string_lossy().into_owned()),
         None => check::baseline::BASELINE_PATH.to_owned(),
     };
+    // A baseline named on the command line must be there (unless it is being written):
+    // a typo would otherwise check against an empty baseline and report everything as
+    // new, or, worse, pass a gate that meant to compare.
+    if args.baseline.is_some()
+        && !args.write_baseline
+        && std::fs::symlink_metadata(root.join(&baseline_rel)).is_err()
+    {
+        return Err(AppError::BaselineMissing { file: baseline_rel });
+    }
     let baseline = match Baseline::load(&root, &baseline_rel) {
         Ok(b) => b,
         Err(problems) => return manifest_problems(global, &root, &cwd, &problems, out),

@@ -199,3 +199,29 @@ fn a_hidden_member_manifest_is_a_finding() {
         );
     }
 }
+
+/// A baseline named with `--baseline` must exist (a typo was an empty baseline, exit as
+/// if nothing were accepted), and one outside the repository is refused unread.
+#[test]
+fn a_named_baseline_must_exist_inside_the_repository() {
+    let out = outside();
+    let repo = copy_fixture("clean");
+    let run = run_in(repo.path(), &["check", "--baseline", "agent/typo.yml"]);
+    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.contains("no baseline at agent/typo.yml"),
+        "{}",
+        run.stderr
+    );
+    let elsewhere = out.path().join("environ");
+    let elsewhere = elsewhere.to_str().expect("UTF-8 temp path");
+    let run = never_shows_the_secret(&["check", "--baseline", elsewhere], repo.path());
+    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    // Writing one creates it.
+    let run = run_in(
+        repo.path(),
+        &["check", "--write-baseline", "--baseline", "agent/new.yml"],
+    );
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert!(repo.path().join("agent/new.yml").is_file());
+}

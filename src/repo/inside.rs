@@ -18,7 +18,7 @@ pub enum Refusal {
     NotDirectory(String),
     #[error("`{path}` is larger than {limit} bytes")]
     TooLarge { path: String, limit: u64 },
-    #[error("`{0}` leaves the repository (`..`)")]
+    #[error("`{0}` leaves the repository (`..` or an absolute path)")]
     Climbs(String),
     #[error("cannot read `{path}`: {source}")]
     Io {
@@ -37,8 +37,10 @@ impl Refusal {
     }
 }
 
+/// Whether `rel` leaves the root: `..`, or an absolute path (which `Path::join` would
+/// take as it is).
 fn climbs(rel: &str) -> bool {
-    rel.split('/').any(|s| s == "..")
+    Path::new(rel).is_absolute() || rel.starts_with('/') || rel.split('/').any(|s| s == "..")
 }
 
 /// Whether every directory between `root` and `rel` (its parents, not `rel` itself) is a
@@ -244,6 +246,12 @@ mod tests {
             Err(Refusal::NotRegular(_))
         ));
         assert!(matches!(read_text(r, "../x", 100), Err(Refusal::Climbs(_))));
+        let absolute = outside.path().join("secret");
+        let absolute = absolute.to_str().expect("UTF-8 temp path");
+        assert!(matches!(
+            read_text(r, absolute, 100),
+            Err(Refusal::Climbs(_))
+        ));
         assert!(matches!(
             read_text(r, "agent/ok.yml", 2),
             Err(Refusal::TooLarge { .. })
