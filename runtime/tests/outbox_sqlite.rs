@@ -194,3 +194,32 @@ async fn a_foreign_row_on_the_next_id_does_not_wedge_enqueues() {
         "SHIP"
     );
 }
+
+/// A device or a folder is not a database, and nothing is written beside it
+/// (`sqlite:///dev/null` left `/dev/null-journal`).
+#[cfg(unix)]
+#[tokio::test]
+async fn a_device_or_a_folder_is_not_a_database() {
+    let journal = std::path::Path::new("/dev/null-journal");
+    let existed = journal.exists();
+    let err = Store::open("sqlite:///dev/null")
+        .await
+        .expect_err("/dev/null is refused");
+    assert!(
+        matches!(err, scaffold_runtime::StoreError::NotADatabase { .. }),
+        "{err:?}"
+    );
+    assert_eq!(
+        journal.exists(),
+        existed,
+        "a journal was written beside /dev/null"
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let err = Store::open(&format!("sqlite://{}", dir.path().display()))
+        .await
+        .expect_err("a folder is refused");
+    assert!(
+        matches!(err, scaffold_runtime::StoreError::NotADatabase { .. }),
+        "{err:?}"
+    );
+}

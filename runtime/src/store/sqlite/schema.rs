@@ -36,7 +36,9 @@ pub(crate) fn open(path: &Path) -> StoreResult<Connection> {
         path: path.to_owned(),
     };
     match fs::metadata(path) {
-        Ok(meta) if meta.is_dir() => return Err(not_a_db()),
+        // A folder, a device (`/dev/null`: SQLite would then write `/dev/null-journal`
+        // beside it), a FIFO: not a database, and nothing is written.
+        Ok(meta) if !meta.is_file() => return Err(not_a_db()),
         Ok(meta) if meta.len() > 0 => {
             let mut header = [0u8; 16];
             let mut file = fs::File::open(path).map_err(|source| StoreError::Unwritable {
