@@ -122,7 +122,7 @@ pub fn run(
         if !status.success() {
             return Err(GateError::Failed {
                 gate: g.gate.clone(),
-                command: g.command.join(" "),
+                command: crate::repo::gate_matrix::join_argv(&g.command),
                 status: status
                     .code()
                     .map_or_else(|| "a signal".to_owned(), |c| format!("status {c}")),

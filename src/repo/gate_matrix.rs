@@ -178,62 +178,16 @@ fn validate(root: &Node, p: &mut Problems) -> GateMatrix {
     m
 }
 
-/// Splits a command line into arguments the way a POSIX shell would for plain words and
-/// quotes, without expansions of any kind.
+/// Splits a command line into arguments as a POSIX shell would for words and quotes
+/// (`shlex`: inside double quotes a backslash escapes only `$`, `` ` ``, `"`, `\\` and a
+/// newline, so `"a\\b"` stays `a\\b`), without expansions of any kind.
 pub fn split_argv(s: &str) -> Result<Vec<String>, String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut in_word = false;
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\'' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('\'') => break,
-                        Some(c) => cur.push(c),
-                        None => return Err("unclosed single quote".into()),
-                    }
-                }
-            }
-            '"' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('"') => break,
-                        Some('\\') => match chars.next() {
-                            Some(c) => cur.push(c),
-                            None => return Err("trailing backslash".into()),
-                        },
-                        Some(c) => cur.push(c),
-                        None => return Err("unclosed double quote".into()),
-                    }
-                }
-            }
-            '\\' => match chars.next() {
-                Some(c) => {
-                    in_word = true;
-                    cur.push(c);
-                }
-                None => return Err("trailing backslash".into()),
-            },
-            c if c.is_whitespace() => {
-                if in_word {
-                    out.push(std::mem::take(&mut cur));
-                    in_word = false;
-                }
-            }
-            c => {
-                in_word = true;
-                cur.push(c);
-            }
-        }
-    }
-    if in_word {
-        out.push(cur);
-    }
-    Ok(out)
+    shlex::split(s).ok_or_else(|| "an unclosed quote or a trailing backslash".to_owned())
+}
+
+/// `argv` as one line a POSIX shell would split back into the same words (for listings).
+pub fn join_argv(argv: &[String]) -> String {
+    shlex::try_join(argv.iter().map(String::as_str)).unwrap_or_else(|_| argv.join(" "))
 }
 
 #[cfg(test)]
@@ -251,6 +205,10 @@ mod tests {
             ["a", "b c", "d e", "f g"]
         );
         assert!(split_argv("a 'b").is_err());
+        // POSIX: a backslash in double quotes before an ordinary character stays.
+        assert_eq!(split_argv(r#""a\b""#).expect("ok"), [r"a\b"]);
+        let argv = split_argv(r#"sh-free "two words" 'it''s'"#).expect("ok");
+        assert_eq!(split_argv(&join_argv(&argv)).expect("ok"), argv);
         assert!(split_argv("   ").expect("ok").is_empty());
     }
 }

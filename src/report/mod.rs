@@ -98,7 +98,12 @@ pub fn gates(
     }
     let w = gates.iter().map(|g| g.gate.len()).max().unwrap_or(0);
     for g in gates {
-        writeln!(out, "{:<w$}  {}", g.gate, g.command.join(" "))?;
+        writeln!(
+            out,
+            "{:<w$}  {}",
+            g.gate,
+            crate::repo::gate_matrix::join_argv(&g.command)
+        )?;
         writeln!(
             out,
             "{:<w$}  triggered by: {}",
@@ -115,7 +120,12 @@ pub fn gates(
 
 /// Announces a gate `--run` is about to start.
 pub fn gate_starting(out: &mut dyn Write, g: &crate::gates::PlannedGate) -> io::Result<()> {
-    writeln!(out, "==> gate {}: {}", g.gate, g.command.join(" "))
+    writeln!(
+        out,
+        "==> gate {}: {}",
+        g.gate,
+        crate::repo::gate_matrix::join_argv(&g.command)
+    )
 }
 
 pub fn gates_passed(out: &mut dyn Write, n: usize) -> io::Result<()> {
