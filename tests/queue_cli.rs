@@ -814,3 +814,21 @@ fn a_missing_postgres_database_is_said_once_without_the_password() {
         .code(2)
         .stderr(predicate::str::contains("hunter2").not());
 }
+
+#[test]
+fn bench_sizes_are_bounded() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for args in [
+        ["--jobs", "4294967296"],
+        ["--jobs", "0"],
+        ["--concurrency", "0"],
+        ["--concurrency", "100000"],
+    ] {
+        scaffold(dir.path())
+            .args(["queue", "bench", "--database", "memory://"])
+            .args(args)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("is not in"));
+    }
+}

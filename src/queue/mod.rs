@@ -104,12 +104,12 @@ pub enum QueueCommand {
     },
     /// Enqueue N no-op items in one batch, then drain them with one loop of concurrency C.
     Bench {
-        /// How many items.
-        #[arg(long, default_value_t = 20_000)]
+        /// How many items (at most 10,000,000: each is held in memory while enqueued).
+        #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
         jobs: u64,
-        /// How many handlers run at once.
-        #[arg(long, default_value_t = 10)]
-        concurrency: usize,
+        /// How many handlers run at once (1 to 10,000).
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+        concurrency: u64,
         /// Run the benchmark this many times (each on a fresh queue) and report the median
         /// and range: one 20k drain lasts under a second, so one run is noise.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
@@ -380,6 +380,7 @@ async fn execute(args: QueueArgs, cwd: &Path) -> Result<report::Printed, QueueEr
             runs,
         } => {
             let mut reports = Vec::new();
+            let concurrency = usize::try_from(concurrency).unwrap_or(10);
             for _ in 0..runs {
                 reports.push(bench(args.database.as_deref(), cwd, jobs, concurrency).await?);
             }
