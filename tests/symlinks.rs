@@ -225,3 +225,57 @@ fn a_named_baseline_must_exist_inside_the_repository() {
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
     assert!(repo.path().join("agent/new.yml").is_file());
 }
+
+/// The generator reads only regular files inside the root: a FIFO in place of a file it
+/// edits hung it, and a symlink was read (and edited) through.
+#[test]
+fn the_generator_refuses_fifos_and_links_in_place_of_what_it_edits() {
+    let out = outside();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = dir.path().join("acme");
+    let init = common::scaffold()
+        .arg("init")
+        .arg(&repo)
+        .output()
+        .expect("init runs");
+    assert!(init.status.success(), "{init:?}");
+    let ns = run_in(&repo, &["namespace", "shipping"]);
+    assert_eq!(ns.code, 0, "{}{}", ns.stdout, ns.stderr);
+    for (victim, how) in [("scripts/dev.sh", "fifo"), ("om/src/root.rs", "symlink")] {
+        let path = repo.join(victim);
+        let saved = std::fs::read(&path).expect("read");
+        std::fs::remove_file(&path).expect("rm");
+        if how == "fifo" {
+            let made = std::process::Command::new("mkfifo")
+                .arg(&path)
+                .status()
+                .expect("mkfifo runs");
+            assert!(made.success());
+        } else {
+            std::fs::write(out.path().join("root.rs"), format!("// {SECRET}\n")).expect("write");
+            symlink(out.path().join("root.rs"), &path).expect("link");
+        }
+        let out_run = common::scaffold()
+            .arg("-C")
+            .arg(&repo)
+            .args(["worker", "maintenance", "NOTIFY_SHIPMENT"])
+            .timeout(std::time::Duration::from_secs(60))
+            .output()
+            .expect("worker runs");
+        let stderr = String::from_utf8_lossy(&out_run.stderr);
+        assert_eq!(out_run.status.code(), Some(2), "{victim}: {stderr}");
+        assert!(
+            stderr.contains(victim) && stderr.contains("refused"),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("hunter2"), "{stderr}");
+        std::fs::remove_file(&path).expect("rm");
+        std::fs::write(&path, saved).expect("restore");
+    }
+    assert!(
+        std::fs::read_to_string(out.path().join("root.rs"))
+            .expect("read")
+            .contains(SECRET),
+        "the link's target was edited"
+    );
+}

@@ -110,6 +110,20 @@ pub enum GenerateError {
     #[error("{path} is not valid UTF-8")]
     #[diagnostic(code(scaffold::io), help("the generator edits text files only"))]
     NotUtf8 { path: String },
+    /// A file the generator would read is a symlink, is reached through one, is not a
+    /// regular file (a FIFO would hang the run) or is too large: refused unread.
+    #[error("refused {path}: {reason}")]
+    #[diagnostic(
+        code(scaffold::refused),
+        help(
+            "the generator reads and edits only regular files inside the repository; nothing was written"
+        )
+    )]
+    Refused {
+        path: String,
+        #[source]
+        reason: crate::repo::inside::Refusal,
+    },
     #[error(transparent)]
     #[diagnostic(transparent)]
     Repo(#[from] crate::repo::RepoError),

@@ -85,15 +85,13 @@ impl Plan {
                 }
             });
         }
-        let abs = self.root.join(path);
-        match std::fs::read(&abs) {
-            Ok(bytes) => String::from_utf8(bytes)
+        match read_inside(&self.root, path)? {
+            Some(bytes) => String::from_utf8(bytes)
                 .map(Some)
                 .map_err(|_| GenerateError::NotUtf8 {
                     path: path.to_owned(),
                 }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(GenerateError::io("read", abs, e)),
+            None => Ok(None),
         }
     }
 
@@ -105,7 +103,13 @@ impl Plan {
             return Ok(());
         }
         let abs = self.root.join(path);
-        let before = std::fs::read(&abs).map_err(|e| GenerateError::io("read", &abs, e))?;
+        let before = read_inside(&self.root, path)?.ok_or_else(|| {
+            GenerateError::io(
+                "read",
+                &abs,
+                std::io::Error::from(std::io::ErrorKind::NotFound),
+            )
+        })?;
         self.files.insert(
             path.to_owned(),
             PlannedFile {
@@ -184,4 +188,18 @@ mod tests {
         }
         check_relative("workers/billing/src/main.rs").expect("a plain relative path");
     }
+}
+
+/// The largest file the generator reads to edit.
+const READ_LIMIT: u64 = 64 << 20;
+
+/// A repo-relative file's bytes: only a regular file reached through real directories
+/// (a FIFO in place of `om/src/root.rs` hung the generator; a symlink was read through).
+fn read_inside(root: &std::path::Path, path: &str) -> Result<Option<Vec<u8>>, GenerateError> {
+    crate::repo::inside::read_bytes(root, path, READ_LIMIT).map_err(|reason| {
+        GenerateError::Refused {
+            path: path.to_owned(),
+            reason,
+        }
+    })
 }

@@ -483,7 +483,9 @@ fn registered_at(root: &Path, kind: &str) -> Option<(String, usize)> {
         }
     }
     for rel in files {
-        let Ok(text) = std::fs::read_to_string(root.join(&rel)) else {
+        // Regular files only (a FIFO here hung the generator). A refused file is refused
+        // again, with its reason, when the plan reads it to edit.
+        let Ok(Some(text)) = crate::repo::inside::read_text(root, &rel, 64 << 20) else {
             continue;
         };
         for (i, line) in text.lines().enumerate() {
@@ -601,7 +603,9 @@ fn variant_at(root: &Path, ns: &str, kind: &str) -> Option<String> {
         ("types/work.rs", payload.as_str()),
     ] {
         let rel = format!("om/src/{ns}/{file}");
-        let Ok(text) = std::fs::read_to_string(root.join(&rel)) else {
+        // Regular files only (a FIFO here hung the generator). A refused file is refused
+        // again, with its reason, when the plan reads it to edit.
+        let Ok(Some(text)) = crate::repo::inside::read_text(root, &rel, 64 << 20) else {
             continue;
         };
         for (i, line) in text.lines().enumerate() {
