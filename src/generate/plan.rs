@@ -169,6 +169,20 @@ pub fn check_relative(path: &str) -> Result<(), GenerateError> {
     Ok(())
 }
 
+/// The largest file the generator reads to edit.
+const READ_LIMIT: u64 = 64 << 20;
+
+/// A repo-relative file's bytes: only a regular file reached through real directories
+/// (a FIFO in place of `om/src/root.rs` hung the generator; a symlink was read through).
+fn read_inside(root: &std::path::Path, path: &str) -> Result<Option<Vec<u8>>, GenerateError> {
+    crate::repo::inside::read_bytes(root, path, READ_LIMIT).map_err(|reason| {
+        GenerateError::Refused {
+            path: path.to_owned(),
+            reason,
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -188,18 +202,4 @@ mod tests {
         }
         check_relative("workers/billing/src/main.rs").expect("a plain relative path");
     }
-}
-
-/// The largest file the generator reads to edit.
-const READ_LIMIT: u64 = 64 << 20;
-
-/// A repo-relative file's bytes: only a regular file reached through real directories
-/// (a FIFO in place of `om/src/root.rs` hung the generator; a symlink was read through).
-fn read_inside(root: &std::path::Path, path: &str) -> Result<Option<Vec<u8>>, GenerateError> {
-    crate::repo::inside::read_bytes(root, path, READ_LIMIT).map_err(|reason| {
-        GenerateError::Refused {
-            path: path.to_owned(),
-            reason,
-        }
-    })
 }
