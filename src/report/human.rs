@@ -55,6 +55,57 @@ impl Diagnostic for FindingDiagnostic<'_> {
     }
 }
 
+/// Lines longer than this (in bytes) near a finding are not handed to miette.
+const LONG_LINE: usize = 1_000;
+
+/// How much of a long line is shown on each side of the finding's span, in characters.
+const CLIP: usize = 60;
+
+/// When a line within one of the finding's (the context miette shows) is longer than
+/// [`LONG_LINE`], an excerpt of the finding's line around its span: `…before[span]after…`,
+/// control characters escaped.
+fn long_line_excerpt(text: &str, span: (usize, usize)) -> Option<String> {
+    let start = text[..span.0].rfind('\n').map_or(0, |i| i + 1);
+    let end = text[span.0..].find('\n').map_or(text.len(), |i| span.0 + i);
+    let prev_start = text[..start.saturating_sub(1)]
+        .rfind('\n')
+        .map_or(0, |i| i + 1);
+    let next_end = text
+        .get(end + 1..)
+        .and_then(|rest| rest.find('\n'))
+        .map_or(text.len(), |i| end + 1 + i);
+    let long = |a: usize, b: usize| b.saturating_sub(a) > LONG_LINE;
+    if !(long(start, end) || long(prev_start, start) || long(end, next_end)) {
+        return None;
+    }
+    let line = &text[start..end];
+    let at = span.0 - start;
+    let to = (at + span.1).min(line.len());
+    let before: String = line[..at]
+        .chars()
+        .rev()
+        .take(CLIP)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    let inside: String = line[at..to].chars().take(CLIP).collect();
+    let after: String = line[to..].chars().take(CLIP).collect();
+    let clean = |s: &str| s.escape_debug().to_string();
+    Some(format!(
+        "{}{}[{}]{}{}",
+        if before.len() < at { "…" } else { "" },
+        clean(&before),
+        clean(&inside),
+        clean(&after),
+        if to + after.len() < line.len() {
+            "…"
+        } else {
+            ""
+        }
+    ))
+}
+
 /// The largest file whose text a finding is shown in.
 const SHOWN_LIMIT: u64 = 64 << 20;
 
@@ -78,12 +129,16 @@ pub fn outcome(out: &mut dyn Write, style: Style, root: &Path, o: &Outcome) -> i
             cache = Some((f.path.clone(), text));
         }
         let text = cache.as_ref().and_then(|(_, t)| t.clone());
+        let text = text.filter(|t| {
+            f.span.0 + f.span.1 <= t.len()
+                && t.is_char_boundary(f.span.0)
+                && t.is_char_boundary(f.span.0 + f.span.1)
+        });
+        // miette lays out a snippet's lines whole (and panics on very long ones): a finding
+        // near a line longer than a screen gets a clipped excerpt of its own instead.
+        let excerpt = text.as_deref().and_then(|t| long_line_excerpt(t, f.span));
         let source = text
-            .filter(|t| {
-                f.span.0 + f.span.1 <= t.len()
-                    && t.is_char_boundary(f.span.0)
-                    && t.is_char_boundary(f.span.0 + f.span.1)
-            })
+            .filter(|_| excerpt.is_none())
             .map(|t| NamedSource::new(f.path.clone(), t));
         let has_source = source.is_some();
         let diag = FindingDiagnostic { finding: f, source };
@@ -92,7 +147,13 @@ pub fn outcome(out: &mut dyn Write, style: Style, root: &Path, o: &Outcome) -> i
             rendered = format!("{}: {} [{}]\n", f.severity, f.message, f.rule);
         }
         write!(out, "{rendered}")?;
-        if !has_source {
+        if let Some(excerpt) = &excerpt {
+            writeln!(
+                out,
+                "  at {}:{}:{} (a long line, clipped): {excerpt}",
+                f.path, f.line, f.column
+            )?;
+        } else if !has_source {
             writeln!(
                 out,
                 "  at {}:{}:{} (not in the work tree)",

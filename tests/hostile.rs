@@ -1,0 +1,43 @@
+//! Hostile input the reporter must survive (issue "Fail closed", item 8): a finding on a
+//! 70,000-column line made miette's renderer panic (exit 101). It is now shown as a
+//! clipped excerpt, in every output format, and the run exits with its findings' code.
+
+mod common;
+
+use common::{copy_fixture, run_in};
+
+#[test]
+fn a_finding_on_a_very_long_line_is_shown_clipped() {
+    let repo = copy_fixture("clean");
+    let long = format!("pub fn f() {{ let x = {} ; }} }}\n", "1 + ".repeat(20_000));
+    std::fs::write(repo.path().join("workers/maintenance/src/long.rs"), long).expect("write");
+    for format in ["human", "json", "sarif", "github"] {
+        let run = run_in(repo.path(), &["check", "--format", format]);
+        assert_eq!(run.code, 1, "{format}: {}{}", run.stdout, run.stderr);
+        assert!(run.stdout.contains("long.rs"), "{format}: {}", run.stdout);
+        assert!(!run.stderr.contains("panicked"), "{format}: {}", run.stderr);
+    }
+    let run = run_in(repo.path(), &["check"]);
+    assert!(
+        run.stdout.contains("(a long line, clipped)"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.lines().all(|l| l.chars().count() < 400),
+        "a line was printed whole"
+    );
+}
+
+#[test]
+fn a_manifest_problem_on_a_very_long_line_is_shown_clipped() {
+    let repo = copy_fixture("clean");
+    let codemap = repo.path().join("agent/codemap.yml");
+    let mut text = std::fs::read_to_string(&codemap).expect("read");
+    text.push_str(&format!("unknown_key_{}: 1\n", "x".repeat(70_000)));
+    std::fs::write(&codemap, text).expect("write");
+    let run = run_in(repo.path(), &["check"]);
+    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+    assert!(run.stdout.contains("clipped"), "{}", run.stdout);
+}
