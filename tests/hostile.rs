@@ -41,3 +41,27 @@ fn a_manifest_problem_on_a_very_long_line_is_shown_clipped() {
     assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
     assert!(run.stdout.contains("clipped"), "{}", run.stdout);
 }
+
+/// A namespace inferred from the one folder of om/src/ is validated like one given on the
+/// command line: `café` reached paths and templates before.
+#[test]
+fn an_inferred_namespace_is_validated() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = dir.path().join("acme");
+    let init = common::scaffold()
+        .arg("init")
+        .arg(&repo)
+        .output()
+        .expect("init runs");
+    assert!(init.status.success(), "{init:?}");
+    let ns = repo.join("om/src/café");
+    std::fs::create_dir_all(&ns).expect("mkdir");
+    std::fs::write(ns.join("kinds.rs"), "").expect("write");
+    std::fs::write(ns.join("README.md"), "# café\n").expect("write");
+    let before = std::fs::read_to_string(repo.join("om/src/root.rs")).expect("read");
+    let run = run_in(&repo, &["worker", "maintenance", "NOTIFY_SHIPMENT"]);
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    assert!(run.stderr.contains("café"), "{}", run.stderr);
+    let after = std::fs::read_to_string(repo.join("om/src/root.rs")).expect("read");
+    assert_eq!(before, after, "something was written");
+}

@@ -49,11 +49,21 @@ pub fn find(
     marker: &str,
     place: &'static str,
 ) -> Result<(usize, usize), GenerateError> {
+    // In Rust, only a marker that is a line comment of its own counts: the same text
+    // inside a string literal or a block comment is data (an insertion there would land
+    // inside the string).
+    let comments = (path.ends_with(".rs") && marker.starts_with("//")).then(|| line_comments(text));
     let mut found = Vec::new();
     let mut offset = 0;
     for line in text.split_inclusive('\n') {
         if line.trim() == marker {
-            found.push((offset, offset + line.len()));
+            let at = offset + (line.len() - line.trim_start().len());
+            if comments
+                .as_ref()
+                .is_none_or(|c| c.binary_search(&at).is_ok())
+            {
+                found.push((offset, offset + line.len()));
+            }
         }
         offset += line.len();
     }
@@ -70,6 +80,21 @@ pub fn find(
             count: n,
         }),
     }
+}
+
+/// The byte offsets where `text`'s line comments start, ascending (rustc's lexer, so a
+/// `//` inside a string or a block comment is not one).
+fn line_comments(text: &str) -> Vec<usize> {
+    use ra_ap_rustc_lexer::{FrontmatterAllowed, TokenKind, tokenize};
+    let mut at = 0usize;
+    let mut out = Vec::new();
+    for token in tokenize(text, FrontmatterAllowed::No) {
+        if matches!(token.kind, TokenKind::LineComment { .. }) {
+            out.push(at);
+        }
+        at += token.len as usize;
+    }
+    out
 }
 
 /// `"\r\n"` when CRLF lines outnumber LF-only lines, else `"\n"`.
@@ -91,6 +116,33 @@ pub fn with_eol(text: &str, s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_marker_inside_a_rust_string_or_block_comment_is_not_one() {
+        let text = "const DOC: &str = r#\"\n    // scaffold:handlers\n\"#;\n/*\n// scaffold:handlers\n*/\nfn f() {\n    // scaffold:handlers\n}\n";
+        let (start, _) =
+            find("src/lib.rs", text, "// scaffold:handlers", "x").expect("one real marker");
+        assert_eq!(&text[start..start + 8], "    // s");
+        assert!(
+            text[..start].contains("fn f()"),
+            "the marker inside the string was taken"
+        );
+        let only_in_string = "const DOC: &str = \"\n// scaffold:handlers\n\";\n";
+        assert!(matches!(
+            find("src/lib.rs", only_in_string, "// scaffold:handlers", "x"),
+            Err(GenerateError::MarkerMissing { .. })
+        ));
+        // Other files keep the whole-line rule.
+        assert!(
+            find(
+                "dev.sh",
+                "x\n# scaffold:workers\n",
+                "# scaffold:workers",
+                "x"
+            )
+            .is_ok()
+        );
+    }
 
     #[test]
     fn inserts_below_with_the_markers_indent_and_the_files_line_ending() {

@@ -520,6 +520,15 @@ fn namespaces(root: &Path) -> Vec<String> {
 }
 
 fn resolve_namespace(root: &Path, given: Option<&str>) -> Result<String, GenerateError> {
+    let ns = resolve_namespace_name(root, given)?;
+    // However it was found (given, or inferred from the one folder of om/src/), it reaches
+    // paths and templates: `café` or `ship-x` as a folder name must be refused like the
+    // same name given to `scaffold namespace`.
+    super::names::validate(super::names::NameKind::Namespace, &ns)?;
+    Ok(ns)
+}
+
+fn resolve_namespace_name(root: &Path, given: Option<&str>) -> Result<String, GenerateError> {
     let known = namespaces(root);
     match given {
         Some(ns) if known.iter().any(|k| k == ns) => Ok(ns.to_owned()),
