@@ -65,3 +65,29 @@ fn an_inferred_namespace_is_validated() {
     let after = std::fs::read_to_string(repo.join("om/src/root.rs")).expect("read");
     assert_eq!(before, after, "something was written");
 }
+
+/// Control characters in a file's name or content never reach the terminal raw: an ESC in
+/// a name recoloured or moved the cursor, a newline forged a line of output.
+#[cfg(unix)]
+#[test]
+fn control_characters_are_escaped_in_human_output() {
+    let repo = copy_fixture("clean");
+    let name = "workers/maintenance/src/bad\u{1b}[31m\nname.rs";
+    std::fs::write(repo.path().join(name), "fn f( { \u{1b}[2J }\n").expect("write");
+    let run = run_in(repo.path(), &["check"]);
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    assert!(
+        !run.stdout.contains('\u{1b}'),
+        "a raw ESC was printed: {:?}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("\\u{1b}[31m\\nname.rs"),
+        "{}",
+        run.stdout
+    );
+    for format in ["json", "sarif", "github"] {
+        let run = run_in(repo.path(), &["check", "--format", format]);
+        assert!(!run.stdout.contains('\u{1b}'), "{format}: {:?}", run.stdout);
+    }
+}

@@ -30,9 +30,12 @@ pub fn outcome(out: &mut dyn Write, o: &Outcome) -> io::Result<()> {
 }
 
 fn data(s: &str) -> String {
-    s.replace('%', "%25")
+    let encoded = s
+        .replace('%', "%25")
         .replace('\r', "%0D")
-        .replace('\n', "%0A")
+        .replace('\n', "%0A");
+    // Any other control character (ESC from a file name) is escaped, never printed raw.
+    super::escape_controls(&encoded, false).into_owned()
 }
 
 fn property(s: &str) -> String {

@@ -55,6 +55,27 @@ impl Diagnostic for FindingDiagnostic<'_> {
     }
 }
 
+/// `text` with every control character a terminal would act on (ESC, BEL, backspace, C1
+/// controls) replaced by a character of the same UTF-8 length (`?`, `¿`), so a snippet of a
+/// file cannot drive the reader's terminal and spans keep their byte offsets. Tabs and line
+/// endings stay.
+fn inert(text: String) -> String {
+    if !text
+        .chars()
+        .any(|c| c.is_control() && !matches!(c, '\t' | '\n' | '\r'))
+    {
+        return text;
+    }
+    text.chars()
+        .map(|c| match c {
+            '\t' | '\n' | '\r' => c,
+            c if c.is_control() && c.len_utf8() == 1 => '?',
+            c if c.is_control() => '¿',
+            c => c,
+        })
+        .collect()
+}
+
 /// Lines longer than this (in bytes) near a finding are not handed to miette.
 const LONG_LINE: usize = 1_000;
 
@@ -120,13 +141,23 @@ pub fn outcome(out: &mut dyn Write, style: Style, root: &Path, o: &Outcome) -> i
         .with_links(false)
         .with_context_lines(1);
     let mut cache: Option<(String, Option<String>)> = None;
-    for f in super::sorted(o) {
-        if cache.as_ref().is_none_or(|(p, _)| *p != f.path) {
+    for found in super::sorted(o) {
+        // What is printed, with control characters from file names and manifests escaped
+        // (the file is still read by its real path).
+        let cleaned = Finding {
+            path: super::escape_controls(&found.path, false).into_owned(),
+            message: super::escape_controls(&found.message, false).into_owned(),
+            label: super::escape_controls(&found.label, false).into_owned(),
+            help: super::escape_controls(&found.help, true).into_owned(),
+            ..found.clone()
+        };
+        let f = &cleaned;
+        if cache.as_ref().is_none_or(|(p, _)| *p != found.path) {
             // Only a real file inside the root is shown: a finding on a path that is (or
             // is reached through) a symlink never prints what the link points at.
             let text =
-                crate::repo::inside::read_text(root, &f.path, SHOWN_LIMIT).unwrap_or_default();
-            cache = Some((f.path.clone(), text));
+                crate::repo::inside::read_text(root, &found.path, SHOWN_LIMIT).unwrap_or_default();
+            cache = Some((found.path.clone(), text));
         }
         let text = cache.as_ref().and_then(|(_, t)| t.clone());
         let text = text.filter(|t| {
@@ -139,7 +170,7 @@ pub fn outcome(out: &mut dyn Write, style: Style, root: &Path, o: &Outcome) -> i
         let excerpt = text.as_deref().and_then(|t| long_line_excerpt(t, f.span));
         let source = text
             .filter(|_| excerpt.is_none())
-            .map(|t| NamedSource::new(f.path.clone(), t));
+            .map(|t| NamedSource::new(f.path.clone(), inert(t)));
         let has_source = source.is_some();
         let diag = FindingDiagnostic { finding: f, source };
         let mut rendered = String::new();

@@ -84,6 +84,27 @@ pub fn explain(out: &mut dyn Write, format: Format, id: &str) -> io::Result<()> 
     }
 }
 
+/// `s` with every control character (ESC, CR, a raw newline in a file name, …) written
+/// as an escape, so nothing a file name or a manifest holds can move the cursor, recolour
+/// or forge lines on the reader's terminal; `\n` stays when `keep_newlines` (help text).
+pub fn escape_controls(s: &str, keep_newlines: bool) -> std::borrow::Cow<'_, str> {
+    if !s
+        .chars()
+        .any(|c| c.is_control() && !(keep_newlines && c == '\n'))
+    {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if c.is_control() && !(keep_newlines && c == '\n') {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// `scaffold gates` (without --run).
 pub fn gates(
     out: &mut dyn Write,
@@ -108,7 +129,7 @@ pub fn gates(
             out,
             "{:<w$}  triggered by: {}",
             "",
-            g.triggered_by.join(", ")
+            escape_controls(&g.triggered_by.join(", "), false)
         )?;
     }
     writeln!(
