@@ -91,3 +91,39 @@ fn control_characters_are_escaped_in_human_output() {
         assert!(!run.stdout.contains('\u{1b}'), "{format}: {:?}", run.stdout);
     }
 }
+
+/// A `.rs` file whose name or content is not UTF-8 is `source-unparsed` (rustc refuses
+/// both); it was skipped, or read lossily, and the check said ok.
+#[cfg(unix)]
+#[test]
+fn non_utf8_names_and_contents_are_findings() {
+    use std::os::unix::ffi::OsStrExt;
+    let repo = copy_fixture("clean");
+    let _ = std::fs::remove_dir_all(repo.path().join(".scaffold"));
+    let src = repo.path().join("workers/maintenance/src");
+    std::fs::write(
+        src.join(std::ffi::OsStr::from_bytes(b"bad\xff.rs")),
+        "pub fn f() {}\n",
+    )
+    .expect("write");
+    std::fs::write(src.join("latin.rs"), b"// caf\xe9\npub fn g() {}\n").expect("write");
+    let run = run_in(repo.path(), &["check", "--format", "json"]);
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON");
+    let findings = doc["findings"].as_array().expect("findings");
+    let says = |needle: &str| {
+        findings.iter().any(|f| {
+            f["rule"] == "source-unparsed"
+                && f["message"].as_str().is_some_and(|m| m.contains(needle))
+        })
+    };
+    assert!(says("is not UTF-8: cargo and rustc"), "{}", run.stdout);
+    assert!(
+        says("latin.rs: the file is not valid UTF-8"),
+        "{}",
+        run.stdout
+    );
+    // A warm run (from the cache) says the same.
+    let again = run_in(repo.path(), &["check", "--format", "json"]);
+    assert_eq!(again.stdout, run.stdout);
+}

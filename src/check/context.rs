@@ -380,11 +380,17 @@ fn parse_all(
                             (e, kept)
                         }
                         _ => {
+                            // A replacement character may be a lossy read of bytes that
+                            // are not UTF-8: then the file is unparsed, as rustc has it.
+                            let facts = match invalid_utf8_at(&repo.root, path, &src.text) {
+                                Some(at) => Err(rust_refs::not_utf8(&src.text, at)),
+                                None => rust_refs::extract(&src.text, candidates),
+                            };
                             let fresh = cache::Entry {
                                 hash,
                                 stat: None,
                                 mentions: Mentions::scan(&src.text),
-                                facts: rust_refs::extract(&src.text, candidates),
+                                facts,
                                 suppressions: suppress::scan(&src),
                             };
                             (fresh, None)
@@ -470,4 +476,17 @@ impl PendingSave<'_> {
         // A cache that cannot be written (a read-only checkout) only costs speed next time.
         let _ = cache.save(root, key, records);
     }
+}
+
+/// Where `path`'s bytes stop being UTF-8, when `text` (its lossy reading) holds a
+/// replacement character; `None` for valid UTF-8 (the common case costs one scan of a
+/// char that is almost never there).
+fn invalid_utf8_at(root: &Path, path: &str, text: &str) -> Option<usize> {
+    if !text.contains('\u{FFFD}') {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    let mut file = crate::repo::open_in(root, path)?;
+    std::io::Read::read_to_end(&mut file, &mut bytes).ok()?;
+    std::str::from_utf8(&bytes).err().map(|e| e.valid_up_to())
 }

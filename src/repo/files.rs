@@ -15,6 +15,9 @@ pub struct Walk {
     /// The metadata of each file, by its index in `files`: taken for `.rs` files only,
     /// and empty when the walk took none.
     pub stats: Vec<Option<FileStat>>,
+    /// `.rs` files whose names are not UTF-8 (cargo and rustc cannot name them), as read
+    /// lossily, sorted: findings, never silently skipped.
+    pub non_utf8: Vec<String>,
 }
 
 /// What the check cache compares to tell that a file has not changed since it was read:
@@ -72,6 +75,7 @@ impl FileStat {
 /// the open file when it reads one (cheaper than a lookup by path).
 pub fn walk(root: &Path, stats: bool) -> Walk {
     let out: Mutex<Vec<Vec<Found>>> = Mutex::new(Vec::new());
+    let non_utf8: Mutex<Vec<String>> = Mutex::new(Vec::new());
     WalkBuilder::new(root)
         .hidden(false)
         .git_ignore(true)
@@ -90,11 +94,20 @@ pub fn walk(root: &Path, stats: bool) -> Walk {
         .build_parallel()
         .run(|| {
             let mut found = ThreadFiles::new(&out);
+            let non_utf8 = &non_utf8;
             Box::new(move |entry| {
                 if let Ok(e) = entry
                     && e.file_type().is_some_and(|t| t.is_file())
                     && let Some(rel) = relative(root, e.path())
                 {
+                    if e.path().to_str().is_none() {
+                        if rel.ends_with(".rs")
+                            && let Ok(mut names) = non_utf8.lock()
+                        {
+                            names.push(rel);
+                        }
+                        return WalkState::Continue;
+                    }
                     let stat = if stats && rel.ends_with(".rs") {
                         e.metadata().ok().map(|m| FileStat::of(&m))
                     } else {
@@ -112,16 +125,23 @@ pub fn walk(root: &Path, stats: bool) -> Walk {
         all.extend(part);
     }
     all.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let mut non_utf8 = non_utf8.into_inner().unwrap_or_else(|p| p.into_inner());
+    non_utf8.sort_unstable();
     if !stats {
         // No vector of nothing but `None` beside the file list.
         let files = all.into_iter().map(|(path, _)| path).collect();
         return Walk {
             files,
             stats: Vec::new(),
+            non_utf8,
         };
     }
     let (files, stats) = all.into_iter().unzip();
-    Walk { files, stats }
+    Walk {
+        files,
+        stats,
+        non_utf8,
+    }
 }
 
 type Found = (String, Option<FileStat>);

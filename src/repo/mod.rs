@@ -133,6 +133,7 @@ impl Repo {
         Self::load_with(root, || files::Walk {
             files,
             stats: Vec::new(),
+            non_utf8: Vec::new(),
         })
     }
 
@@ -180,7 +181,21 @@ impl Repo {
         // Manifests only as regular files inside the root: a symlink, a FIFO or a folder
         // in a manifest's place reads as nothing, and the workspace makes that a finding.
         let read_manifest = |rel: &str| inside::read_text(root, rel, MANIFEST_LIMIT).ok().flatten();
-        let (workspace, workspace_findings) = Workspace::load(&read_manifest, &files);
+        let (workspace, mut workspace_findings) = Workspace::load(&read_manifest, &files);
+        for name in &walk.non_utf8 {
+            workspace_findings.push(
+                crate::check::finding::Finding::new(
+                    "source-unparsed",
+                    name.clone(),
+                    crate::check::finding::Location::START,
+                )
+                .message(format!(
+                    "the file name {name} is not UTF-8: cargo and rustc cannot build it, and it was not checked"
+                ))
+                .label("a name that is not UTF-8")
+                .help("rename the file to a UTF-8 name"),
+            );
+        }
         Ok(Repo {
             root: root.to_path_buf(),
             files,

@@ -56,6 +56,20 @@ pub struct ParseFailure {
     pub offset: usize,
 }
 
+/// The failure of a file whose bytes are not UTF-8, at the first invalid byte (`offset`,
+/// in the lossy text as in the bytes: the text before it is the same). rustc refuses such a
+/// file, so the checker does too, instead of reading the replacement characters.
+pub fn not_utf8(text: &str, offset: usize) -> ParseFailure {
+    let offset = offset.min(text.len());
+    let (line, column) = fast::LineCursor::new(text).at(offset);
+    ParseFailure {
+        message: "the file is not valid UTF-8 (rustc refuses it)".to_owned(),
+        line,
+        column,
+        offset,
+    }
+}
+
 /// Deeper delimiter nesting than this is reported unparsed instead of being handed to
 /// syn, whose recursive descent would otherwise exhaust the thread's stack.
 pub const MAX_NESTING: usize = 1_000;
