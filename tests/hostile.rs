@@ -127,3 +127,26 @@ fn non_utf8_names_and_contents_are_findings() {
     let again = run_in(repo.path(), &["check", "--format", "json"]);
     assert_eq!(again.stdout, run.stdout);
 }
+
+/// A `.rs` file that is a symlink is reported: cargo builds what it points at, and the
+/// walk used to leave it out silently, so its imports went unchecked.
+#[cfg(unix)]
+#[test]
+fn a_symlinked_source_is_a_finding() {
+    let outside = tempfile::tempdir().expect("tempdir");
+    std::fs::write(outside.path().join("evil.rs"), "use infra::Secret;\n").expect("write");
+    let repo = copy_fixture("clean");
+    let _ = std::fs::remove_dir_all(repo.path().join(".scaffold"));
+    std::os::unix::fs::symlink(
+        outside.path().join("evil.rs"),
+        repo.path().join("workers/maintenance/src/evil.rs"),
+    )
+    .expect("link");
+    let run = run_in(repo.path(), &["check", "--format", "json"]);
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("evil.rs is a symlink"),
+        "{}",
+        run.stdout
+    );
+}

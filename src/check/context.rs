@@ -366,9 +366,33 @@ fn parse_all(
                 entry => {
                     let stat = cache::settled(walked, repo.started_ns);
                     let len = walked.map(|w| w.len);
-                    let text = match opened {
-                        Some(f) => crate::repo::read_open(f, len)?,
-                        None => crate::repo::read_in_sized(&repo.root, path, len)?,
+                    let read = match opened {
+                        Some(f) => crate::repo::read_open(f, len),
+                        None => crate::repo::read_in_sized(&repo.root, path, len),
+                    };
+                    // A listed source that cannot be read (no permission, a link put in
+                    // its place, gone mid-run) is a finding, never a silent skip: its
+                    // imports cannot be checked.
+                    let Some(text) = read else {
+                        let facts = Err(rust_refs::ParseFailure {
+                            message: "the file cannot be read (no permission, a symlink, or it changed during the check)".to_owned(),
+                            line: 1,
+                            column: 1,
+                            offset: 0,
+                        });
+                        return Some(Source {
+                            path: path.clone(),
+                            file: OnceLock::new(),
+                            root: root.clone(),
+                            krate,
+                            scope: file_scope(&repo.workspace.crates[krate], path),
+                            facts,
+                            suppressions: Vec::new(),
+                            hash: 0,
+                            mentions: Mentions::default(),
+                            stat: None,
+                            kept: None,
+                        });
                     };
                     let hash = cache::hash(&text);
                     let src = SourceFile::new(path.clone(), text);

@@ -15,9 +15,17 @@ pub struct Walk {
     /// The metadata of each file, by its index in `files`: taken for `.rs` files only,
     /// and empty when the walk took none.
     pub stats: Vec<Option<FileStat>>,
-    /// `.rs` files whose names are not UTF-8 (cargo and rustc cannot name them), as read
-    /// lossily, sorted: findings, never silently skipped.
-    pub non_utf8: Vec<String>,
+    /// `.rs` files the check cannot read but cargo would build, sorted, each with why: a
+    /// name that is not UTF-8 (as read lossily), or a symlink. Findings, never silently
+    /// skipped.
+    pub unchecked: Vec<(String, Unchecked)>,
+}
+
+/// Why a `.rs` file found by the walk is not checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Unchecked {
+    NotUtf8,
+    Symlink,
 }
 
 /// What the check cache compares to tell that a file has not changed since it was read:
@@ -75,7 +83,7 @@ impl FileStat {
 /// the open file when it reads one (cheaper than a lookup by path).
 pub fn walk(root: &Path, stats: bool) -> Walk {
     let out: Mutex<Vec<Vec<Found>>> = Mutex::new(Vec::new());
-    let non_utf8: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let unchecked: Mutex<Vec<(String, Unchecked)>> = Mutex::new(Vec::new());
     WalkBuilder::new(root)
         .hidden(false)
         .git_ignore(true)
@@ -94,17 +102,28 @@ pub fn walk(root: &Path, stats: bool) -> Walk {
         .build_parallel()
         .run(|| {
             let mut found = ThreadFiles::new(&out);
-            let non_utf8 = &non_utf8;
+            let unchecked = &unchecked;
             Box::new(move |entry| {
+                // A symlinked `.rs` file: cargo would build it, the check reads only real
+                // files inside the root, so it is reported, not skipped.
+                if let Ok(e) = &entry
+                    && e.file_type().is_some_and(|t| t.is_symlink())
+                    && e.file_name().to_string_lossy().ends_with(".rs")
+                    && let Some(rel) = relative(root, e.path())
+                    && let Ok(mut list) = unchecked.lock()
+                {
+                    list.push((rel, Unchecked::Symlink));
+                    return WalkState::Continue;
+                }
                 if let Ok(e) = entry
                     && e.file_type().is_some_and(|t| t.is_file())
                     && let Some(rel) = relative(root, e.path())
                 {
                     if e.path().to_str().is_none() {
                         if rel.ends_with(".rs")
-                            && let Ok(mut names) = non_utf8.lock()
+                            && let Ok(mut list) = unchecked.lock()
                         {
-                            names.push(rel);
+                            list.push((rel, Unchecked::NotUtf8));
                         }
                         return WalkState::Continue;
                     }
@@ -125,22 +144,22 @@ pub fn walk(root: &Path, stats: bool) -> Walk {
         all.extend(part);
     }
     all.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-    let mut non_utf8 = non_utf8.into_inner().unwrap_or_else(|p| p.into_inner());
-    non_utf8.sort_unstable();
+    let mut unchecked = unchecked.into_inner().unwrap_or_else(|p| p.into_inner());
+    unchecked.sort_unstable();
     if !stats {
         // No vector of nothing but `None` beside the file list.
         let files = all.into_iter().map(|(path, _)| path).collect();
         return Walk {
             files,
             stats: Vec::new(),
-            non_utf8,
+            unchecked,
         };
     }
     let (files, stats) = all.into_iter().unzip();
     Walk {
         files,
         stats,
-        non_utf8,
+        unchecked,
     }
 }
 

@@ -133,7 +133,7 @@ impl Repo {
         Self::load_with(root, || files::Walk {
             files,
             stats: Vec::new(),
-            non_utf8: Vec::new(),
+            unchecked: Vec::new(),
         })
     }
 
@@ -182,18 +182,32 @@ impl Repo {
         // in a manifest's place reads as nothing, and the workspace makes that a finding.
         let read_manifest = |rel: &str| inside::read_text(root, rel, MANIFEST_LIMIT).ok().flatten();
         let (workspace, mut workspace_findings) = Workspace::load(&read_manifest, &files);
-        for name in &walk.non_utf8 {
+        for (name, why) in &walk.unchecked {
+            let (message, label, help) = match why {
+                files::Unchecked::NotUtf8 => (
+                    format!(
+                        "the file name {name} is not UTF-8: cargo and rustc cannot build it, and it was not checked"
+                    ),
+                    "a name that is not UTF-8",
+                    "rename the file to a UTF-8 name",
+                ),
+                files::Unchecked::Symlink => (
+                    format!(
+                        "{name} is a symlink: cargo would build what it points at, but scaffold checks only real files inside the repository, so its imports were not checked"
+                    ),
+                    "a symlinked source",
+                    "replace the link with the file itself",
+                ),
+            };
             workspace_findings.push(
                 crate::check::finding::Finding::new(
                     "source-unparsed",
                     name.clone(),
                     crate::check::finding::Location::START,
                 )
-                .message(format!(
-                    "the file name {name} is not UTF-8: cargo and rustc cannot build it, and it was not checked"
-                ))
-                .label("a name that is not UTF-8")
-                .help("rename the file to a UTF-8 name"),
+                .message(message)
+                .label(label)
+                .help(help),
             );
         }
         Ok(Repo {
