@@ -279,3 +279,35 @@ fn the_generator_refuses_fifos_and_links_in_place_of_what_it_edits() {
         "the link's target was edited"
     );
 }
+
+/// A template override cannot reach outside the repository through a symlinked folder
+/// (`{% include "leak/secret.txt" %}` wrote the secret into a generated file), nor read a
+/// device, nor loop for ever: each ends in an error, nothing written.
+#[test]
+fn template_overrides_stay_inside_and_run_out_of_fuel() {
+    let out = outside();
+    std::fs::write(out.path().join("secret.txt"), SECRET).expect("write");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = dir.path().join("acme");
+    let init = common::scaffold()
+        .arg("init")
+        .arg(&repo)
+        .output()
+        .expect("init runs");
+    assert!(init.status.success(), "{init:?}");
+    let ns = run_in(&repo, &["namespace", "shipping"]);
+    assert_eq!(ns.code, 0, "{}{}", ns.stdout, ns.stderr);
+    let overrides = repo.join(".scaffold/templates/kind");
+    std::fs::create_dir_all(&overrides).expect("mkdir");
+    symlink(out.path(), repo.join(".scaffold/templates/leak")).expect("link");
+    for body in [
+        "{% include \"leak/secret.txt\" %}\n",
+        "{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}\n",
+    ] {
+        std::fs::write(overrides.join("handler.rs.j2"), body).expect("write");
+        let run = never_shows_the_secret(&["worker", "maintenance", "NOTIFY_SHIPMENT"], &repo);
+        assert_eq!(run.code, 2, "{body}: {}{}", run.stdout, run.stderr);
+        let handler = repo.join("workers/maintenance/src/handlers/notify_shipment.rs");
+        assert!(!handler.exists(), "{body}: a file was written");
+    }
+}

@@ -40,9 +40,20 @@ pub struct Rendered {
     pub overridden: bool,
 }
 
+/// Instructions one render may run: the largest embedded template needs a few thousand;
+/// an override looping over `range(100000)` runs out and fails instead of running on.
+const FUEL: u64 = 1_000_000;
+
+/// The most text one render may produce.
+const OUTPUT_LIMIT: usize = 8 << 20;
+
+/// The largest override read.
+const OVERRIDE_LIMIT: u64 = 1 << 20;
+
 /// The template set of one command.
 #[derive(Debug)]
 pub struct Templates {
+    /// The repository root, when overrides may be read from it.
     overrides: Option<PathBuf>,
     env: Environment<'static>,
 }
@@ -50,11 +61,12 @@ pub struct Templates {
 impl Templates {
     /// Templates for a repository at `root` (its overrides win), or the embedded ones only.
     pub fn new(root: Option<&Path>) -> Templates {
-        let overrides = root.map(|r| r.join(OVERRIDE_DIR)).filter(|d| d.is_dir());
+        let overrides = root.map(Path::to_path_buf);
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);
         env.set_keep_trailing_newline(true);
         env.set_auto_escape_callback(|_| AutoEscape::None);
+        env.set_fuel(Some(FUEL));
         let dir = overrides.clone();
         env.set_loader(move |name| {
             if let Some(text) = read_override(dir.as_deref(), name)? {
@@ -75,9 +87,9 @@ impl Templates {
     }
 
     fn is_overridden(&self, name: &str) -> bool {
-        self.overrides
-            .as_ref()
-            .is_some_and(|d| d.join(name).is_file())
+        self.overrides.as_ref().is_some_and(|root| {
+            std::fs::symlink_metadata(root.join(OVERRIDE_DIR).join(name)).is_ok_and(|m| m.is_file())
+        })
     }
 
     fn origin(&self, name: &str) -> String {
@@ -105,6 +117,13 @@ impl Templates {
         };
         let template = self.env.get_template(name).map_err(fail)?;
         let text = template.render(ctx).map_err(fail)?;
+        if text.len() > OUTPUT_LIMIT {
+            return Err(GenerateError::Template {
+                template: name.to_owned(),
+                origin: self.origin(name),
+                message: format!("it renders more than {OUTPUT_LIMIT} bytes"),
+            });
+        }
         Ok(Rendered {
             text,
             template: name.to_owned(),
@@ -113,26 +132,21 @@ impl Templates {
     }
 }
 
-/// An override's text, refusing one that is a symlink (it could point anywhere).
-fn read_override(dir: Option<&Path>, name: &str) -> Result<Option<String>, minijinja::Error> {
-    let Some(dir) = dir else {
+/// An override's text: only a regular file reached through real directories inside the
+/// repository (a symlinked `.scaffold`, `.scaffold/templates` or subfolder, a link to
+/// `/dev/zero`, a FIFO are refused, their content unread), 1 MiB at most.
+fn read_override(root: Option<&Path>, name: &str) -> Result<Option<String>, minijinja::Error> {
+    let Some(root) = root else {
         return Ok(None);
     };
     if name.split('/').any(|c| c == ".." || c.is_empty()) {
         return Ok(None);
     }
-    let path = dir.join(name);
-    match path.symlink_metadata() {
-        Ok(m) if m.file_type().is_symlink() => Err(minijinja::Error::new(
+    let rel = format!("{OVERRIDE_DIR}/{name}");
+    crate::repo::inside::read_text(root, &rel, OVERRIDE_LIMIT).map_err(|refusal| {
+        minijinja::Error::new(
             minijinja::ErrorKind::InvalidOperation,
-            format!("{OVERRIDE_DIR}/{name} is a symlink; overrides must be plain files"),
-        )),
-        Ok(_) => std::fs::read_to_string(&path).map(Some).map_err(|e| {
-            minijinja::Error::new(
-                minijinja::ErrorKind::InvalidOperation,
-                format!("cannot read {OVERRIDE_DIR}/{name}: {e}"),
-            )
-        }),
-        Err(_) => Ok(None),
-    }
+            format!("refused the override: {refusal}"),
+        )
+    })
 }
