@@ -43,25 +43,29 @@ fn climbs(rel: &str) -> bool {
     Path::new(rel).is_absolute() || rel.starts_with('/') || rel.split('/').any(|s| s == "..")
 }
 
+/// Each leading part of `rel` (`a`, `a/b`, …, `rel` itself), as written, with its path
+/// under `root`: what the readers and writers below check one component at a time.
+fn prefixes<'a>(root: &'a Path, rel: &'a str) -> impl Iterator<Item = (PathBuf, &'a str)> + 'a {
+    rel.match_indices('/')
+        .map(|(i, _)| i)
+        .chain(std::iter::once(rel.len()))
+        .filter(move |&end| end > 0 && !rel[..end].ends_with('/'))
+        .map(move |end| (root.join(&rel[..end]), &rel[..end]))
+}
+
 /// Whether every directory between `root` and `rel` (its parents, not `rel` itself) is a
 /// real directory: `Ok(false)` when one is missing, a refusal when one is a symlink or not
 /// a directory.
 fn real_parents(root: &Path, rel: &str) -> Result<bool, Refusal> {
-    let mut at = root.to_path_buf();
-    let mut shown = String::new();
-    let parts: Vec<&str> = rel.split('/').filter(|p| !p.is_empty()).collect();
-    for part in parts.iter().take(parts.len().saturating_sub(1)) {
-        at.push(part);
-        if !shown.is_empty() {
-            shown.push('/');
-        }
-        shown.push_str(part);
+    for (at, shown) in prefixes(root, rel).filter(|(_, p)| p.len() < rel.len()) {
         match std::fs::symlink_metadata(&at) {
-            Ok(m) if m.file_type().is_symlink() => return Err(Refusal::Symlink(shown)),
-            Ok(m) if !m.is_dir() => return Err(Refusal::NotDirectory(shown)),
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(Refusal::Symlink(shown.to_owned()));
+            }
+            Ok(m) if !m.is_dir() => return Err(Refusal::NotDirectory(shown.to_owned())),
             Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
-            Err(e) => return Err(Refusal::io(&shown, e)),
+            Err(e) => return Err(Refusal::io(shown, e)),
         }
     }
     Ok(true)
@@ -144,16 +148,9 @@ pub fn no_links(root: &Path, rel: &str) -> Result<(), Refusal> {
     if climbs(rel) {
         return Err(Refusal::Climbs(rel.to_owned()));
     }
-    let mut at = root.to_path_buf();
-    let mut shown = String::new();
-    for part in rel.split('/').filter(|p| !p.is_empty()) {
-        at.push(part);
-        if !shown.is_empty() {
-            shown.push('/');
-        }
-        shown.push_str(part);
+    for (at, shown) in prefixes(root, rel) {
         match std::fs::symlink_metadata(&at) {
-            Ok(m) if m.file_type().is_symlink() => return Err(Refusal::Symlink(shown)),
+            Ok(m) if m.file_type().is_symlink() => return Err(Refusal::Symlink(shown.to_owned())),
             Ok(_) => {}
             // Missing from here on (created as real ones), or not a folder (the caller's
             // own open says so).
@@ -170,27 +167,19 @@ pub fn create_dirs(root: &Path, rel: &str) -> io::Result<PathBuf> {
     if climbs(rel) {
         return Err(io::Error::other(Refusal::Climbs(rel.to_owned())));
     }
-    let mut at = root.to_path_buf();
-    let mut shown = String::new();
-    for part in rel.split('/').filter(|p| !p.is_empty()) {
-        at.push(part);
-        if !shown.is_empty() {
-            shown.push('/');
-        }
-        shown.push_str(part);
+    let refuse = |r: Refusal| Err(io::Error::other(r));
+    for (at, shown) in prefixes(root, rel) {
         match std::fs::symlink_metadata(&at) {
-            Ok(m) if m.file_type().is_symlink() => {
-                return Err(io::Error::other(Refusal::Symlink(shown)));
-            }
-            Ok(m) if !m.is_dir() => return Err(io::Error::other(Refusal::NotDirectory(shown))),
+            Ok(m) if m.file_type().is_symlink() => return refuse(Refusal::Symlink(shown.into())),
+            Ok(m) if !m.is_dir() => return refuse(Refusal::NotDirectory(shown.into())),
             Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => match std::fs::create_dir(&at) {
                 Ok(()) => {}
-                // Another process made it in the meantime: check it on the next pass.
+                // Another process made it in the meantime: it must be a real folder too.
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                     let m = std::fs::symlink_metadata(&at)?;
                     if !m.is_dir() || m.file_type().is_symlink() {
-                        return Err(io::Error::other(Refusal::Symlink(shown)));
+                        return refuse(Refusal::Symlink(shown.into()));
                     }
                 }
                 Err(e) => return Err(e),
@@ -198,7 +187,9 @@ pub fn create_dirs(root: &Path, rel: &str) -> io::Result<PathBuf> {
             Err(e) => return Err(e),
         }
     }
-    Ok(at)
+    Ok(prefixes(root, rel)
+        .last()
+        .map_or_else(|| root.to_path_buf(), |(at, _)| at))
 }
 
 /// Replaces the repo-relative file `rel` with `bytes`: a uniquely named temp file in its

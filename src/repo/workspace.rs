@@ -148,47 +148,61 @@ impl Workspace {
                 .iter()
                 .map(|g| format!("{}/", g.pattern))
                 .collect();
+            let excluded = |dir: &str| {
+                exclude_globs.iter().any(|g| g.is_match(dir))
+                    || excluded_dirs.iter().any(|d| dir.starts_with(d.as_str()))
+            };
             for dir in manifest_dirs {
-                if member_globs.iter().any(|g| g.is_match(&dir))
-                    && !exclude_globs.iter().any(|g| g.is_match(&dir))
-                    && !excluded_dirs.iter().any(|d| dir.starts_with(d.as_str()))
-                {
+                if member_globs.iter().any(|g| g.is_match(&dir)) && !excluded(&dir) {
                     member_dirs.push(dir);
                 }
             }
             // A directory a member glob matches with no Cargo.toml (deleted, or a folder or
             // link in its place): cargo refuses the workspace, so the gate must not pass
             // with that crate silently gone.
-            let mut dirs: Vec<&str> = files
+            let wildcards: Vec<&PathGlob> = member_globs
                 .iter()
-                .flat_map(|f| f.match_indices('/').map(move |(i, _)| &f[..i]))
+                .filter(|g| g.pattern.contains(['*', '?', '[']))
                 .collect();
-            dirs.sort_unstable();
-            dirs.dedup();
-            for m in members.iter().map(|m| normalize_rel(m)) {
-                if !m.contains(['*', '?', '[']) {
-                    continue;
-                }
-                let Ok(glob) = PathGlob::new(m.as_str()) else {
-                    continue;
-                };
-                for dir in dirs.iter().filter(|d| glob.is_match(d)) {
-                    let excluded = exclude_globs.iter().any(|g| g.is_match(dir))
-                        || excluded_dirs.iter().any(|e| dir.starts_with(e.as_str()));
-                    if excluded || files.binary_search(&format!("{dir}/Cargo.toml")).is_ok() {
-                        continue;
+            if !wildcards.is_empty() {
+                // Only folders as deep as a pattern reaches (`*` stops at `/`; `**` has no
+                // bound), so a warm run does not list every folder of a large tree.
+                let depth = wildcards
+                    .iter()
+                    .map(|g| {
+                        (!g.pattern.contains("**")).then(|| g.pattern.matches('/').count() + 1)
+                    })
+                    .try_fold(0, |most, d| d.map(|d| most.max(d)));
+                let mut dirs: Vec<&str> = files
+                    .iter()
+                    .flat_map(|f| {
+                        f.match_indices('/')
+                            .take(depth.unwrap_or(usize::MAX))
+                            .map(move |(i, _)| &f[..i])
+                    })
+                    .collect();
+                dirs.sort_unstable();
+                dirs.dedup();
+                for glob in wildcards {
+                    let m = &glob.pattern;
+                    for dir in dirs.iter().filter(|d| glob.is_match(d)) {
+                        if excluded(dir)
+                            || files.binary_search(&format!("{dir}/Cargo.toml")).is_ok()
+                        {
+                            continue;
+                        }
+                        let at = find_text(&root_file, &format!("\"{m}\""));
+                        findings.push(
+                            Finding::new("source-unparsed", "Cargo.toml", at)
+                                .message(format!(
+                                    "`{dir}` matches the workspace member `{m}` but has no Cargo.toml; cargo would refuse the workspace"
+                                ))
+                                .label("member without a manifest")
+                                .help(format!(
+                                    "restore {dir}/Cargo.toml, or add `{dir}` to `[workspace] exclude`"
+                                )),
+                        );
                     }
-                    let at = find_text(&root_file, &format!("\"{m}\""));
-                    findings.push(
-                        Finding::new("source-unparsed", "Cargo.toml", at)
-                            .message(format!(
-                                "`{dir}` matches the workspace member `{m}` but has no Cargo.toml; cargo would refuse the workspace"
-                            ))
-                            .label("member without a manifest")
-                            .help(format!(
-                                "restore {dir}/Cargo.toml, or add `{dir}` to `[workspace] exclude`"
-                            )),
-                    );
                 }
             }
             // A literal member that has no Cargo.toml: cargo itself would refuse the workspace.
