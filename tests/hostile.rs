@@ -47,13 +47,7 @@ fn a_manifest_problem_on_a_very_long_line_is_shown_clipped() {
 #[test]
 fn an_inferred_namespace_is_validated() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let repo = dir.path().join("acme");
-    let init = common::scaffold()
-        .arg("init")
-        .arg(&repo)
-        .output()
-        .expect("init runs");
-    assert!(init.status.success(), "{init:?}");
+    let repo = common::init_repo(dir.path(), false);
     let ns = repo.join("om/src/café");
     std::fs::create_dir_all(&ns).expect("mkdir");
     std::fs::write(ns.join("kinds.rs"), "").expect("write");

@@ -232,15 +232,7 @@ fn a_named_baseline_must_exist_inside_the_repository() {
 fn the_generator_refuses_fifos_and_links_in_place_of_what_it_edits() {
     let out = outside();
     let dir = tempfile::tempdir().expect("tempdir");
-    let repo = dir.path().join("acme");
-    let init = common::scaffold()
-        .arg("init")
-        .arg(&repo)
-        .output()
-        .expect("init runs");
-    assert!(init.status.success(), "{init:?}");
-    let ns = run_in(&repo, &["namespace", "shipping"]);
-    assert_eq!(ns.code, 0, "{}{}", ns.stdout, ns.stderr);
+    let repo = common::init_repo(dir.path(), true);
     for (victim, how) in [("scripts/dev.sh", "fifo"), ("om/src/root.rs", "symlink")] {
         let path = repo.join(victim);
         let saved = std::fs::read(&path).expect("read");
@@ -288,15 +280,7 @@ fn template_overrides_stay_inside_and_run_out_of_fuel() {
     let out = outside();
     std::fs::write(out.path().join("secret.txt"), SECRET).expect("write");
     let dir = tempfile::tempdir().expect("tempdir");
-    let repo = dir.path().join("acme");
-    let init = common::scaffold()
-        .arg("init")
-        .arg(&repo)
-        .output()
-        .expect("init runs");
-    assert!(init.status.success(), "{init:?}");
-    let ns = run_in(&repo, &["namespace", "shipping"]);
-    assert_eq!(ns.code, 0, "{}{}", ns.stdout, ns.stderr);
+    let repo = common::init_repo(dir.path(), true);
     let overrides = repo.join(".scaffold/templates/kind");
     std::fs::create_dir_all(&overrides).expect("mkdir");
     symlink(out.path(), repo.join(".scaffold/templates/leak")).expect("link");

@@ -76,6 +76,14 @@ fn inert(text: String) -> String {
         .collect()
 }
 
+/// Whether any text of `f` holds a control character [`super::escape_controls`] escapes.
+fn needs_escaping(f: &Finding) -> bool {
+    [&f.path, &f.message, &f.label]
+        .iter()
+        .any(|t| t.chars().any(char::is_control))
+        || f.help.chars().any(|c| c.is_control() && c != '\n')
+}
+
 /// Lines longer than this (in bytes) near a finding are not handed to miette.
 const LONG_LINE: usize = 1_000;
 
@@ -143,15 +151,20 @@ pub fn outcome(out: &mut dyn Write, style: Style, root: &Path, o: &Outcome) -> i
     let mut cache: Option<(String, Option<String>)> = None;
     for found in super::sorted(o) {
         // What is printed, with control characters from file names and manifests escaped
-        // (the file is still read by its real path).
-        let cleaned = Finding {
-            path: super::escape_controls(&found.path, false).into_owned(),
-            message: super::escape_controls(&found.message, false).into_owned(),
-            label: super::escape_controls(&found.label, false).into_owned(),
-            help: super::escape_controls(&found.help, true).into_owned(),
-            ..found.clone()
+        // (the file is still read by its real path). A copy only when one needs it.
+        let cleaned;
+        let f = if needs_escaping(found) {
+            cleaned = Finding {
+                path: super::escape_controls(&found.path, false).into_owned(),
+                message: super::escape_controls(&found.message, false).into_owned(),
+                label: super::escape_controls(&found.label, false).into_owned(),
+                help: super::escape_controls(&found.help, true).into_owned(),
+                ..found.clone()
+            };
+            &cleaned
+        } else {
+            found
         };
-        let f = &cleaned;
         if cache.as_ref().is_none_or(|(p, _)| *p != found.path) {
             // Only a real file inside the root is shown: a finding on a path that is (or
             // is reached through) a symlink never prints what the link points at.

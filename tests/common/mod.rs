@@ -135,3 +135,20 @@ pub fn scenario(rel: &str) -> Option<(tempfile::TempDir, Vec<String>)> {
     git(tmp.path(), &["add", "-A"]);
     Some((tmp, lines("args")))
 }
+
+/// `scaffold init` into `<dir>/acme`, then `scaffold namespace shipping` when
+/// `namespace`; returns the repository's path.
+pub fn init_repo(dir: &Path, namespace: bool) -> PathBuf {
+    let repo = dir.join("acme");
+    let init = scaffold()
+        .arg("init")
+        .arg(&repo)
+        .output()
+        .expect("init runs");
+    assert!(init.status.success(), "{init:?}");
+    if namespace {
+        let ns = run_in(&repo, &["namespace", "shipping"]);
+        assert_eq!(ns.code, 0, "{}{}", ns.stdout, ns.stderr);
+    }
+    repo
+}
