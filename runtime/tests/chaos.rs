@@ -8,16 +8,14 @@
 //! The workers are this test binary re-executed on the ignored test `chaos_worker_process`.
 
 mod pg_common;
+mod worker_process;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::{Arc, Mutex};
-use std::thread;
 use std::time::{Duration, Instant};
 
 use scaffold_runtime::{
-    Item, ItemState, LoopEvent, NewItem, Store, WorkContext, WorkError, WorkHandler, WorkKindSpec,
-    WorkLoop,
+    Item, ItemState, NewItem, Store, WorkContext, WorkError, WorkHandler, WorkKindSpec, WorkLoop,
 };
 use serde::{Deserialize, Serialize};
 
@@ -86,16 +84,7 @@ fn chaos_worker_process() {
             .lease(LEASE)
             .sweep_interval(Duration::from_millis(100))
             .poll_interval(Duration::from_millis(20))
-            .observer(|e| match e {
-                LoopEvent::Finished {
-                    id,
-                    fence,
-                    outcome: "completed",
-                } => println!("CHAOS completed {id} {fence}"),
-                LoopEvent::StaleRejected { id, fence } => println!("CHAOS stale {id} {fence}"),
-                LoopEvent::LeaseLost { id, fence } => println!("CHAOS lost {id} {fence}"),
-                _ => {}
-            })
+            .observer(worker_process::print_events("CHAOS"))
             .build()
             .expect("the worker loop builds");
         loop_
@@ -113,42 +102,22 @@ struct Log {
 }
 
 fn spawn_worker(url: &str, log: &Arc<Mutex<Log>>) -> Child {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let mut child = Command::new(exe)
-        .args([
-            "--exact",
-            "chaos_worker_process",
-            "--nocapture",
-            "--ignored",
-        ])
-        .env(WORKER_ENV, url)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("a worker process starts");
-    let stdout = child.stdout.take().expect("the worker's stdout");
     let log = Arc::clone(log);
-    thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let parts: Vec<&str> = line.split_whitespace().collect();
-            let (Some(&"CHAOS"), Some(event), Some(id), Some(fence)) =
-                (parts.first(), parts.get(1), parts.get(2), parts.get(3))
-            else {
-                continue;
-            };
-            let (Ok(id), Ok(fence)) = (id.parse(), fence.parse()) else {
-                continue;
-            };
+    worker_process::spawn(
+        "chaos_worker_process",
+        WORKER_ENV,
+        url,
+        "CHAOS",
+        move |line| {
             let Ok(mut log) = log.lock() else { return };
-            match *event {
-                "completed" => log.completed.push((id, fence)),
+            match line.event {
+                "completed" => log.completed.push((line.id, line.fence)),
                 "stale" => log.stale_rejected += 1,
                 "lost" => log.leases_lost += 1,
                 _ => {}
             }
-        }
-    });
-    child
+        },
+    )
 }
 
 async fn remaining(store: &Store) -> u64 {

@@ -13,19 +13,18 @@
 //! The workers are this test binary re-executed on the ignored test `stop_worker_process`.
 
 mod pg_common;
+mod worker_process;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::{Arc, Mutex};
-use std::thread;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use scaffold_runtime::{
-    Item, ItemState, ListFilter, LoopEvent, NewItem, Store, WorkContext, WorkError, WorkHandler,
-    WorkKindSpec, WorkLoop,
+    Item, ItemState, ListFilter, NewItem, Store, WorkContext, WorkError, WorkHandler, WorkKindSpec,
+    WorkLoop,
 };
 use serde::{Deserialize, Serialize};
 
@@ -81,16 +80,7 @@ fn stop_worker_process() {
             .lease(LEASE)
             .sweep_interval(Duration::from_millis(50))
             .poll_interval(Duration::from_millis(10))
-            .observer(|e| match e {
-                LoopEvent::Finished {
-                    id,
-                    fence,
-                    outcome: "completed",
-                } => println!("STOP completed {id} {fence}"),
-                LoopEvent::StaleRejected { id, fence } => println!("STOP stale {id} {fence}"),
-                LoopEvent::LeaseLost { id, fence } => println!("STOP lost {id} {fence}"),
-                _ => {}
-            })
+            .observer(worker_process::print_events("STOP"))
             .build()
             .expect("the worker loop builds");
         loop_
@@ -111,42 +101,27 @@ struct Log {
 }
 
 fn spawn_worker(url: &str, log: &Arc<Mutex<Log>>) -> Child {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let mut child = Command::new(exe)
-        .args(["--exact", "stop_worker_process", "--nocapture", "--ignored"])
-        .env(WORKER_ENV, url)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("a worker process starts");
-    let stdout = child.stdout.take().expect("the worker's stdout");
     let log = Arc::clone(log);
-    thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let parts: Vec<&str> = line.split_whitespace().collect();
-            let (Some(&"STOP"), Some(event), Some(id), Some(fence)) =
-                (parts.first(), parts.get(1), parts.get(2), parts.get(3))
-            else {
-                continue;
-            };
-            let (Ok(id), Ok(fence)) = (id.parse::<i64>(), fence.parse::<i64>()) else {
-                continue;
-            };
+    worker_process::spawn(
+        "stop_worker_process",
+        WORKER_ENV,
+        url,
+        "STOP",
+        move |line| {
             let Ok(mut log) = log.lock() else { return };
-            match *event {
-                "completed" => log.completed.push((id, fence)),
+            match line.event {
+                "completed" => log.completed.push((line.id, line.fence)),
                 "handled" => {
-                    if let Some(Ok(n)) = parts.get(4).map(|n| n.parse()) {
-                        log.handled.insert((id, fence), n);
+                    if let Some(Ok(n)) = line.rest.first().map(|n| n.parse()) {
+                        log.handled.insert((line.id, line.fence), n);
                     }
                 }
                 "stale" => log.stale_rejected += 1,
                 "lost" => log.leases_lost += 1,
                 _ => {}
             }
-        }
-    });
-    child
+        },
+    )
 }
 
 fn signal(child: &Child, sig: Signal) {
