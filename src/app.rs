@@ -192,6 +192,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, AppError> {
         } => {
             refuse_check_formats(global.format)?;
             let root = repo::discover(&working_dir(&global)?)?;
+            recover(&root, "hook install")?;
             let path = crate::hook::install(&root, force)?;
             write_or_quiet(report::hook_installed(out, global.format, &path))?;
             Ok(ExitCode::from(EXIT_OK))
@@ -219,7 +220,8 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, AppError> {
                 name: args.name,
                 dry_run: args.dry_run,
             };
-            let done = crate::generate::init::init(&working_dir(&global)?, &opts)?;
+            let done = crate::generate::init::init(&working_dir(&global)?, &opts, &mut waiting)?;
+            say_recovered(done.recovered.as_ref());
             write_or_quiet(report::generated(out, global.format, &done))?;
             Ok(ExitCode::from(EXIT_OK))
         }
@@ -234,7 +236,9 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, AppError> {
                 role: args.role,
                 dry_run: args.dry_run,
             };
-            let done = crate::generate::worker::worker(&working_dir(&global)?, &opts)?;
+            let done =
+                crate::generate::worker::worker(&working_dir(&global)?, &opts, &mut waiting)?;
+            say_recovered(done.recovered.as_ref());
             write_or_quiet(report::generated(out, global.format, &done))?;
             Ok(ExitCode::from(EXIT_OK))
         }
@@ -244,11 +248,33 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, AppError> {
                 &working_dir(&global)?,
                 &args.ns,
                 args.dry_run,
+                &mut waiting,
             )?;
+            say_recovered(done.recovered.as_ref());
             write_or_quiet(report::generated(out, global.format, &done))?;
             Ok(ExitCode::from(EXIT_OK))
         }
     }
+}
+
+/// Tells stderr that the run waits for another one.
+fn waiting(holder: &str) {
+    let _ = report::lock_waiting(&mut std::io::stderr(), holder);
+}
+
+/// Tells stderr what a command finished or undid of a killed run.
+fn say_recovered(r: Option<&crate::generate::txn::Recovered>) {
+    if let Some(r) = r {
+        let _ = report::recovered(&mut std::io::stderr(), r);
+    }
+}
+
+/// Before a command that reads the repository at `root` does anything else: finishes or
+/// undoes a generator run that was killed there (waiting for one that is still running).
+pub(crate) fn recover(root: &Path, command: &str) -> Result<(), AppError> {
+    let r = crate::generate::txn::recover(root, command, &mut waiting)?;
+    say_recovered(r.as_ref());
+    Ok(())
 }
 
 fn change_set(root: &Path, args: &ChangeArgs) -> Result<Option<ChangeSet>, AppError> {
@@ -268,6 +294,7 @@ fn run_gates(
     refuse_check_formats(global.format)?;
     let cwd = working_dir(global)?;
     let root = repo::discover(&cwd)?;
+    recover(&root, "gates")?;
     let loaded = match Repo::load(&root) {
         Ok(r) => r,
         Err(RepoError::Manifest { problems, .. }) => {
@@ -367,6 +394,7 @@ fn run_check(
     check::validate_rule_ids(&args.rules).map_err(|errors| AppError::UnknownRules { errors })?;
     let cwd = working_dir(global)?;
     let root = repo::discover(&cwd)?;
+    recover(&root, "check")?;
     let root_display = relative_display(&cwd, &root);
     let style = style(global);
     let changes = change_set(&root, &args.changes)?;

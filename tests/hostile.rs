@@ -1,6 +1,9 @@
-//! Hostile input the reporter must survive (issue "Fail closed", item 8): a finding on a
-//! 70,000-column line made miette's renderer panic (exit 101). It is now shown as a
-//! clipped excerpt, in every output format, and the run exits with its findings' code.
+//! Hostile input (issue "Fail closed"): what a pull request or another local user can
+//! plant must end in a clear finding or error, never a panic, a write outside the root or
+//! a binary of someone else's choosing. A finding on a 70,000-column line is shown
+//! clipped; names and bytes the terminal would act on are escaped; a toolchain file in
+//! `$TMPDIR` does not choose rustfmt; a planted or symlinked `.scaffold/txn` is refused;
+//! a held repository lock is waited on, named, and timed out.
 
 mod common;
 
@@ -143,4 +146,162 @@ fn a_symlinked_source_is_a_finding() {
         "{}",
         run.stdout
     );
+}
+
+#[cfg(unix)]
+#[test]
+fn rustfmt_is_staged_inside_the_repository_never_under_tmpdir() {
+    use std::os::unix::fs::PermissionsExt;
+    if !std::process::Command::new("rustup")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        eprintln!(
+            "SKIPPED: rustfmt is not rustup's proxy here; a planted toolchain file cannot pick it"
+        );
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let repo = common::init_repo(tmp.path(), true);
+    // What another local user could plant in /tmp: a toolchain file naming their own
+    // "toolchain", whose rustfmt leaves a mark.
+    let tmpdir = tmp.path().join("tmpdir");
+    let fake = tmp.path().join("fake/bin");
+    std::fs::create_dir_all(&tmpdir).expect("mkdir");
+    std::fs::create_dir_all(&fake).expect("mkdir");
+    let mark = tmp.path().join("planted-rustfmt-ran");
+    for tool in ["rustfmt", "rustc", "cargo"] {
+        let path = fake.join(tool);
+        std::fs::write(
+            &path,
+            format!("#!/bin/sh\ntouch '{}'\nexit 1\n", mark.display()),
+        )
+        .expect("write");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    std::fs::write(
+        tmpdir.join("rust-toolchain.toml"),
+        format!(
+            "[toolchain]\npath = '{}'\n",
+            tmp.path().join("fake").display()
+        ),
+    )
+    .expect("write");
+    let out = common::scaffold()
+        .env("TMPDIR", &tmpdir)
+        .arg("-C")
+        .arg(&repo)
+        .args(["worker", "billing", "CHARGE", "--namespace", "shipping"])
+        .output()
+        .expect("runs");
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        !mark.exists(),
+        "a toolchain file under $TMPDIR chose the rustfmt that ran"
+    );
+    let left: Vec<_> = std::fs::read_dir(&tmpdir)
+        .expect("readable")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, ["rust-toolchain.toml"], "staged under $TMPDIR");
+    assert!(
+        !repo.join(".scaffold/txn").exists(),
+        "staging left in the repo"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn a_symlinked_transaction_folder_is_refused_and_not_followed() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let repo = common::init_repo(tmp.path(), true);
+    let outside = tmp.path().join("outside");
+    std::fs::create_dir(&outside).expect("mkdir");
+    std::fs::write(outside.join("journal.json"), "{}").expect("write");
+    std::fs::create_dir_all(repo.join(".scaffold")).expect("mkdir");
+    std::os::unix::fs::symlink(&outside, repo.join(".scaffold/txn")).expect("link");
+    let run = common::run_in(&repo, &["check"]);
+    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    assert!(run.stderr.contains("is a symlink"), "{}", run.stderr);
+    let worker = common::run_in(&repo, &["worker", "maintenance", "REINDEX"]);
+    assert_eq!(worker.code, 2, "{}{}", worker.stdout, worker.stderr);
+    assert_eq!(
+        std::fs::read_dir(&outside).expect("readable").count(),
+        1,
+        "wrote outside through the link"
+    );
+}
+
+#[test]
+fn a_journal_naming_a_path_outside_the_repository_is_refused() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let repo = common::init_repo(tmp.path(), true);
+    let txn = repo.join(".scaffold/txn");
+    std::fs::create_dir_all(txn.join("new")).expect("mkdir");
+    std::fs::write(txn.join("new/0"), "planted\n").expect("write");
+    let journal = serde_json::json!({
+        "version": 1, "command": "worker x X", "pid": 1, "dirs": [],
+        "entries": [{"path": "../escaped.txt", "staged": "new/0", "backup": null,
+                     "before": null, "after": "0"}],
+    });
+    std::fs::write(txn.join("journal.json"), journal.to_string()).expect("write");
+    let run = common::run_in(&repo, &["check"]);
+    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr
+            .contains("cannot finish the interrupted `scaffold worker x X`"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        !tmp.path().join("escaped.txt").exists(),
+        "wrote outside the root"
+    );
+    assert!(
+        txn.join("new/0").exists(),
+        "the journal is left for a person to look at"
+    );
+}
+
+#[test]
+fn a_run_waits_for_the_lock_and_names_its_holder_then_times_out() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let repo = common::init_repo(tmp.path(), true);
+    std::fs::create_dir_all(repo.join(".scaffold")).expect("mkdir");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .open(repo.join(".scaffold/lock"))
+        .expect("open");
+    fs4::FileExt::lock(&file).expect("locks");
+    std::io::Write::write_all(&mut &file, b"pid 4242: scaffold worker maintenance HELD\n")
+        .expect("write");
+    let before = std::fs::read(repo.join("om/src/shipping/kinds.rs")).expect("read");
+    let out = common::scaffold()
+        .env("SCAFFOLD_LOCK_TIMEOUT", "1")
+        .arg("-C")
+        .arg(&repo)
+        .args(["worker", "maintenance", "REINDEX"])
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(
+            "waiting for the repository lock, held by pid 4242: scaffold worker maintenance HELD"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("another scaffold run holds the repository lock"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read(repo.join("om/src/shipping/kinds.rs")).expect("read"),
+        before
+    );
+    drop(file);
 }

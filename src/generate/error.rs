@@ -188,6 +188,28 @@ pub enum GenerateError {
         message: String,
         help: String,
     },
+    #[error("another scaffold run holds the repository lock: {holder}")]
+    #[diagnostic(
+        code(scaffold::locked),
+        help(
+            "waited {waited} s; let that run finish (or stop it) and run this again; SCAFFOLD_LOCK_TIMEOUT sets the wait in seconds"
+        )
+    )]
+    Locked { holder: String, waited: u64 },
+    #[error("SCAFFOLD_LOCK_TIMEOUT is `{value}`, not a number of seconds")]
+    #[diagnostic(
+        code(scaffold::usage),
+        help("set it to a whole number of seconds up to 86400")
+    )]
+    LockTimeout { value: String },
+    #[error("cannot finish the interrupted `scaffold {command}` in .scaffold/txn: {reason}")]
+    #[diagnostic(
+        code(scaffold::journal),
+        help(
+            "a scaffold run was stopped while it wrote, and its journal no longer matches the tree; look at .scaffold/txn/journal.json, put the listed files right by hand, then delete .scaffold/txn"
+        )
+    )]
+    Journal { command: String, reason: String },
     #[error("agent/codemap.yml has no valid `name:`")]
     #[diagnostic(
         code(scaffold::manifest_invalid),

@@ -34,7 +34,11 @@ pub struct InitOptions {
 }
 
 /// Plans and (unless dry-run) writes the reference repository.
-pub fn init(cwd: &Path, opts: &InitOptions) -> Result<Generated, GenerateError> {
+pub fn init(
+    cwd: &Path,
+    opts: &InitOptions,
+    waiting: &mut dyn FnMut(&str),
+) -> Result<Generated, GenerateError> {
     let dir = cwd.join(&opts.dir);
     let name = match &opts.name {
         Some(n) => {
@@ -61,9 +65,9 @@ pub fn init(cwd: &Path, opts: &InitOptions) -> Result<Generated, GenerateError> 
             dir: opts.dir.clone(),
         });
     }
+    let txn = super::txn::Txn::begin(&dir, "init", !exists, waiting)?;
     let templates = Templates::new(exists.then_some(dir.as_path()));
     let mut plan = Plan::new(&dir);
-    plan.creates_root = !exists;
     let vars = project_vars(&name);
     let ctx = context(&vars);
     for t in Templates::names_under("init/") {
@@ -97,7 +101,7 @@ pub fn init(cwd: &Path, opts: &InitOptions) -> Result<Generated, GenerateError> 
         "scaffold namespace <ns>".to_owned(),
         "scaffold worker maintenance <KIND> --namespace <ns>".to_owned(),
     ];
-    super::finish("init", plan, opts.dry_run, next)
+    super::finish("init", txn, plan, opts.dry_run, next)
 }
 
 /// `s` as one shell word (single-quoted unless it is plainly safe), for the hints printed.

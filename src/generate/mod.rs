@@ -1,10 +1,14 @@
 //! The generator: `scaffold init`, `scaffold namespace`, `scaffold worker`. Each command
 //! plans into memory ([`plan::Plan`]), renders templates ([`templates`]), formats Rust
 //! ([`rustfmt`]), parses back every file ([`validate`]) and only then writes, all or nothing
-//! ([`write`]). `--dry-run` stops before writing and shows the plan as unified diffs.
+//! ([`write`]). `--dry-run` stops before writing and shows the plan as unified diffs. Each
+//! command runs as one transaction ([`txn`]) holding the repository lock ([`lock`]) from
+//! before it reads the tree, so two runs never plan from the same tree and a killed run is
+//! finished or undone by the next.
 
 mod error;
 pub mod init;
+pub mod lock;
 pub mod lockfile;
 pub mod markers;
 pub mod members;
@@ -13,6 +17,7 @@ pub mod namespace;
 pub mod plan;
 pub mod rustfmt;
 pub mod templates;
+pub mod txn;
 pub mod validate;
 pub mod worker;
 pub mod write;
@@ -41,21 +46,27 @@ pub struct Generated {
     pub next: Vec<String>,
     /// Whether rustfmt formatted the Rust files.
     pub formatted: rustfmt::Formatted,
+    /// What the command finished or undid of a killed run before it began.
+    pub recovered: Option<txn::Recovered>,
 }
 
-/// Formats, validates and (unless `dry_run`) writes `plan`.
+/// Formats, validates and (unless `dry_run`) writes `plan`, ending `txn`.
 pub(crate) fn finish(
     command: &'static str,
+    txn: txn::Txn,
     mut plan: Plan,
     dry_run: bool,
     next: Vec<String>,
 ) -> Result<Generated, GenerateError> {
-    let formatted = rustfmt::format(&mut plan, "2024")?;
+    let formatted = rustfmt::format(&mut plan, "2024", &txn)?;
     validate::validate(&plan)?;
+    let recovered = txn.recovered.clone();
     let diff = if dry_run {
+        // Dropping the transaction unplanned removes its folder and releases the lock.
+        drop(txn);
         Some(unified_diff(&plan))
     } else {
-        write::commit(&plan)?;
+        write::commit(txn, &plan)?;
         None
     };
     Ok(Generated {
@@ -67,6 +78,7 @@ pub(crate) fn finish(
         diff,
         next,
         formatted,
+        recovered,
     })
 }
 

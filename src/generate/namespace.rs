@@ -20,9 +20,15 @@ pub const OM_LIB: &str = "om/src/lib.rs";
 const FILES: &[&str] = &["README.md", "kinds.rs", "mod.rs", "types/work.rs"];
 
 /// Plans and (unless dry-run) writes a namespace.
-pub fn namespace(cwd: &Path, ns: &str, dry_run: bool) -> Result<Generated, GenerateError> {
+pub fn namespace(
+    cwd: &Path,
+    ns: &str,
+    dry_run: bool,
+    waiting: &mut dyn FnMut(&str),
+) -> Result<Generated, GenerateError> {
     names::validate(NameKind::Namespace, ns)?;
     let root = crate::repo::discover(cwd)?;
+    let txn = super::txn::Txn::begin(&root, &format!("namespace {ns}"), false, waiting)?;
     let name = project_name(&root)?;
     let dir = format!("om/src/{ns}");
     if root.join(&dir).symlink_metadata().is_ok() {
@@ -89,7 +95,7 @@ pub fn namespace(cwd: &Path, ns: &str, dry_run: bool) -> Result<Generated, Gener
         "cargo test --workspace".to_owned(),
         "scaffold check".to_owned(),
     ];
-    super::finish("namespace", plan, dry_run, next)
+    super::finish("namespace", txn, plan, dry_run, next)
 }
 
 /// The namespace's variables: `ns` (`order_sync`), `Ns` (`OrderSync`), `NS` (`ORDER_SYNC`).

@@ -25,8 +25,6 @@ pub struct PlannedFile {
 #[derive(Debug)]
 pub struct Plan {
     root: PathBuf,
-    /// Whether the command creates the root directory itself (`init` into a new directory).
-    pub creates_root: bool,
     files: BTreeMap<String, PlannedFile>,
 }
 
@@ -34,7 +32,6 @@ impl Plan {
     pub fn new(root: &Path) -> Plan {
         Plan {
             root: root.to_path_buf(),
-            creates_root: false,
             files: BTreeMap::new(),
         }
     }

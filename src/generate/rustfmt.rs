@@ -5,6 +5,13 @@
 //! file on stdin, in parallel, so a module whose files are not in the plan does not stop
 //! it. The repository's rustfmt.toml applies. Without rustfmt on PATH the templates' own
 //! formatting stands.
+//!
+//! Every rustfmt runs inside the repository (the staged copy lives in the run's
+//! transaction folder, `.scaffold/txn/fmt`), never under `$TMPDIR`: rustup picks the
+//! toolchain from the nearest `rust-toolchain.toml` above the working directory, and one
+//! planted in `/tmp` by another local user would choose the binary that runs. Inside the
+//! repository only the repository's own file (or its parents', as for cargo) applies, and
+//! the staging goes with the transaction on every exit path, a kill included.
 
 use std::io::Write;
 use std::path::Path;
@@ -14,6 +21,7 @@ use rayon::prelude::*;
 
 use super::GenerateError;
 use super::plan::Plan;
+use super::txn::Txn;
 
 /// Whether rustfmt ran.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,7 +32,7 @@ pub enum Formatted {
 }
 
 /// Formats every `.rs` file the plan renders or edits (vendored copies are left as they are).
-pub fn format(plan: &mut Plan, edition: &str) -> Result<Formatted, GenerateError> {
+pub fn format(plan: &mut Plan, edition: &str, txn: &Txn) -> Result<Formatted, GenerateError> {
     let jobs: Vec<(String, Vec<u8>)> = plan
         .files()
         .filter(|(p, f)| {
@@ -37,7 +45,7 @@ pub fn format(plan: &mut Plan, edition: &str) -> Result<Formatted, GenerateError
     if jobs.is_empty() {
         return Ok(Formatted::Nothing);
     }
-    if let Some(formatted) = batch(plan, edition, &jobs) {
+    if let Some(formatted) = batch(plan, edition, &jobs, txn) {
         for (path, file) in plan.files_mut() {
             if let Some(bytes) = formatted.get(path) {
                 file.after = bytes.clone();
@@ -45,12 +53,9 @@ pub fn format(plan: &mut Plan, edition: &str) -> Result<Formatted, GenerateError
         }
         return Ok(Formatted::Yes);
     }
-    // rustfmt looks for rustfmt.toml from its working directory up.
-    let dir = if plan.root().is_dir() {
-        plan.root().to_path_buf()
-    } else {
-        std::env::temp_dir()
-    };
+    // rustfmt looks for rustfmt.toml, and rustup for rust-toolchain.toml, from its
+    // working directory up: the repository's own.
+    let dir = txn.root().to_path_buf();
     let results: Vec<(String, Formatting)> = jobs
         .into_par_iter()
         .map(|(path, text)| {
@@ -84,14 +89,12 @@ fn batch(
     plan: &Plan,
     edition: &str,
     jobs: &[(String, Vec<u8>)],
+    txn: &Txn,
 ) -> Option<std::collections::HashMap<String, Vec<u8>>> {
-    let stage = tempfile::Builder::new()
-        .prefix("scaffold-fmt-")
-        .tempdir()
-        .ok()?;
+    let stage = Stage(txn.scratch("fmt").ok()?);
     for config in ["rustfmt.toml", ".rustfmt.toml"] {
         if let Ok(bytes) = std::fs::read(plan.root().join(config)) {
-            std::fs::write(stage.path().join(config), bytes).ok()?;
+            std::fs::write(stage.0.as_path().join(config), bytes).ok()?;
         }
     }
     let mut crate_files = Vec::new();
@@ -99,19 +102,19 @@ fn batch(
         super::rust_files(plan.root(), &dir, &mut crate_files);
     }
     for rel in crate_files {
-        let dest = stage.path().join(&rel);
+        let dest = stage.0.as_path().join(&rel);
         std::fs::create_dir_all(dest.parent()?).ok()?;
         std::fs::copy(plan.root().join(&rel), dest).ok()?;
     }
     for (path, file) in plan.files().filter(|(p, _)| p.ends_with(".rs")) {
-        let dest = stage.path().join(path);
+        let dest = stage.0.as_path().join(path);
         std::fs::create_dir_all(dest.parent()?).ok()?;
         std::fs::write(&dest, &file.after).ok()?;
     }
     let status = Command::new("rustfmt")
         .args(["--edition", edition, "--quiet"])
         .args(jobs.iter().map(|(p, _)| p))
-        .current_dir(stage.path())
+        .current_dir(stage.0.as_path())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -122,11 +125,20 @@ fn batch(
     }
     jobs.iter()
         .map(|(p, _)| {
-            std::fs::read(stage.path().join(p))
+            std::fs::read(stage.0.as_path().join(p))
                 .ok()
                 .map(|b| (p.clone(), b))
         })
         .collect()
+}
+
+/// The staging folder, removed when the batch is done with it.
+struct Stage(std::path::PathBuf);
+
+impl Drop for Stage {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// The repo-relative directories of the crates (nearest `Cargo.toml` on disk) the jobs'

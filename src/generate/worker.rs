@@ -39,7 +39,11 @@ const WORKERS_MARKER: &str = "# scaffold:workers";
 const SETTINGS_MARKER: &str = "# scaffold:settings";
 
 /// Plans and (unless dry-run) writes the kind, and the worker when it is new.
-pub fn worker(cwd: &Path, opts: &WorkerOptions) -> Result<Generated, GenerateError> {
+pub fn worker(
+    cwd: &Path,
+    opts: &WorkerOptions,
+    waiting: &mut dyn FnMut(&str),
+) -> Result<Generated, GenerateError> {
     names::validate(NameKind::Kind, &opts.kind)?;
     names::validate(NameKind::Worker, &opts.worker)?;
     if let Some(ns) = &opts.namespace {
@@ -58,6 +62,8 @@ pub fn worker(cwd: &Path, opts: &WorkerOptions) -> Result<Generated, GenerateErr
         }
     }
     let root = crate::repo::discover(cwd)?;
+    let command = format!("worker {} {}", opts.worker, opts.kind);
+    let txn = super::txn::Txn::begin(&root, &command, false, waiting)?;
     let name = project_name(&root)?;
     if let Some((path, line)) = registered_at(&root, &opts.kind) {
         return Err(GenerateError::KindExists {
@@ -178,7 +184,7 @@ pub fn worker(cwd: &Path, opts: &WorkerOptions) -> Result<Generated, GenerateErr
         format!("cargo test -p {name}-{worker}"),
         "scaffold check".to_owned(),
     ];
-    super::finish("worker", plan, opts.dry_run, next)
+    super::finish("worker", txn, plan, opts.dry_run, next)
 }
 
 /// The kind's variables: `KIND`, `Kind`, `kind_snake`, `kind_words`, `permission`, `lane`.

@@ -1,47 +1,159 @@
-//! Commits a validated plan: every file goes to a temporary file beside its target, then
-//! each temporary file is renamed over its target. A failure at any step puts back what
-//! was there (changed files get their old bytes, created files and directories go) so the
-//! tree is byte-identical to before the command.
+//! Commits a validated plan through the run's transaction ([`super::txn`]): every new
+//! file's bytes, and every replaced file's old bytes, are staged in `.scaffold/txn/`, the
+//! journal is written, then each staged file is renamed over its target. A failure before
+//! the journal leaves the tree untouched; one after it puts back what was there (changed
+//! files get their old bytes, created files and directories go), so the tree is
+//! byte-identical to before the command; a kill anywhere is finished or undone by the
+//! next scaffold command.
 
 use std::fs;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::GenerateError;
 use super::plan::Plan;
+use super::txn::{self, Entry, Txn};
 
-/// Writes `plan` to disk, all or nothing.
-pub fn commit(plan: &Plan) -> Result<(), GenerateError> {
-    commit_with(plan, &mut |_| Ok(()))
+/// Writes `plan` to disk, all or nothing, and ends the transaction.
+pub fn commit(txn: Txn, plan: &Plan) -> Result<(), GenerateError> {
+    commit_with(txn, plan, &mut |_| Ok(()))
 }
 
 /// The steps a commit takes, for fault injection in tests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Step<'a> {
-    WriteTemp(&'a str),
+    Stage(&'a str),
+    Journal,
     Rename(&'a str),
 }
 
-/// [`commit`], calling `fault` before each step; an error from it fails that step.
+/// What an injected fault does at a step.
+#[derive(Debug)]
+pub(crate) enum Fault {
+    /// The step fails with this error.
+    #[cfg_attr(not(test), allow(dead_code))]
+    Fail(io::Error),
+    /// The process dies here, leaving everything on disk.
+    #[cfg(test)]
+    Crash,
+}
+
+/// [`commit`], calling `fault` before each step.
 pub(crate) fn commit_with(
+    mut txn: Txn,
     plan: &Plan,
-    fault: &mut dyn FnMut(Step<'_>) -> io::Result<()>,
+    fault: &mut dyn FnMut(Step<'_>) -> Result<(), Fault>,
 ) -> Result<(), GenerateError> {
     let root = plan.root();
     preflight(plan)?;
-    let mut undo = Undo::default();
-    if plan.creates_root {
-        match fs::create_dir(root) {
-            Ok(()) => undo.root = Some(root.to_path_buf()),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(GenerateError::io("create", root, e)),
+    let mut dirs: Vec<String> = Vec::new();
+    let mut entries = Vec::new();
+    for (i, (rel, file)) in plan
+        .files()
+        .filter(|(_, f)| f.before.as_ref() != Some(&f.after))
+        .enumerate()
+    {
+        let target = root.join(rel);
+        injected(fault(Step::Stage(rel)), &mut txn, &target)?;
+        let perms = match &file.before {
+            Some(_) => Some(
+                fs::metadata(&target)
+                    .map_err(|e| GenerateError::io("read", &target, e))?
+                    .permissions(),
+            ),
+            None => None,
+        };
+        let staged = format!("new/{i}");
+        stage(&txn, &staged, &file.after, perms.clone(), file.executable)?;
+        let backup = match &file.before {
+            Some(before) => {
+                let name = format!("old/{i}");
+                stage(&txn, &name, before, perms, false)?;
+                Some(name)
+            }
+            None => None,
+        };
+        for dir in parents(rel) {
+            if root.join(dir).symlink_metadata().is_err() && !dirs.iter().any(|d| d == dir) {
+                dirs.push(dir.to_owned());
+            }
+        }
+        entries.push(Entry {
+            path: rel.clone(),
+            staged,
+            backup,
+            before: file.before.as_deref().map(txn::hash),
+            after: txn::hash(&file.after),
+        });
+    }
+    let journal = txn.journal(dirs, entries);
+    injected(fault(Step::Journal), &mut txn, &root.join(txn::TXN_DIR))?;
+    txn.write_journal(&journal)?;
+    let crashed = std::cell::Cell::new(false);
+    let applied = txn.roll_forward(&journal, &mut |rel| match fault(Step::Rename(rel)) {
+        Ok(()) => Ok(()),
+        Err(Fault::Fail(e)) => Err(e),
+        #[cfg(test)]
+        Err(Fault::Crash) => {
+            crashed.set(true);
+            Err(io::Error::other("crashed"))
+        }
+    });
+    match applied {
+        Ok(()) => txn.finish(),
+        Err(e) if crashed.get() => {
+            #[cfg(test)]
+            txn.crash();
+            Err(e)
+        }
+        Err(e) => {
+            if txn.undo(&journal) {
+                txn.finish()?;
+            }
+            Err(e)
         }
     }
-    let result = write_all(plan, fault, &mut undo);
-    if result.is_err() {
-        undo.roll_back(plan);
+}
+
+/// Applies an injected fault to the step about `at`.
+fn injected(r: Result<(), Fault>, txn: &mut Txn, at: &Path) -> Result<(), GenerateError> {
+    let _ = &txn;
+    match r {
+        Ok(()) => Ok(()),
+        Err(Fault::Fail(e)) => Err(GenerateError::io("write", at, e)),
+        #[cfg(test)]
+        Err(Fault::Crash) => {
+            txn.crash();
+            Err(GenerateError::io("write", at, io::Error::other("crashed")))
+        }
     }
-    result
+}
+
+/// Each parent directory of `rel`, outermost first (`a`, `a/b` for `a/b/c.rs`).
+fn parents(rel: &str) -> impl Iterator<Item = &str> {
+    rel.match_indices('/').map(move |(i, _)| &rel[..i])
+}
+
+/// Stages `bytes` as `name` in the transaction folder, with the permissions its target
+/// will have.
+fn stage(
+    txn: &Txn,
+    name: &str,
+    bytes: &[u8],
+    perms: Option<fs::Permissions>,
+    executable: bool,
+) -> Result<(), GenerateError> {
+    let path = txn.path(name);
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir).map_err(|e| GenerateError::io("create", dir, e))?;
+    }
+    txn::write_synced(&path, bytes)?;
+    let set = match perms {
+        Some(perms) => fs::set_permissions(&path, perms),
+        None if executable => set_executable(&path),
+        None => Ok(()),
+    };
+    set.map_err(|e| GenerateError::io("write", &path, e))
 }
 
 /// Refuses symlinks on the way to any planned file, and read-only files it would change,
@@ -77,107 +189,6 @@ fn preflight(plan: &Plan) -> Result<(), GenerateError> {
     Ok(())
 }
 
-#[derive(Default)]
-struct Undo {
-    /// The root directory, when the commit created it.
-    root: Option<PathBuf>,
-    /// Directories created, in creation order.
-    dirs: Vec<PathBuf>,
-    /// Temporary files written and not yet renamed.
-    temps: Vec<PathBuf>,
-    /// Targets already replaced, in order.
-    renamed: Vec<String>,
-}
-
-fn write_all(
-    plan: &Plan,
-    fault: &mut dyn FnMut(Step<'_>) -> io::Result<()>,
-    undo: &mut Undo,
-) -> Result<(), GenerateError> {
-    let root = plan.root();
-    let mut pending = Vec::new();
-    for (rel, file) in plan.files() {
-        if file.before.as_ref() == Some(&file.after) {
-            continue;
-        }
-        let target = root.join(rel);
-        if let Some(parent) = target.parent() {
-            create_dirs(parent, &mut undo.dirs)?;
-        }
-        let temp = temp_path(&target);
-        fault(Step::WriteTemp(rel)).map_err(|e| GenerateError::io("write", &temp, e))?;
-        write_temp(
-            &temp,
-            &file.after,
-            file.executable,
-            file.before.is_some(),
-            &target,
-        )
-        .inspect_err(|_| {
-            let _ = fs::remove_file(&temp);
-        })
-        .map_err(|e| GenerateError::io("write", &target, e))?;
-        undo.temps.push(temp.clone());
-        pending.push((rel.as_str(), temp, target));
-    }
-    for (rel, temp, target) in pending {
-        fault(Step::Rename(rel)).map_err(|e| GenerateError::io("replace", &target, e))?;
-        fs::rename(&temp, &target).map_err(|e| GenerateError::io("replace", &target, e))?;
-        undo.temps.retain(|t| *t != temp);
-        undo.renamed.push(rel.to_owned());
-    }
-    Ok(())
-}
-
-fn create_dirs(dir: &Path, created: &mut Vec<PathBuf>) -> Result<(), GenerateError> {
-    if dir.is_dir() {
-        return Ok(());
-    }
-    if let Some(parent) = dir.parent() {
-        create_dirs(parent, created)?;
-    }
-    match fs::create_dir(dir) {
-        Ok(()) => {
-            created.push(dir.to_path_buf());
-            Ok(())
-        }
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists && dir.is_dir() => Ok(()),
-        Err(e) => Err(GenerateError::io("create", dir, e)),
-    }
-}
-
-fn temp_path(target: &Path) -> PathBuf {
-    let name = target
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    target.with_file_name(format!(".{name}.scaffold-{}.tmp", std::process::id()))
-}
-
-fn write_temp(
-    temp: &Path,
-    bytes: &[u8],
-    executable: bool,
-    replaces: bool,
-    target: &Path,
-) -> io::Result<()> {
-    // A new file, never one that exists (a stale temporary or a planted symlink).
-    let mut f = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(temp)?;
-    std::io::Write::write_all(&mut f, bytes)?;
-    f.sync_all()?;
-    // A replaced file keeps its permissions; a created script is executable.
-    if replaces {
-        let perms = fs::metadata(target)?.permissions();
-        fs::set_permissions(temp, perms)?;
-    } else if executable {
-        set_executable(temp)?;
-    }
-    Ok(())
-}
-
 #[cfg(unix)]
 fn set_executable(path: &Path) -> io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
@@ -189,41 +200,6 @@ fn set_executable(path: &Path) -> io::Result<()> {
 #[cfg(not(unix))]
 fn set_executable(_: &Path) -> io::Result<()> {
     Ok(())
-}
-
-impl Undo {
-    /// Puts the tree back: old bytes for replaced files, created files, temporaries and
-    /// directories removed. Best effort: it keeps going past a failure.
-    fn roll_back(&self, plan: &Plan) {
-        let root = plan.root();
-        for temp in &self.temps {
-            let _ = fs::remove_file(temp);
-        }
-        let files: std::collections::BTreeMap<&String, _> = plan.files().collect();
-        for rel in self.renamed.iter().rev() {
-            let target = root.join(rel);
-            match files.get(rel).and_then(|f| f.before.as_ref()) {
-                Some(before) => {
-                    let temp = temp_path(&target);
-                    if fs::write(&temp, before).is_ok() {
-                        if let Ok(m) = fs::metadata(&target) {
-                            let _ = fs::set_permissions(&temp, m.permissions());
-                        }
-                        let _ = fs::rename(&temp, &target);
-                    }
-                }
-                None => {
-                    let _ = fs::remove_file(&target);
-                }
-            }
-        }
-        for dir in self.dirs.iter().rev() {
-            let _ = fs::remove_dir(dir);
-        }
-        if let Some(root) = &self.root {
-            let _ = fs::remove_dir_all(root);
-        }
-    }
 }
 
 #[cfg(test)]
@@ -266,22 +242,30 @@ mod tests {
         plan
     }
 
+    fn begin(root: &Path) -> Txn {
+        Txn::begin(root, "test", false, &mut |_| {}).expect("begin")
+    }
+
+    /// Every step a commit of [`plan`] takes.
+    const STEPS: [Step<'static>; 7] = [
+        Step::Stage("a/new.txt"),
+        Step::Stage("a/old.txt"),
+        Step::Stage("b/c/deep.txt"),
+        Step::Journal,
+        Step::Rename("a/new.txt"),
+        Step::Rename("a/old.txt"),
+        Step::Rename("b/c/deep.txt"),
+    ];
+
     #[test]
     fn a_failure_at_any_step_leaves_the_tree_byte_identical() {
-        let steps = [
-            Step::WriteTemp("a/new.txt"),
-            Step::WriteTemp("b/c/deep.txt"),
-            Step::Rename("a/new.txt"),
-            Step::Rename("a/old.txt"),
-            Step::Rename("b/c/deep.txt"),
-        ];
-        for failing in steps {
+        for failing in STEPS {
             let dir = tempfile::tempdir().expect("tempdir");
             let plan = plan(dir.path());
             let before = snapshot(dir.path());
-            let result = commit_with(&plan, &mut |step| {
+            let result = commit_with(begin(dir.path()), &plan, &mut |step| {
                 if step == failing {
-                    Err(io::Error::other("injected"))
+                    Err(Fault::Fail(io::Error::other("injected")))
                 } else {
                     Ok(())
                 }
@@ -296,10 +280,79 @@ mod tests {
     }
 
     #[test]
+    fn a_kill_at_any_step_is_finished_or_undone_by_the_next_run() {
+        let full = {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let plan = plan(dir.path());
+            commit(begin(dir.path()), &plan).expect("commit");
+            snapshot(dir.path())
+        };
+        for (n, killed) in STEPS.into_iter().enumerate() {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let plan = plan(dir.path());
+            let before = snapshot(dir.path());
+            let result = commit_with(begin(dir.path()), &plan, &mut |step| {
+                if step == killed {
+                    Err(Fault::Crash)
+                } else {
+                    Ok(())
+                }
+            });
+            assert!(result.is_err(), "{killed:?} did not stop the commit");
+            assert!(
+                dir.path().join(".scaffold/lock").exists(),
+                "a kill leaves the lock file"
+            );
+            let recovered = txn::recover(dir.path(), "check", &mut |_| {})
+                .expect("recovers")
+                .expect("something to recover");
+            let expected = if n < 4 {
+                (&before, txn::Outcome::RolledBack)
+            } else {
+                (&full, txn::Outcome::Finished)
+            };
+            assert_eq!(recovered.outcome, expected.1, "after {killed:?}");
+            assert_eq!(recovered.command, "test");
+            assert_eq!(&snapshot(dir.path()), expected.0, "tree after {killed:?}");
+            // Recovered once: the next run finds nothing to do.
+            assert_eq!(
+                txn::recover(dir.path(), "check", &mut |_| {}).expect("ok"),
+                None
+            );
+        }
+    }
+
+    #[test]
+    fn a_journal_that_no_longer_matches_the_tree_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let plan = plan(dir.path());
+        let result = commit_with(begin(dir.path()), &plan, &mut |step| {
+            if step == Step::Rename("a/new.txt") {
+                Err(Fault::Crash)
+            } else {
+                Ok(())
+            }
+        });
+        assert!(result.is_err());
+        fs::write(dir.path().join("a/old.txt"), "edited by hand\n").expect("write");
+        let err = txn::recover(dir.path(), "check", &mut |_| {}).expect_err("refused");
+        assert!(
+            err.to_string()
+                .contains("cannot finish the interrupted `scaffold test`"),
+            "{err}"
+        );
+        assert_eq!(
+            fs::read(dir.path().join("a/old.txt")).expect("read"),
+            b"edited by hand\n"
+        );
+        assert!(dir.path().join(txn::TXN_DIR).join("journal.json").exists());
+    }
+
+    #[test]
     fn a_successful_commit_writes_every_file() {
         let dir = tempfile::tempdir().expect("tempdir");
         let plan = plan(dir.path());
-        commit(&plan).expect("commit");
+        commit(begin(dir.path()), &plan).expect("commit");
         assert_eq!(
             fs::read(dir.path().join("a/old.txt")).expect("read"),
             b"changed\n"
@@ -308,11 +361,12 @@ mod tests {
             fs::read(dir.path().join("b/c/deep.txt")).expect("read"),
             b"deep\n"
         );
-        let leftovers: Vec<_> = snapshot(dir.path())
-            .into_iter()
-            .filter(|(p, _)| p.ends_with(".tmp"))
-            .collect();
-        assert!(leftovers.is_empty(), "{leftovers:?}");
+        let names: Vec<_> = snapshot(dir.path()).into_iter().map(|(p, _)| p).collect();
+        assert_eq!(
+            names,
+            ["a/", "a/new.txt", "a/old.txt", "b/", "b/c/", "b/c/deep.txt"],
+            "stray files"
+        );
     }
 
     #[test]
@@ -324,7 +378,7 @@ mod tests {
         perms.set_readonly(true);
         fs::set_permissions(&target, perms).expect("chmod");
         let before = snapshot(dir.path());
-        let err = commit(&plan).expect_err("refused");
+        let err = commit(begin(dir.path()), &plan).expect_err("refused");
         assert!(matches!(err, GenerateError::ReadOnly { .. }), "{err:?}");
         assert_eq!(snapshot(dir.path()), before);
     }

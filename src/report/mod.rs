@@ -221,6 +221,37 @@ fn sorted(o: &Outcome) -> impl Iterator<Item = &Finding> {
     o.findings.iter()
 }
 
+/// Said on stderr (stdout stays the command's own output) while a run waits for the
+/// repository lock.
+pub fn lock_waiting(err: &mut dyn Write, holder: &str) -> io::Result<()> {
+    writeln!(
+        err,
+        "note: waiting for the repository lock, held by {}",
+        escape_controls(holder, false)
+    )
+}
+
+/// Said on stderr when a command finished or undid a run that was killed while writing.
+pub fn recovered(err: &mut dyn Write, r: &crate::generate::txn::Recovered) -> io::Result<()> {
+    use crate::generate::txn::Outcome;
+    let who = match r.pid {
+        Some(pid) => format!("`scaffold {}` (pid {pid})", r.command),
+        None => format!("`scaffold {}`", r.command),
+    };
+    let who = escape_controls(&who, false);
+    match r.outcome {
+        Outcome::Finished => writeln!(
+            err,
+            "note: {who} was stopped while it wrote; finished writing its {} file(s)",
+            r.files
+        ),
+        Outcome::RolledBack => writeln!(
+            err,
+            "note: {who} was stopped before it finished; the tree is as it was before it ran"
+        ),
+    }
+}
+
 /// What a generator command created and changed (with `--dry-run`: the plan's diffs first),
 /// and the commands to run next.
 pub fn generated(

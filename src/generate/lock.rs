@@ -1,0 +1,235 @@
+//! One writer at a time per repository. A generator command holds `.scaffold/lock` (an
+//! advisory `flock`, released by the kernel when the process dies, however it dies) from
+//! before it reads the tree until its last rename, so two runs cannot plan from the same
+//! tree and lose each other's registrations. The file names its holder, which a waiting
+//! run shows; it exists only while held (a holder unlinks it before unlocking, and a
+//! waiter that locks an unlinked file tries again), and so does an empty `.scaffold/`, so
+//! a finished run leaves no trace.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Seek, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use fs4::FileExt;
+
+use super::GenerateError;
+use crate::repo::inside;
+
+/// The lock file, repo-relative.
+pub const LOCK_PATH: &str = ".scaffold/lock";
+
+/// How long a run waits for another to finish, unless `SCAFFOLD_LOCK_TIMEOUT` (seconds)
+/// says otherwise.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// How often a waiting run tries again.
+const POLL: Duration = Duration::from_millis(25);
+
+/// The most of a holder's note a waiter reads.
+const NOTE_LIMIT: u64 = 4096;
+
+/// The repository lock, held until dropped.
+#[derive(Debug)]
+pub struct RepoLock {
+    file: File,
+    path: PathBuf,
+    root: PathBuf,
+    /// Unlink the file on release (always, but in tests that play a killed run).
+    unlink: bool,
+}
+
+/// Takes the lock of the repository at `root` for `command` (shown to other runs),
+/// waiting while another run holds it; `waiting` is called once, with the holder's note,
+/// when it has to wait.
+pub fn acquire(
+    root: &Path,
+    command: &str,
+    waiting: &mut dyn FnMut(&str),
+) -> Result<RepoLock, GenerateError> {
+    let timeout = timeout()?;
+    let started = Instant::now();
+    let mut told = false;
+    loop {
+        inside::create_dirs(root, ".scaffold")
+            .map_err(|e| GenerateError::io("create", root.join(".scaffold"), e))?;
+        let path = root.join(LOCK_PATH);
+        let mut file = match open(&path) {
+            Ok(f) => f,
+            // The holder removed `.scaffold/` as it finished: make it again.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(GenerateError::io("lock", &path, e)),
+        };
+        match FileExt::try_lock(&file) {
+            Ok(()) => {
+                if !still_linked(&file, &path) {
+                    // Locked a file its holder had already unlinked: take the new one.
+                    continue;
+                }
+                let note = format!("pid {}: scaffold {command}\n", std::process::id());
+                file.set_len(0)
+                    .and_then(|()| file.rewind())
+                    .and_then(|()| file.write_all(note.as_bytes()))
+                    .map_err(|e| GenerateError::io("write", &path, e))?;
+                return Ok(RepoLock {
+                    file,
+                    path,
+                    root: root.to_path_buf(),
+                    unlink: true,
+                });
+            }
+            Err(fs4::TryLockError::WouldBlock) => {
+                let holder = holder(&mut file);
+                if started.elapsed() >= timeout {
+                    return Err(GenerateError::Locked {
+                        holder,
+                        waited: timeout.as_secs(),
+                    });
+                }
+                if !told {
+                    waiting(&holder);
+                    told = true;
+                }
+                std::thread::sleep(POLL);
+            }
+            Err(fs4::TryLockError::Error(e)) => return Err(GenerateError::io("lock", &path, e)),
+        }
+    }
+}
+
+/// Whether a lock file is left on disk (by a run that was killed).
+pub fn stale_file(root: &Path) -> bool {
+    std::fs::symlink_metadata(root.join(LOCK_PATH)).is_ok()
+}
+
+fn timeout() -> Result<Duration, GenerateError> {
+    match std::env::var("SCAFFOLD_LOCK_TIMEOUT") {
+        Err(_) => Ok(DEFAULT_TIMEOUT),
+        Ok(v) => v
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|s| *s <= 86_400)
+            .map(Duration::from_secs)
+            .ok_or(GenerateError::LockTimeout { value: v }),
+    }
+}
+
+/// Opens the lock file read-write, creating it; never through a symlink, never anything
+/// but a regular file (a FIFO would block the open or the note's read).
+fn open(path: &Path) -> io::Result<File> {
+    let mut opts = OpenOptions::new();
+    opts.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    }
+    let file = opts.open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::other(format!(
+            "{LOCK_PATH} is not a regular file"
+        )));
+    }
+    Ok(file)
+}
+
+#[cfg(unix)]
+fn still_linked(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::symlink_metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+#[cfg(not(unix))]
+fn still_linked(_: &File, path: &Path) -> bool {
+    path.is_file()
+}
+
+/// The holder's note, or a placeholder while it is being written.
+fn holder(file: &mut File) -> String {
+    let mut note = String::new();
+    let _ = file.rewind();
+    let _ = file.take(NOTE_LIMIT).read_to_string(&mut note);
+    let note: String = note
+        .trim()
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if note.is_empty() {
+        "another scaffold run".to_owned()
+    } else {
+        note
+    }
+}
+
+impl RepoLock {
+    /// Releases the lock as the kernel does for a killed process: the file stays.
+    #[cfg(test)]
+    pub(crate) fn leave_behind(mut self) {
+        self.unlink = false;
+    }
+}
+
+impl Drop for RepoLock {
+    fn drop(&mut self) {
+        if !self.unlink {
+            let _ = FileExt::unlock(&self.file);
+            return;
+        }
+        // Unlink first: a waiter that then locks this file sees it unlinked and retries.
+        let _ = std::fs::remove_file(&self.path);
+        let _ = FileExt::unlock(&self.file);
+        // An empty `.scaffold/` is nothing git or the checker sees; a run leaves none.
+        let _ = std::fs::remove_dir(self.root.join(".scaffold"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_run_waits_and_names_the_holder() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let first = acquire(dir.path(), "worker a A", &mut |_| {}).expect("first");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let root = dir.path().to_path_buf();
+        let second = std::thread::spawn(move || {
+            acquire(&root, "worker b B", &mut |holder| {
+                let _ = tx.send(holder.to_owned());
+            })
+            .map(|_| ())
+        });
+        let holder = rx.recv().expect("told to wait");
+        assert!(holder.contains("scaffold worker a A"), "{holder}");
+        drop(first);
+        second.join().expect("joins").expect("second takes it");
+        assert!(
+            !dir.path().join(LOCK_PATH).exists(),
+            "lock file left behind"
+        );
+        assert!(
+            !dir.path().join(".scaffold").exists(),
+            ".scaffold left behind"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlinked_lock_file_is_refused() {
+        let outside = tempfile::tempdir().expect("tempdir");
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(dir.path().join(".scaffold")).expect("mkdir");
+        std::os::unix::fs::symlink(outside.path().join("target"), dir.path().join(LOCK_PATH))
+            .expect("link");
+        let err = acquire(dir.path(), "worker", &mut |_| {}).expect_err("refused");
+        assert!(matches!(err, GenerateError::Io { .. }), "{err:?}");
+        assert!(
+            !outside.path().join("target").exists(),
+            "wrote through the link"
+        );
+    }
+}
