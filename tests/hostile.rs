@@ -305,3 +305,73 @@ fn a_run_waits_for_the_lock_and_names_its_holder_then_times_out() {
     );
     drop(file);
 }
+
+/// Nesting that mixes constructs passed every per-construct limit and overflowed the stack
+/// (exit 134); one budget over all of them makes each a finding, in the checker and in the
+/// generator's read-back of a file it edits.
+#[test]
+fn deep_nesting_of_any_mix_is_a_finding_never_a_stack_overflow() {
+    let shapes = [
+        format!(
+            "pub fn f() -> bool {{ {}true{} }}\n",
+            "!!!!!!!!!(".repeat(990),
+            ")".repeat(990)
+        ),
+        format!(
+            "pub fn f() {{ let mut x = 0; {}1; }}\n",
+            "x = ".repeat(200_000)
+        ),
+        format!(
+            "pub fn f() {{ if true {{}} {} }}\n",
+            "else if true {} ".repeat(100_000)
+        ),
+        format!("pub fn f() {{ let _ = 1{}; }}\n", " as u8".repeat(200_000)),
+    ];
+    for body in shapes {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let repo = common::init_repo(tmp.path(), true);
+        let kinds = repo.join("om/src/shipping/kinds.rs");
+        let mut text = std::fs::read_to_string(&kinds).expect("read");
+        text.push_str(&body);
+        std::fs::write(&kinds, &text).expect("write");
+        let check = run_in(&repo, &["check", "--format", "json"]);
+        assert_eq!(check.code, 1, "{}", check.stderr);
+        assert!(
+            check.stdout.contains("source-unparsed"),
+            "{}",
+            &check.stdout[..200]
+        );
+        assert!(check.stdout.contains("nests deeper than scaffold reads"));
+        let worker = run_in(&repo, &["worker", "maintenance", "REINDEX"]);
+        assert_eq!(worker.code, 2, "{}", worker.stderr);
+        assert!(
+            worker.stderr.contains("nests deeper than scaffold reads"),
+            "{}",
+            worker.stderr
+        );
+        assert_eq!(std::fs::read_to_string(&kinds).expect("read"), text);
+    }
+}
+
+/// globset panicked (exit 101) on a glob of 256 nested braces; it is a manifest problem.
+#[test]
+fn a_glob_of_deeply_nested_braces_is_a_manifest_problem() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let repo = common::init_repo(tmp.path(), false);
+    let codemap = repo.join("agent/codemap.yml");
+    let text = std::fs::read_to_string(&codemap).expect("read");
+    let glob = format!("infra/{}b{}", "{a,".repeat(256), "}".repeat(256));
+    assert!(text.contains("[\"infra/**\"]"));
+    std::fs::write(
+        &codemap,
+        text.replace("[\"infra/**\"]", &format!("[\"{glob}\"]")),
+    )
+    .expect("write");
+    let run = run_in(&repo, &["check", "--format", "json"]);
+    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("nests `{…}` deeper than 16 levels"),
+        "{}",
+        run.stdout
+    );
+}

@@ -99,6 +99,7 @@ pub fn hash(text: &str) -> u128 {
 /// references to those names).
 pub fn key(candidates: &[&str]) -> u128 {
     let mut data = code_key(&[
+        include_str!("rust_refs/depth.rs"),
         include_str!("rust_refs/mod.rs"),
         include_str!("rust_refs/fast.rs"),
         include_str!("rust_refs/lex.rs"),

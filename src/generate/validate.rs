@@ -25,6 +25,23 @@ pub fn validate(plan: &Plan) -> Result<(), GenerateError> {
     }
 }
 
+/// What is wrong with `text` as Rust: nesting past the checker's depth budget (never
+/// handed to syn, whose recursion would overflow the stack), or syn's first error. It runs
+/// on the rayon pool's threads, which have the checker's parsing stack (see `main`).
+fn rust_problem(text: &str) -> Option<(String, usize, usize)> {
+    use crate::check::rust_refs::depth;
+    if let Some(offset) = depth::past_budget_of(text) {
+        return Some((depth::message(), offset, 1));
+    }
+    let problem = syn::parse_file(text).err().map(|e| {
+        let start = e.span().start();
+        let offset = yaml::line_col_to_offset(text, start.line, start.column + 1);
+        (e.to_string(), offset, 1)
+    });
+    proc_macro2::extra::invalidate_current_thread_spans();
+    problem
+}
+
 fn check(path: &str, file: &PlannedFile) -> Result<(), GenerateError> {
     let Some(language) = language(path) else {
         return Ok(());
@@ -38,11 +55,7 @@ fn check(path: &str, file: &PlannedFile) -> Result<(), GenerateError> {
         }
     };
     let problem: Option<(String, usize, usize)> = match language {
-        Language::Rust => syn::parse_file(text).err().map(|e| {
-            let start = e.span().start();
-            let offset = yaml::line_col_to_offset(text, start.line, start.column + 1);
-            (e.to_string(), offset, 1)
-        }),
+        Language::Rust => rust_problem(text),
         Language::Toml => text.parse::<toml_edit::DocumentMut>().err().map(|e| {
             let span = e.span().unwrap_or(0..0);
             (first_line(e.message()), span.start, span.len().max(1))

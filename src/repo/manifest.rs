@@ -235,10 +235,47 @@ pub struct PathGlob {
     dir_prefix: Option<String>,
 }
 
+/// Why a glob was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum GlobError {
+    #[error("{0}")]
+    Invalid(#[from] globset::Error),
+    /// globset compiles a glob to a regex, and panics when the regex it made does not
+    /// compile (nesting past the regex parser's limit, a program past its size limit):
+    /// such globs are refused before globset sees them.
+    #[error("it nests `{{…}}` deeper than {MAX_GLOB_BRACES} levels")]
+    TooDeep,
+    #[error("it is longer than {MAX_GLOB_LEN} bytes")]
+    TooLong,
+}
+
+/// The deepest `{a,{b,c}}` nesting a glob may have.
+pub const MAX_GLOB_BRACES: usize = 16;
+/// The longest glob.
+pub const MAX_GLOB_LEN: usize = 1024;
+
 impl PathGlob {
-    pub fn new(pattern: &str) -> Result<Self, globset::Error> {
+    pub fn new(pattern: &str) -> Result<Self, GlobError> {
         if pattern.is_empty() {
-            return Err(Glob::new("[").expect_err("`[` is never a valid glob"));
+            return Err(Glob::new("[")
+                .expect_err("`[` is never a valid glob")
+                .into());
+        }
+        let mut depth = 0usize;
+        for b in pattern.bytes() {
+            match b {
+                b'{' => {
+                    depth += 1;
+                    if depth > MAX_GLOB_BRACES {
+                        return Err(GlobError::TooDeep);
+                    }
+                }
+                b'}' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+        if pattern.len() > MAX_GLOB_LEN {
+            return Err(GlobError::TooLong);
         }
         let matcher = GlobBuilder::new(pattern)
             .literal_separator(true)
@@ -298,6 +335,15 @@ mod tests {
         assert!(one.is_match("services/billing/domain/x.rs"));
         assert!(!one.is_match("services/a/b/domain/x.rs"));
         assert!(PathGlob::new("a/[").is_err());
+        // globset panicked on these (exit 101); they are refused instead.
+        let nested = format!("infra/{}b{}", "{a,".repeat(256), "}".repeat(256));
+        assert!(matches!(PathGlob::new(&nested), Err(GlobError::TooDeep)));
+        assert!(matches!(
+            PathGlob::new(&"{a,b}".repeat(400)),
+            Err(GlobError::TooLong)
+        ));
+        let ok = format!("infra/{}b{}", "{a,".repeat(16), "}".repeat(16));
+        assert!(PathGlob::new(&ok).is_ok());
         assert!(PathGlob::new("").is_err());
     }
 

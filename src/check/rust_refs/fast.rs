@@ -34,11 +34,32 @@ use crate::repo::workspace::DepKind;
 /// edition (`async` as a 2015 identifier, say) reports an error and goes to syn.
 pub(super) const EDITION: Edition = Edition::Edition2021;
 
-/// The facts of `text`, or `None` when rust-analyzer's lexer or parser reports anything.
+/// The facts of `text`, or `None` when rust-analyzer's lexer or parser reports anything
+/// (or the file nests past the depth budget).
+#[cfg(test)]
 pub(super) fn scan(text: &str, candidates: &HashSet<String>) -> Option<RustFacts> {
+    match scan_checked(text, candidates) {
+        Scan::Read(facts) => Some(facts),
+        Scan::TooDeep(_) | Scan::Unread => None,
+    }
+}
+
+/// What the fast scan made of a file.
+#[derive(Debug)]
+pub(super) enum Scan {
+    Read(RustFacts),
+    /// The file nests past [`super::depth::MAX_DEPTH`] here (an offset in the text): it is
+    /// never handed to a recursive parser.
+    TooDeep(usize),
+    /// The scan does not answer; syn decides.
+    Unread,
+}
+
+/// [`scan`], telling a file too deep to parse from one the scan leaves to syn.
+pub(super) fn scan_checked(text: &str, candidates: &HashSet<String>) -> Scan {
     // rust-analyzer keeps offsets in `u32`.
     if u32::try_from(text.len()).is_err() {
-        return None;
+        return Scan::Unread;
     }
     let body = text.strip_prefix('\u{feff}').unwrap_or(text);
     // Cargo-script frontmatter (`---`, unstable) is for syn to refuse: this version of the
@@ -48,15 +69,24 @@ pub(super) fn scan(text: &str, candidates: &HashSet<String>) -> Option<RustFacts
         None => body,
     };
     if after_shebang.trim_start().starts_with('-') {
-        return None;
+        return Scan::Unread;
     }
     // A parser bug must cost speed, never a finding: syn takes the file instead, and the
     // panic is not printed.
+    match quietly(|| scan_unguarded(text, body, candidates)) {
+        Some(Ok(Some(facts))) => Scan::Read(facts),
+        Some(Err(offset)) => Scan::TooDeep(offset),
+        Some(Ok(None)) | None => Scan::Unread,
+    }
+}
+
+/// Runs `f`, catching a panic (`None`) without printing it.
+pub(super) fn quietly<T>(f: impl FnOnce() -> T) -> Option<T> {
     quiet_panics_in_scan();
     QUIET.set(true);
-    let facts = catch_unwind(AssertUnwindSafe(|| scan_unguarded(text, body, candidates)));
+    let out = catch_unwind(AssertUnwindSafe(f));
     QUIET.set(false);
-    facts.ok().flatten()
+    out.ok()
 }
 
 thread_local! {
@@ -77,22 +107,42 @@ fn quiet_panics_in_scan() {
     });
 }
 
-fn scan_unguarded(text: &str, body: &str, candidates: &HashSet<String>) -> Option<RustFacts> {
+/// The scan: `Err(offset)` when the file nests past the depth budget (checked on the
+/// tokens, before the parser recurses), `Ok(None)` when it does not answer.
+fn scan_unguarded(
+    text: &str,
+    body: &str,
+    candidates: &HashSet<String>,
+) -> Result<Option<RustFacts>, usize> {
     let (tokens, input) = match lex::lex(body, EDITION) {
         Some(lexed) => lexed,
         None => {
             let lexed = LexedStr::new(EDITION, body);
             if lexed.errors().next().is_some() {
-                return None;
+                return Ok(None);
             }
             (Tokens::of(&lexed), lexed.to_input(EDITION))
         }
     };
+    if let Some(offset) = super::depth::past_budget(body, &tokens) {
+        return Err(offset + (text.len() - body.len()));
+    }
+    Ok(scan_steps(text, body, &tokens, &input, candidates))
+}
+
+/// Reads the parser's steps over the lexed tokens.
+fn scan_steps(
+    text: &str,
+    body: &str,
+    tokens: &Tokens,
+    input: &ra_ap_parser::Input,
+    candidates: &HashSet<String>,
+) -> Option<RustFacts> {
     let mut scanner = Scanner::new(body);
     // The parser's steps count non-trivia tokens, as `tokens` does; `pos` walks both.
     let n = tokens.len();
     let mut pos = 0;
-    let mut steps = TopEntryPoint::SourceFile.parse_steps(&input, EDITION);
+    let mut steps = TopEntryPoint::SourceFile.parse_steps(input, EDITION);
     while let Some(step) = steps.next_step() {
         match step {
             Step::Enter { kind } => scanner.enter(kind),

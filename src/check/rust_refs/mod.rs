@@ -9,6 +9,7 @@
 //! file its parser accepts without error; `syn_scan` (a full syn parse) takes the rest and
 //! has the last word on what is a parse failure.
 
+pub mod depth;
 mod fast;
 mod lex;
 mod syn_scan;
@@ -70,113 +71,27 @@ pub fn not_utf8(text: &str, offset: usize) -> ParseFailure {
     }
 }
 
-/// Deeper delimiter nesting than this is reported unparsed instead of being handed to
-/// syn, whose recursive descent would otherwise exhaust the thread's stack.
-pub const MAX_NESTING: usize = 1_000;
-
 /// Extracts the references to any name in `candidates` from `text`, or says where it
-/// fails to parse.
+/// fails to parse. A file nesting past the depth budget ([`depth`]) is a parse failure
+/// before any recursive parser sees it.
 pub fn extract(text: &str, candidates: &HashSet<String>) -> Result<RustFacts, ParseFailure> {
-    if let Some(offset) = too_deep(text) {
+    let too_deep = |offset: usize| {
         let (line, column) = fast::LineCursor::new(text).at(offset);
-        return Err(ParseFailure {
-            message: format!(
-                "nests deeper than the checker reads ({MAX_NESTING} delimiters, {MAX_ANGLES} generic `<`, or {MAX_PREFIX_RUN} prefix operators)"
-            ),
+        ParseFailure {
+            message: depth::message(),
             line,
             column,
             offset,
-        });
-    }
-    match fast::scan(text, candidates) {
-        Some(facts) => Ok(facts),
-        None => syn_scan::extract(text, candidates),
-    }
-}
-
-/// Generic arguments nested deeper than this (`Vec<Vec<…>>`) are refused like deep
-/// delimiters. `<` is counted within one statement, so comparisons do not add up.
-pub const MAX_ANGLES: usize = 2_000;
-
-/// A run of more prefix operators than this (`&&&…x`, `!!!…x`, `---…1`) nests that many
-/// unary expressions; it is refused like deep delimiters.
-pub const MAX_PREFIX_RUN: usize = 5_000;
-
-/// The offset where `text` nests deeper than the parsers' recursion can take on the
-/// checker's threads: delimiters past `MAX_NESTING`, `<` past `MAX_ANGLES` within a
-/// statement, or a run of prefix operators past `MAX_PREFIX_RUN`. Counted roughly, outside
-/// and inside comments and strings alike: a string full of brackets can only make a count
-/// higher, never hide real nesting.
-fn too_deep(text: &str) -> Option<usize> {
-    // Each limit counts bytes of its own kinds, so a file with no more such bytes in all
-    // than the smallest limit is within all three: a branch-free count, much cheaper
-    // than the walk in `past_a_limit`, settles almost every file.
-    if deep_bytes(text.as_bytes()) <= MAX_NESTING.min(MAX_ANGLES).min(MAX_PREFIX_RUN) {
-        return None;
-    }
-    past_a_limit(text)
-}
-
-/// Where `text` first passes a nesting limit, walked byte by byte (what `too_deep`
-/// decides, without its shortcut).
-fn past_a_limit(text: &str) -> Option<usize> {
-    let (mut depth, mut angles, mut run) = (0usize, 0usize, 0usize);
-    for (i, b) in text.bytes().enumerate() {
-        match b {
-            b'(' | b'[' | b'{' => {
-                depth += 1;
-                if depth > MAX_NESTING {
-                    return Some(i);
-                }
-            }
-            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
-            b'<' => {
-                angles += 1;
-                if angles > MAX_ANGLES {
-                    return Some(i);
-                }
-            }
-            b'>' => angles = angles.saturating_sub(1),
-            _ => {}
         }
-        if matches!(b, b';' | b'{' | b'}') {
-            angles = 0;
-        }
-        match b {
-            b'&' | b'*' | b'-' | b'!' => {
-                run += 1;
-                if run > MAX_PREFIX_RUN {
-                    return Some(i);
-                }
-            }
-            b' ' | b'\t' | b'\n' | b'\r' => {}
-            _ => run = 0,
-        }
+    };
+    match fast::scan_checked(text, candidates) {
+        fast::Scan::Read(facts) => Ok(facts),
+        fast::Scan::TooDeep(offset) => Err(too_deep(offset)),
+        fast::Scan::Unread => match depth::past_budget_of(text) {
+            Some(offset) => Err(too_deep(offset)),
+            None => syn_scan::extract(text, candidates),
+        },
     }
-    None
-}
-
-/// How many opening delimiters, `<` and prefix-operator bytes `bytes` holds: an upper
-/// bound of every depth `too_deep` follows. Summed in 8-bit lanes over runs of 255 bytes,
-/// a shape the compiler turns into vector compares (about 1 ms per 4 MB).
-fn deep_bytes(bytes: &[u8]) -> usize {
-    let mut total = 0;
-    for chunk in bytes.chunks(255) {
-        let mut n = 0u8;
-        for &b in chunk {
-            let hit = (b == b'(')
-                | (b == b'[')
-                | (b == b'{')
-                | (b == b'<')
-                | (b == b'&')
-                | (b == b'*')
-                | (b == b'-')
-                | (b == b'!');
-            n += u8::from(hit);
-        }
-        total += usize::from(n);
-    }
-    total
 }
 
 #[cfg(test)]
@@ -322,8 +237,8 @@ mod tests {
     fn refuses_nesting_deeper_than_the_limit_instead_of_overflowing() {
         let deep = format!(
             "fn main() {{ let _x = {}1{}; }}\n",
-            "(".repeat(MAX_NESTING + 5),
-            ")".repeat(MAX_NESTING + 5)
+            "(".repeat(depth::MAX_DEPTH + 5),
+            ")".repeat(depth::MAX_DEPTH + 5)
         );
         let err = extract(&deep, &HashSet::new()).expect_err("too deep");
         assert!(err.message.contains("nests deeper"));
@@ -334,22 +249,6 @@ mod tests {
             ")".repeat(200)
         );
         assert!(extract(&ok, &HashSet::new()).is_ok());
-    }
-
-    proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
-        #[test]
-        fn too_deep_agrees_with_the_walk_it_shortcuts(
-            runs in proptest::collection::vec((0usize..17, 1usize..1200), 0..40)
-        ) {
-            // Runs of one byte each, so the limits are actually reached.
-            const BYTES: &[u8; 17] = b"(){}[]<>;&*-! \n\ta";
-            let text: String = runs
-                .iter()
-                .map(|&(b, n)| char::from(BYTES[b]).to_string().repeat(n))
-                .collect();
-            proptest::prop_assert_eq!(too_deep(&text), past_a_limit(&text));
-        }
     }
 
     #[test]
@@ -878,43 +777,6 @@ mod differential {
         ] {
             assert!(fast::scan(text, &HashSet::new()).is_none(), "{text:?}");
             assert!(super::extract(text, &HashSet::new()).is_err(), "{text:?}");
-        }
-    }
-
-    /// The deepest nesting the scans accept parses, through the fast scan and through syn,
-    /// on the stack `main` gives the check's worker threads (64 MiB), in a debug build.
-    #[test]
-    fn the_deepest_accepted_nesting_parses_on_a_small_stack() {
-        let depth = super::MAX_NESTING - 2;
-        let texts = [
-            format!(
-                "fn main() {{ let _x = {}1{}; }}\n",
-                "(".repeat(depth),
-                ")".repeat(depth)
-            ),
-            format!(
-                "type T = {}u8{};\n",
-                "Vec<".repeat(super::MAX_ANGLES),
-                ">".repeat(super::MAX_ANGLES)
-            ),
-            format!(
-                "fn f() {{ let _ = {}x; }}\n",
-                "&".repeat(super::MAX_PREFIX_RUN)
-            ),
-        ];
-        for text in texts {
-            let run = std::thread::Builder::new()
-                .stack_size(64 << 20)
-                .spawn(move || {
-                    let cands = HashSet::new();
-                    (
-                        super::too_deep(&text).is_none(),
-                        fast::scan(&text, &cands).is_some(),
-                        syn_scan::extract(&text, &cands).is_ok(),
-                    )
-                })
-                .expect("spawns");
-            assert_eq!(run.join().expect("no stack overflow"), (true, true, true));
         }
     }
 

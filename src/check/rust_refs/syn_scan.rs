@@ -11,7 +11,7 @@ use super::{CrateRef, ParseFailure, RefKind, RustFacts};
 use crate::repo::workspace::DepKind;
 
 /// Parses `text` with syn and extracts the references to any name in `candidates`.
-/// The caller has already refused nesting deeper than [`super::MAX_NESTING`].
+/// The caller has already refused a file past the depth budget ([`super::depth`]).
 pub(super) fn extract(text: &str, candidates: &HashSet<String>) -> Result<RustFacts, ParseFailure> {
     let result = match syn::parse_file(text) {
         Ok(file) => {

@@ -59,9 +59,13 @@ impl Model {
 }
 
 /// Parses `file` with syn and runs `f` on the tree, then frees this thread's span table
-/// (as the engine's own parse does). `None` when the file does not parse: the engine
-/// reports that as `source-unparsed`, and the rules stay silent about the file.
+/// (as the engine's own parse does). `None` when the file does not parse, or nests past the
+/// depth budget (never handed to syn): the engine reports both as `source-unparsed`, and
+/// the rules stay silent about the file.
 pub(crate) fn with_parsed<T>(file: &SourceFile, f: impl FnOnce(&syn::File) -> T) -> Option<T> {
+    if crate::check::rust_refs::depth::past_budget_of(&file.text).is_some() {
+        return None;
+    }
     let out = syn::parse_file(&file.text).ok().map(|tree| f(&tree));
     proc_macro2::extra::invalidate_current_thread_spans();
     out
