@@ -123,3 +123,78 @@ fn arbitrary_rust_source_never_panics() {
 fn arbitrary_cargo_manifest_never_panics() {
     fuzz_target(TARGETS[4]);
 }
+
+/// A repository's template override is input too (a pull request can commit one): any
+/// text in place of the handler template ends in a plan or an error, rendered as `main`
+/// renders it, never a panic, a hang or unbounded output (minijinja's fuel and the output
+/// cap stop loops).
+#[test]
+fn arbitrary_template_override_never_panics() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let repo = common::init_repo(tmp.path(), true);
+    let template = "kind/handler.rs.j2";
+    let original = std::fs::read(common::repo_root().join("templates").join(template))
+        .expect("embedded template");
+    let path = repo.join(".scaffold/templates").join(template);
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(64);
+    let strategy = prop_oneof![
+        prop::collection::vec(any::<u8>(), 0..512),
+        mutated(original.clone()),
+        // Loops and includes: what fuel and the path checks are for.
+        Just(
+            b"{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}"
+                .to_vec()
+        ),
+        Just(b"{% include \"../../../../etc/passwd\" %}".to_vec()),
+        Just(b"{{ name * 100000000 }}".to_vec()),
+    ];
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+        cases,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    });
+    let opts = scaffold::generate::worker::WorkerOptions {
+        worker: "maintenance".to_owned(),
+        kind: "REINDEX".to_owned(),
+        namespace: Some("shipping".to_owned()),
+        lane: None,
+        container: false,
+        role: None,
+        dry_run: true,
+    };
+    runner
+        .run(&strategy, |bytes| {
+            std::fs::write(&path, &bytes).expect("write");
+            match scaffold::generate::worker::worker(&repo, &opts, &mut |_| {}) {
+                Ok(done) => {
+                    for format in [Format::Human, Format::Json] {
+                        let mut out = Vec::new();
+                        report::generated(&mut out, format, &done).expect("in memory");
+                        assert!(!out.is_empty());
+                    }
+                }
+                Err(e) => {
+                    let report = miette::Report::new(e);
+                    let handler = miette::GraphicalReportHandler::new_themed(
+                        miette::GraphicalTheme::unicode_nocolor(),
+                    )
+                    .with_width(80);
+                    let mut s = String::new();
+                    handler
+                        .render_report(&mut s, report.as_ref())
+                        .expect("renders");
+                    assert!(!s.is_empty());
+                }
+            }
+            assert!(
+                !repo.join(".scaffold/txn").exists(),
+                "a dry run left its transaction"
+            );
+            Ok(())
+        })
+        .unwrap_or_else(|e| panic!("{template}: {e}"));
+}

@@ -375,3 +375,49 @@ fn a_glob_of_deeply_nested_braces_is_a_manifest_problem() {
         run.stdout
     );
 }
+
+/// A 56 MB README of 3M headings took 12.6 s and 2.6 GB; a source past 32 MiB was read
+/// whole. Both are findings now, read no further than their limit.
+#[test]
+fn oversized_readmes_and_sources_are_findings_read_no_further_than_their_limit() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let repo = common::init_repo(tmp.path(), false);
+    let readme = repo.join("workers/maintenance/README.md");
+    let mut text = std::fs::read_to_string(&readme).expect("read");
+    text.push_str(&"# heading\n".repeat(200_000));
+    std::fs::write(&readme, text).expect("write");
+    let big = repo.join("workers/maintenance/src/big.rs");
+    let line = format!("// {}\n", "x".repeat(1_000));
+    std::fs::write(&big, line.repeat((33 << 20) / line.len())).expect("write");
+    let main = repo.join("workers/maintenance/src/main.rs");
+    let mut main_text = std::fs::read_to_string(&main).expect("read");
+    main_text.push_str("mod big;\n");
+    std::fs::write(&main, main_text).expect("write");
+    let run = run_in(&repo, &["check", "--format", "json"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).expect("json");
+    let findings = v["findings"].as_array().expect("findings");
+    let has = |rule: &str, path: &str, words: &str| {
+        findings.iter().any(|f| {
+            f["rule"] == rule
+                && f["path"] == path
+                && f["message"].as_str().is_some_and(|m| m.contains(words))
+        })
+    };
+    assert!(
+        has(
+            "worker-readme-missing",
+            "workers/maintenance/Cargo.toml",
+            "cannot read"
+        ),
+        "{findings:?}"
+    );
+    assert!(
+        has(
+            "source-unparsed",
+            "workers/maintenance/src/big.rs",
+            "larger than 32 MiB"
+        ),
+        "{findings:?}"
+    );
+}

@@ -832,3 +832,38 @@ fn bench_sizes_are_bounded() {
             .stderr(predicate::str::contains("is not in"));
     }
 }
+
+/// The kinds lookup reads only regular files inside the repository: a symlinked kinds file
+/// is an error naming it, and what it points at is never read or listed.
+#[cfg(unix)]
+#[test]
+fn a_symlinked_kinds_file_is_refused_unread() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let outside = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        outside.path().join("secret.rs"),
+        r#"WorkKindSpec { name: "SECRET_TOKEN_VALUE", ..WorkKindSpec::DEFAULT }"#,
+    )
+    .expect("write");
+    std::fs::create_dir_all(dir.path().join("agent")).expect("mkdir");
+    std::fs::write(dir.path().join("agent/codemap.yml"), "{}\n").expect("write");
+    std::fs::create_dir_all(dir.path().join("om/src")).expect("mkdir");
+    std::os::unix::fs::symlink(
+        outside.path().join("secret.rs"),
+        dir.path().join("om/src/kinds.rs"),
+    )
+    .expect("link");
+    scaffold(dir.path())
+        .args(["queue", "migrate"])
+        .assert()
+        .success();
+    scaffold(dir.path())
+        .args(["queue", "enqueue", "OTHER"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "cannot read the kinds the repository registers",
+        ))
+        .stderr(predicate::str::contains("om/src/kinds.rs"))
+        .stderr(predicate::str::contains("SECRET_TOKEN_VALUE").not());
+}

@@ -44,6 +44,10 @@ pub struct Source {
     kept: Option<cache::Taken>,
 }
 
+/// The largest README the checker reads (the largest in a crates.io cache is 77 KB); a
+/// larger one is reported as unreadable by `worker-readme-missing`.
+pub const README_LIMIT: u64 = 1 << 20;
+
 impl Source {
     /// The file and its text, read on first use (empty if it has gone meanwhile).
     pub fn file(&self) -> &SourceFile {
@@ -189,7 +193,9 @@ impl<'r> Context<'r> {
                 repo.files
                     .binary_search(&path)
                     .ok()
-                    .and_then(|_| repo.read(&path))
+                    .and_then(|_| {
+                        crate::repo::read_in_within(&repo.root, &path, None, README_LIMIT).ok()
+                    })
                     .map(|t| SourceFile::new(path, t))
             })
             .collect();
@@ -366,33 +372,37 @@ fn parse_all(
                 entry => {
                     let stat = cache::settled(walked, repo.started_ns);
                     let len = walked.map(|w| w.len);
+                    let limit = crate::repo::TEXT_LIMIT;
                     let read = match opened {
-                        Some(f) => crate::repo::read_open(f, len),
-                        None => crate::repo::read_in_sized(&repo.root, path, len),
+                        Some(f) => crate::repo::read_open_within(f, len, limit),
+                        None => crate::repo::read_in_within(&repo.root, path, len, limit),
                     };
                     // A listed source that cannot be read (no permission, a link put in
-                    // its place, gone mid-run) is a finding, never a silent skip: its
-                    // imports cannot be checked.
-                    let Some(text) = read else {
-                        let facts = Err(rust_refs::ParseFailure {
-                            message: "the file cannot be read (no permission, a symlink, or it changed during the check)".to_owned(),
-                            line: 1,
-                            column: 1,
-                            offset: 0,
-                        });
-                        return Some(Source {
-                            path: path.clone(),
-                            file: OnceLock::new(),
-                            root: root.clone(),
-                            krate,
-                            scope: file_scope(&repo.workspace.crates[krate], path),
-                            facts,
-                            suppressions: Vec::new(),
-                            hash: 0,
-                            mentions: Mentions::default(),
-                            stat: None,
-                            kept: None,
-                        });
+                    // its place, gone mid-run, too large) is a finding, never a silent
+                    // skip: its imports cannot be checked.
+                    let text = match read {
+                        Ok(text) => text,
+                        Err(why) => {
+                            let facts = Err(rust_refs::ParseFailure {
+                                message: format!("the file cannot be read ({why})"),
+                                line: 1,
+                                column: 1,
+                                offset: 0,
+                            });
+                            return Some(Source {
+                                path: path.clone(),
+                                file: OnceLock::new(),
+                                root: root.clone(),
+                                krate,
+                                scope: file_scope(&repo.workspace.crates[krate], path),
+                                facts,
+                                suppressions: Vec::new(),
+                                hash: 0,
+                                mentions: Mentions::default(),
+                                stat: None,
+                                kept: None,
+                            });
+                        }
                     };
                     let hash = cache::hash(&text);
                     let src = SourceFile::new(path.clone(), text);

@@ -81,7 +81,7 @@ pub fn changes_are_local(root: &std::path::Path, changes: &ChangeSet) -> bool {
                 && !p.starts_with("om/")
                 && !p.starts_with("platform/runtime/")
                 && !p.split('/').any(|seg| seg == "tests")
-                && std::fs::read_to_string(root.join(p))
+                && crate::repo::read_in_within(root, p, None, crate::repo::TEXT_LIMIT)
                     .is_ok_and(|t| !mentions::Mentions::scan(&t).repo_wide())
         })
 }

@@ -106,6 +106,14 @@ pub enum QueueError {
         help("registered kinds: {registered}")
     )]
     UnknownKind { kind: String, registered: String },
+    #[error("cannot read the kinds the repository registers: {reason}")]
+    #[diagnostic(
+        code(scaffold::queue::kinds_unreadable),
+        help(
+            "enqueue checks a kind against om/'s WorkKindSpec literals, and reads only regular files inside the repository; fix that path, or run from outside the repository"
+        )
+    )]
+    KindsUnreadable { reason: String },
     #[error("`{value}` is not a time")]
     #[diagnostic(
         code(scaffold::queue::run_at),

@@ -22,39 +22,52 @@ pub struct Spec {
 }
 
 /// The kinds registered under `<repo>/om` for the repository holding `cwd`; `None` outside
-/// a repository or when it registers none (nothing to check against).
-pub fn registered(cwd: &Path) -> Option<BTreeMap<String, Spec>> {
-    let root = crate::repo::discover(cwd).ok()?;
+/// a repository or when it registers none (nothing to check against). A file or folder
+/// under `om/` that cannot be read as a regular one inside the repository (a symlink, a
+/// FIFO, too large, too deep) is an error naming it: the list would be incomplete, and a
+/// symlink's target is never read.
+pub fn registered(cwd: &Path) -> Result<Option<BTreeMap<String, Spec>>, String> {
+    let Ok(root) = crate::repo::discover(cwd) else {
+        return Ok(None);
+    };
     let mut kinds = BTreeMap::new();
-    collect(&root, &root.join("om"), &mut kinds, 0);
-    (!kinds.is_empty()).then_some(kinds)
+    if root.join("om").is_dir() {
+        collect(&root, "om", &mut kinds, 0)?;
+    }
+    Ok((!kinds.is_empty()).then_some(kinds))
 }
 
-fn collect(root: &Path, dir: &Path, kinds: &mut Kinds, depth: usize) {
-    if depth > 12 {
-        return;
+/// How deep under `om/` folders are read.
+const MAX_DEPTH: usize = 12;
+
+fn collect(root: &Path, rel: &str, kinds: &mut Kinds, depth: usize) -> Result<(), String> {
+    if depth > MAX_DEPTH {
+        return Err(format!(
+            "{rel} is nested deeper than {MAX_DEPTH} folders under om/"
+        ));
     }
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut paths: Vec<_> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
-    paths.sort();
-    for path in paths {
-        if path.is_dir() {
-            if path.file_name().is_some_and(|n| n != "target") {
-                collect(root, &path, kinds, depth + 1);
+    crate::repo::inside::no_links(root, rel).map_err(|r| r.to_string())?;
+    let entries = std::fs::read_dir(root.join(rel)).map_err(|e| format!("{rel}: {e}"))?;
+    let mut entries: Vec<_> = entries
+        .map(|e| e.map_err(|err| format!("{rel}: {err}")))
+        .collect::<Result<_, _>>()?;
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let child = format!("{rel}/{name}");
+        let kind = entry.file_type().map_err(|e| format!("{child}: {e}"))?;
+        if kind.is_dir() {
+            if name != "target" {
+                collect(root, &child, kinds, depth + 1)?;
             }
-        } else if path.extension().is_some_and(|e| e == "rs")
-            && let Ok(text) = std::fs::read_to_string(&path)
-        {
-            let rel = path
-                .strip_prefix(root)
-                .unwrap_or(&path)
-                .to_string_lossy()
-                .replace('\\', "/");
-            spec_names(&text, &rel, kinds);
+        } else if name.ends_with(".rs") {
+            let text = crate::repo::inside::read_text(root, &child, crate::repo::TEXT_LIMIT)
+                .map_err(|r| r.to_string())?
+                .unwrap_or_default();
+            spec_names(&text, &child, kinds);
         }
     }
+    Ok(())
 }
 
 type Kinds = BTreeMap<String, Spec>;

@@ -418,7 +418,9 @@ async fn enqueue(
         )?;
     }
     let mut spec_lane = None;
-    if let Some(registered) = kinds::registered(cwd) {
+    let registered =
+        kinds::registered(cwd).map_err(|reason| QueueError::KindsUnreadable { reason })?;
+    if let Some(registered) = registered {
         match registered.get(&e.kind) {
             Some(spec) => {
                 let named = spec

@@ -242,6 +242,16 @@ pub(crate) fn read_in_sized(root: &Path, rel: &str, len: Option<u64>) -> Option<
     read_open(open_in(root, rel)?, len)
 }
 
+/// [`read_in_sized`] with a limit, saying why a file was not read.
+pub(crate) fn read_in_within(
+    root: &Path,
+    rel: &str,
+    len: Option<u64>,
+    limit: u64,
+) -> Result<String, Unread> {
+    read_open_within(open_in(root, rel).ok_or(Unread::Unreadable)?, len, limit)
+}
+
 /// Opens a repo-relative file for reading, never through a symlink or `..`; `None` when
 /// it cannot be opened.
 pub(crate) fn open_in(root: &Path, rel: &str) -> Option<std::fs::File> {
@@ -267,9 +277,43 @@ fn leaves_root(rel: &str) -> bool {
     rel.split('/').any(|s| s == "..")
 }
 
+/// The largest text file the checker reads (a Rust source, a README); the largest real
+/// source in a crates.io cache is 2.5 MB. A larger file is a finding, not a read of
+/// whatever size a pull request commits.
+pub const TEXT_LIMIT: u64 = 32 << 20;
+
+/// Why a file was not read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unread {
+    /// Larger than the limit (in bytes).
+    TooLarge(u64),
+    /// It cannot be opened or read: no permission, a symlink, gone.
+    Unreadable,
+}
+
+impl std::fmt::Display for Unread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unread::TooLarge(limit) => write!(f, "it is larger than {} MiB", limit >> 20),
+            Unread::Unreadable => {
+                f.write_str("no permission, a symlink, or it changed during the check")
+            }
+        }
+    }
+}
+
 /// Reads an open file whole as text (lossy UTF-8), its buffer sized for `len` bytes (a
-/// hint: a file that changed size is read whole).
-pub(crate) fn read_open(mut file: std::fs::File, len: Option<u64>) -> Option<String> {
+/// hint: a file that changed size is read whole); `None` past [`TEXT_LIMIT`].
+pub(crate) fn read_open(file: std::fs::File, len: Option<u64>) -> Option<String> {
+    read_open_within(file, len, TEXT_LIMIT).ok()
+}
+
+/// [`read_open`] with a limit, saying why a file was not read.
+pub(crate) fn read_open_within(
+    mut file: std::fs::File,
+    len: Option<u64>,
+    limit: u64,
+) -> Result<String, Unread> {
     use std::io::Read;
     // Capped: a length from metadata is not trusted with an allocation (a file past the
     // cap is read on to its end as it comes).
@@ -288,18 +332,24 @@ pub(crate) fn read_open(mut file: std::fs::File, len: Option<u64>) -> Option<Str
             match file.read(&mut bytes) {
                 Ok(n) => break n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(_) => return None,
+                Err(_) => return Err(Unread::Unreadable),
             }
         };
         bytes.truncate(got);
         if got == len {
-            return Some(into_text(bytes));
+            return Ok(into_text(bytes));
         }
     }
     // Through `Take`, which reads into the buffer as it is: `File`'s own `read_to_end`
-    // asks for the file's metadata first.
-    file.take(u64::MAX).read_to_end(&mut bytes).ok()?;
-    Some(into_text(bytes))
+    // asks for the file's metadata first. One byte past the limit tells a file too large.
+    let had = bytes.len() as u64;
+    file.take((limit + 1).saturating_sub(had))
+        .read_to_end(&mut bytes)
+        .map_err(|_| Unread::Unreadable)?;
+    if bytes.len() as u64 > limit {
+        return Err(Unread::TooLarge(limit));
+    }
+    Ok(into_text(bytes))
 }
 
 /// Bytes as text, invalid UTF-8 replaced.

@@ -2,7 +2,8 @@
 //!
 //! ## What it finds
 //! A worker crate (a workspace crate in the `workers` layer, or in a layer marked
-//! `workers: true` in `agent/codemap.yml`) with no `README.md` beside its `Cargo.toml`.
+//! `workers: true` in `agent/codemap.yml`) with no `README.md` beside its `Cargo.toml`, or
+//! with one that cannot be read (over 1 MiB, a symlink, not a regular file).
 //!
 //! ## Why
 //! The README is where a worker declares how it behaves under at-least-once delivery:
@@ -31,14 +32,29 @@ pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
         if ctx.readmes[i].is_some() {
             continue;
         }
+        let path = format!("{}/README.md", c.dir);
+        // One that is there but cannot be read (too large, a symlink, not a regular file)
+        // declares nothing either, and is said to be unreadable, not missing.
+        let sections = "the strategy sections its role requires (Idempotency, Retry, Checkpoint or Replay, Recovery)";
+        let (message, help) = match ctx.repo.files.binary_search(&path) {
+            Ok(_) => (
+                format!(
+                    "worker `{}` has a README.md scaffold cannot read (larger than {} KiB, a symlink, or not a regular file)",
+                    c.package,
+                    super::super::context::README_LIMIT >> 10
+                ),
+                format!("make {path} a regular file under 1 MiB with {sections}"),
+            ),
+            Err(_) => (
+                format!("worker `{}` has no README.md", c.package),
+                format!("add {path} with {sections}"),
+            ),
+        };
         sink.push(
             Finding::new(ID, c.manifest.path.clone(), c.package_loc)
-                .message(format!("worker `{}` has no README.md", c.package))
+                .message(message)
                 .label("worker declared here")
-                .help(format!(
-                    "add {}/README.md with the strategy sections its role requires (Idempotency, Retry, Checkpoint or Replay, Recovery)",
-                    c.dir
-                )),
+                .help(help),
         );
     }
 }
