@@ -140,8 +140,13 @@ pub(crate) fn create_from(
 
 /// The project name a repository declares in agent/codemap.yml.
 pub(crate) fn project_name(root: &std::path::Path) -> Result<String, GenerateError> {
-    let path = root.join(crate::repo::codemap::CODEMAP_PATH);
-    let text = std::fs::read_to_string(&path).map_err(|e| GenerateError::io("read", &path, e))?;
+    let rel = crate::repo::codemap::CODEMAP_PATH;
+    let text = crate::repo::inside::read_text(root, rel, crate::repo::MANIFEST_LIMIT)
+        .map_err(|reason| GenerateError::Refused {
+            path: rel.to_owned(),
+            reason,
+        })?
+        .ok_or(GenerateError::NoCodemapName)?;
     let codemap =
         crate::repo::codemap::Codemap::parse(&text).map_err(|_| GenerateError::NoCodemapName)?;
     codemap.name.ok_or(GenerateError::NoCodemapName)

@@ -46,7 +46,11 @@ pub fn namespace(
         });
     }
     let module = format!("om/src/{ns}.rs");
-    let declared = std::fs::read_to_string(root.join(OM_LIB))
+    let declared = crate::repo::inside::read_text(&root, OM_LIB, crate::repo::TEXT_LIMIT)
+        .map_err(|reason| GenerateError::Refused {
+            path: OM_LIB.to_owned(),
+            reason,
+        })?
         .map(|t| {
             t.lines().any(|l| {
                 let code = l.split("//").next().unwrap_or_default().trim();

@@ -23,6 +23,9 @@ use super::GenerateError;
 use super::plan::Plan;
 use super::txn::Txn;
 
+/// The largest file copied into the staging folder.
+const READ_LIMIT: u64 = crate::repo::TEXT_LIMIT;
+
 /// Whether rustfmt ran.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Formatted {
@@ -92,8 +95,11 @@ fn batch(
     txn: &Txn,
 ) -> Option<std::collections::HashMap<String, Vec<u8>>> {
     let stage = Stage(txn.scratch("fmt").ok()?);
+    // Read as every other file: regular files inside the root only (a refusal sends the
+    // files to the one-by-one path, which reads nothing from disk).
+    let read = |rel: &str| crate::repo::inside::read_bytes(plan.root(), rel, READ_LIMIT);
     for config in ["rustfmt.toml", ".rustfmt.toml"] {
-        if let Ok(bytes) = std::fs::read(plan.root().join(config)) {
+        if let Some(bytes) = read(config).ok()? {
             std::fs::write(stage.0.as_path().join(config), bytes).ok()?;
         }
     }
@@ -104,7 +110,7 @@ fn batch(
     for rel in crate_files {
         let dest = stage.0.as_path().join(&rel);
         std::fs::create_dir_all(dest.parent()?).ok()?;
-        std::fs::copy(plan.root().join(&rel), dest).ok()?;
+        std::fs::write(dest, read(&rel).ok()??).ok()?;
     }
     for (path, file) in plan.files().filter(|(p, _)| p.ends_with(".rs")) {
         let dest = stage.0.as_path().join(path);
