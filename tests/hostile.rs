@@ -421,3 +421,40 @@ fn oversized_readmes_and_sources_are_findings_read_no_further_than_their_limit()
         "{findings:?}"
     );
 }
+
+/// A committed journal must not plant a git hook, or move a file in from outside through
+/// a staged symlink, when the next `check` recovers it.
+#[cfg(unix)]
+#[test]
+fn a_planted_journal_cannot_write_a_git_hook_or_pull_a_file_in_through_a_link() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let repo = common::init_repo(tmp.path(), false);
+    let txn = repo.join(".scaffold/txn");
+    let outside = tmp.path().join("outside.txt");
+    std::fs::write(&outside, "someone else's\n").expect("write");
+    let cases = [
+        (".git/hooks/pre-commit", false, "is not a file scaffold generates"),
+        ("planted.txt", true, "symlink; scaffold reads"),
+    ];
+    for (path, staged_link, says) in cases {
+        std::fs::create_dir_all(txn.join("new")).expect("mkdir");
+        let staged = txn.join("new/0");
+        if staged_link {
+            std::os::unix::fs::symlink(&outside, &staged).expect("link");
+        } else {
+            std::fs::write(&staged, "#!/bin/sh\necho pwned\n").expect("write");
+        }
+        let journal = serde_json::json!({
+            "version": 1, "command": "worker x X", "pid": 1, "dirs": [],
+            "entries": [{"path": path, "staged": "new/0", "backup": null,
+                         "before": null, "after": "0"}],
+        });
+        std::fs::write(txn.join("journal.json"), journal.to_string()).expect("write");
+        let run = run_in(&repo, &["check"]);
+        assert_eq!(run.code, 2, "{path}: {}{}", run.stdout, run.stderr);
+        assert!(run.stderr.contains(says), "{path}: {}", run.stderr);
+        assert!(!repo.join(path).exists(), "{path} was written");
+        assert!(outside.exists(), "the outside file was moved");
+        std::fs::remove_dir_all(&txn).expect("clean");
+    }
+}

@@ -59,13 +59,23 @@ pub fn init(
             base
         }
     };
+    // A killed `init` here is finished or undone first (no other command can: the
+    // repository it was making may not have its codemap yet).
+    let early = if dir.symlink_metadata().is_ok() {
+        super::txn::recover(&dir, "init", waiting)?
+    } else {
+        None
+    };
     let exists = dir.symlink_metadata().is_ok();
     if exists && !may_init_into(&dir) {
         return Err(GenerateError::TargetNotEmpty {
             dir: opts.dir.clone(),
         });
     }
-    let txn = super::txn::Txn::begin(&dir, "init", !exists, waiting)?;
+    let mut txn = super::txn::Txn::begin(&dir, "init", !exists, waiting)?;
+    if txn.recovered.is_none() {
+        txn.recovered = early;
+    }
     let templates = Templates::new(exists.then_some(dir.as_path()));
     let mut plan = Plan::new(&dir);
     let vars = project_vars(&name);

@@ -50,7 +50,20 @@ pub fn acquire(
     let timeout = timeout()?;
     let started = Instant::now();
     let mut told = false;
+    let mut retries = 0u32;
     loop {
+        // A file unlinked under us, or `.scaffold/` removed, is tried again, but not for
+        // ever (something keeps removing them).
+        if retries > 0 {
+            if started.elapsed() >= timeout {
+                return Err(GenerateError::Locked {
+                    holder: "a run that keeps removing .scaffold/lock".to_owned(),
+                    waited: timeout.as_secs(),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        retries += 1;
         inside::create_dirs(root, ".scaffold")
             .map_err(|e| GenerateError::io("create", root.join(".scaffold"), e))?;
         let path = root.join(LOCK_PATH);

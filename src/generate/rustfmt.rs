@@ -109,11 +109,18 @@ fn batch(
     }
     for rel in crate_files {
         let dest = stage.0.as_path().join(&rel);
+        let bytes = read(&rel).ok()??;
+        if names_a_module_path(&bytes) {
+            return None;
+        }
         std::fs::create_dir_all(dest.parent()?).ok()?;
-        std::fs::write(dest, read(&rel).ok()??).ok()?;
+        std::fs::write(dest, bytes).ok()?;
     }
     for (path, file) in plan.files().filter(|(p, _)| p.ends_with(".rs")) {
         let dest = stage.0.as_path().join(path);
+        if names_a_module_path(&file.after) {
+            return None;
+        }
         std::fs::create_dir_all(dest.parent()?).ok()?;
         std::fs::write(&dest, &file.after).ok()?;
     }
@@ -136,6 +143,21 @@ fn batch(
                 .map(|b| (p.clone(), b))
         })
         .collect()
+}
+
+/// Whether Rust text may declare a module at a path of its own (`#[path = "…"]`, also
+/// inside `cfg_attr`): rustfmt formats such a module in place, wherever the path points
+/// (outside the staging folder, outside the repository). Such files go to the one-by-one
+/// path, where rustfmt reads stdin and follows no module. Over-matches (`path` followed by
+/// `=` anywhere) rather than miss one.
+fn names_a_module_path(text: &[u8]) -> bool {
+    text.windows(4).enumerate().any(|(i, w)| {
+        w == b"path"
+            && text[i + 4..]
+                .iter()
+                .find(|b| !b.is_ascii_whitespace())
+                .is_some_and(|b| *b == b'=')
+    })
 }
 
 /// The staging folder, removed when the batch is done with it.

@@ -34,12 +34,15 @@ const VERSION: u32 = 1;
 /// The largest journal or planned file a recovery reads.
 const LIMIT: u64 = 64 << 20;
 
-/// Who started a transaction.
+/// Who started a transaction, and whether it made the repository's folder (`init` into
+/// a new directory: undoing it removes the folder again).
 #[derive(Debug, Serialize, Deserialize)]
 struct Begin {
     version: u32,
     command: String,
     pid: u32,
+    #[serde(default)]
+    root_created: bool,
 }
 
 /// What a transaction will do once committed: its directories to create and its files, in
@@ -49,6 +52,8 @@ pub(crate) struct Journal {
     version: u32,
     command: String,
     pid: u32,
+    #[serde(default)]
+    root_created: bool,
     pub(crate) dirs: Vec<String>,
     pub(crate) entries: Vec<Entry>,
 }
@@ -73,6 +78,8 @@ pub struct Recovered {
     pub outcome: Outcome,
     /// How many files it had planned (0 when it was killed before its commit point).
     pub files: usize,
+    /// It had made the repository's folder, which is empty again after a roll back.
+    pub root_created: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,23 +124,43 @@ impl Txn {
                 Err(e) => return Err(GenerateError::io("create", root, e)),
             }
         }
-        let mut txn = Txn {
+        let undo_root = |made: bool| {
+            if made {
+                let _ = fs::remove_dir(root.join(".scaffold"));
+                let _ = fs::remove_dir(root);
+            }
+        };
+        let lock = match lock::acquire(root, command, waiting) {
+            Ok(lock) => lock,
+            Err(e) => {
+                undo_root(root_created);
+                return Err(e);
+            }
+        };
+        // Recovered before this run owns the folder: a journal recovery refuses stays on
+        // disk for a person to look at.
+        let recovered = recover_locked(root)?;
+        // A killed `init` undone here leaves the folder it made: this run now owns it.
+        let root_created = root_created
+            || recovered
+                .as_ref()
+                .is_some_and(|r| r.root_created && r.outcome == Outcome::RolledBack);
+        let txn = Txn {
             root: root.to_path_buf(),
             dir: root.join(TXN_DIR),
             command: command.to_owned(),
             root_created,
             journaled: false,
             done: false,
-            lock: None,
-            recovered: None,
+            lock: Some(lock),
+            recovered,
         };
-        txn.lock = Some(lock::acquire(root, command, waiting)?);
-        txn.recovered = recover_locked(root)?;
         inside::create_dirs(root, TXN_DIR).map_err(|e| GenerateError::io("create", &txn.dir, e))?;
         let begin = Begin {
             version: VERSION,
             command: command.to_owned(),
             pid: std::process::id(),
+            root_created,
         };
         write_synced(&txn.dir.join(BEGIN), &to_json(&begin)?)?;
         Ok(txn)
@@ -165,6 +192,7 @@ impl Txn {
             version: VERSION,
             command: self.command.clone(),
             pid: std::process::id(),
+            root_created: self.root_created,
             dirs,
             entries,
         }
@@ -191,20 +219,23 @@ impl Txn {
     }
 
     /// After a failure past the commit point: marks the journal aborted and puts the tree
-    /// back; `false` (the folder is left for the next run) when undoing fails too.
-    pub(crate) fn undo(&mut self, journal: &Journal) -> bool {
+    /// back, then ends the run as one that never committed (the folder goes, and the root
+    /// when this run made it). When undoing fails too, the folder is left for the next run.
+    pub(crate) fn undo(mut self, journal: &Journal) {
         let marked = write_synced(&self.dir.join(ABORT), b"").is_ok();
         if marked && back(&self.root, &self.dir, journal).is_ok() {
+            discard(&self.dir);
             self.journaled = false;
-            return true;
         }
-        false
     }
 
-    /// Ends the run: the transaction folder goes, and the lock with it.
-    pub(crate) fn finish(mut self) -> Result<(), GenerateError> {
+    /// Ends a run whose every file is in place: the transaction folder goes (its journal
+    /// first, so a kill half-way through leaves nothing to redo), and the lock with it. A
+    /// folder that cannot be removed is harmless: its journal, if still there, is finished
+    /// again by the next run, which finds every file already renamed.
+    pub(crate) fn finish(mut self) {
         self.done = true;
-        fs::remove_dir_all(&self.dir).map_err(|e| GenerateError::io("remove", &self.dir, e))
+        discard(&self.dir);
     }
 
     /// Stops as a killed process would (for tests): everything stays on disk, and the lock
@@ -225,7 +256,7 @@ impl Drop for Txn {
         if self.done || self.journaled {
             return;
         }
-        let _ = fs::remove_dir_all(&self.dir);
+        discard(&self.dir);
         self.lock.take();
         if self.root_created {
             let _ = fs::remove_dir(self.root.join(".scaffold"));
@@ -254,6 +285,13 @@ pub fn recover(
     };
     let recovered = recover_locked(root);
     drop(lock);
+    if let Ok(Some(r)) = &recovered
+        && r.root_created
+        && r.outcome == Outcome::RolledBack
+    {
+        let _ = fs::remove_dir(root.join(".scaffold"));
+        let _ = fs::remove_dir(root);
+    }
     recovered
 }
 
@@ -282,10 +320,14 @@ fn recover_locked(root: &Path) -> Result<Option<Recovered>, GenerateError> {
         command: command.clone(),
         reason,
     };
+    let root_created = journal.as_ref().map_or_else(
+        || begin.as_ref().is_some_and(|b| b.root_created),
+        |j| j.root_created,
+    );
     let (outcome, files) = match &journal {
         None => (Outcome::RolledBack, 0),
         Some(j) => {
-            validate(j).map_err(fail)?;
+            validate(root, j).map_err(fail)?;
             if dir.join(ABORT).exists() {
                 back(root, &dir, j)?;
                 (Outcome::RolledBack, j.entries.len())
@@ -295,29 +337,41 @@ fn recover_locked(root: &Path) -> Result<Option<Recovered>, GenerateError> {
             }
         }
     };
+    // The journal first: once it is gone, a kill leaves a folder the next run just removes.
+    let journal_path = dir.join(JOURNAL);
+    if journal_path.exists() {
+        fs::remove_file(&journal_path)
+            .map_err(|e| GenerateError::io("remove", &journal_path, e))?;
+        sync_dir(&dir);
+    }
     fs::remove_dir_all(&dir).map_err(|e| GenerateError::io("remove", &dir, e))?;
     Ok(Some(Recovered {
         command,
         pid,
         outcome,
         files,
+        root_created,
     }))
 }
 
-/// A journal's paths stay inside the root and outside the transaction folder, and its
-/// staged names are its own.
-fn validate(j: &Journal) -> Result<(), String> {
+/// A journal's paths stay inside the root, outside `.git/` (a planted hook would run) and
+/// `.scaffold/` (scaffold's own), and its staged names are its own. (A journal is read
+/// from the tree, and a pull request can commit one.)
+fn validate(root: &Path, j: &Journal) -> Result<(), String> {
     if j.version != VERSION {
         return Err(format!("journal version {} is not {VERSION}", j.version));
     }
     let staged_name = |s: &str, prefix: &str| {
         s.strip_prefix(prefix)
-            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            .is_some_and(|n| !n.is_empty() && n.len() < 10 && n.bytes().all(|b| b.is_ascii_digit()))
     };
     for path in j.dirs.iter().chain(j.entries.iter().map(|e| &e.path)) {
         super::plan::check_relative(path).map_err(|e| e.to_string())?;
-        if path == ".scaffold" || path.starts_with(".scaffold/txn") || path == LOCK_OR_TXN {
-            return Err(format!("`{path}` is scaffold's own"));
+        if path
+            .split('/')
+            .any(|c| c.eq_ignore_ascii_case(".git") || c.eq_ignore_ascii_case(".scaffold"))
+        {
+            return Err(format!("`{path}` is not a file scaffold generates"));
         }
     }
     for e in &j.entries {
@@ -328,11 +382,16 @@ fn validate(j: &Journal) -> Result<(), String> {
         if !staged_name(&e.staged, "new/") || !backup_ok {
             return Err(format!("entry for `{}` is malformed", e.path));
         }
+        for staged in std::iter::once(&e.staged).chain(&e.backup) {
+            let rel = format!("{TXN_DIR}/{staged}");
+            inside::no_links(root, &rel).map_err(|r| r.to_string())?;
+            if fs::symlink_metadata(root.join(&rel)).is_ok_and(|m| !m.is_file()) {
+                return Err(format!("{rel} is not a regular file"));
+            }
+        }
     }
     Ok(())
 }
-
-const LOCK_OR_TXN: &str = lock::LOCK_PATH;
 
 /// Rolls forward: creates the journal's directories, then renames each file still staged
 /// over its target, which must still hold what it held when the run planned it.
@@ -356,6 +415,13 @@ fn forward(
         if fs::symlink_metadata(&staged).is_ok() {
             if now != e.before {
                 return Err(changed(&e.path));
+            }
+            let staged_rel = format!("{TXN_DIR}/{}", e.staged);
+            if hash_of(root, &staged_rel)?.as_deref() != Some(e.after.as_str()) {
+                return Err(GenerateError::Journal {
+                    command: j.command.clone(),
+                    reason: format!("{staged_rel} does not hold what the journal says"),
+                });
             }
             fault(&e.path).map_err(|err| GenerateError::io("replace", &target, err))?;
             inside::no_links(root, &e.path).map_err(|_| GenerateError::PathEscapes {
@@ -406,9 +472,21 @@ fn back(root: &Path, dir: &Path, j: &Journal) -> Result<(), GenerateError> {
         }
     }
     for d in j.dirs.iter().rev() {
-        let _ = fs::remove_dir(root.join(d));
+        if inside::no_links(root, d).is_ok() {
+            let _ = fs::remove_dir(root.join(d));
+        }
     }
     Ok(())
+}
+
+/// Removes a transaction folder, its journal first (made durable), so that a kill part
+/// way through leaves a folder with no journal: nothing the next run would redo or undo.
+fn discard(dir: &Path) {
+    let journal = dir.join(JOURNAL);
+    if fs::remove_file(&journal).is_ok() {
+        sync_dir(dir);
+    }
+    let _ = fs::remove_dir_all(dir);
 }
 
 /// The hash of the repo-relative file `rel`, `None` when it does not exist.

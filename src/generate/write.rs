@@ -100,16 +100,17 @@ pub(crate) fn commit_with(
         }
     });
     match applied {
-        Ok(()) => txn.finish(),
+        Ok(()) => {
+            txn.finish();
+            Ok(())
+        }
         Err(e) if crashed.get() => {
             #[cfg(test)]
             txn.crash();
             Err(e)
         }
         Err(e) => {
-            if txn.undo(&journal) {
-                txn.finish()?;
-            }
+            txn.undo(&journal);
             Err(e)
         }
     }
@@ -346,6 +347,83 @@ mod tests {
             b"edited by hand\n"
         );
         assert!(dir.path().join(txn::TXN_DIR).join("journal.json").exists());
+    }
+
+    #[test]
+    fn a_generator_run_leaves_a_journal_it_cannot_recover_for_a_person() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let plan = plan(dir.path());
+        let _ = commit_with(begin(dir.path()), &plan, &mut |step| {
+            if step == Step::Rename("a/old.txt") {
+                Err(Fault::Crash)
+            } else {
+                Ok(())
+            }
+        });
+        fs::write(dir.path().join("a/new.txt"), "edited by hand\n").expect("write");
+        let err = Txn::begin(dir.path(), "next", false, &mut |_| {}).expect_err("refused");
+        assert!(matches!(err, GenerateError::Journal { .. }), "{err:?}");
+        let txn = dir.path().join(txn::TXN_DIR);
+        for kept in ["journal.json", "new/1", "old/1"] {
+            assert!(txn.join(kept).exists(), "{kept} was removed");
+        }
+    }
+
+    /// `init` into a new directory: a failure undone, a kill before the commit point and a
+    /// kill after it each leave no folder, or the whole repository.
+    #[test]
+    fn a_run_that_made_the_root_folder_removes_it_when_undone() {
+        let outer = tempfile::tempdir().expect("tempdir");
+        let plan_in = |root: &Path| {
+            let mut plan = Plan::new(root);
+            plan.create("a/new.txt", b"new\n".to_vec(), None)
+                .expect("plan");
+            plan.create("b.txt", b"b\n".to_vec(), None).expect("plan");
+            plan
+        };
+        let root = outer.path().join("repo");
+        // Fails while renaming: undone, folder gone.
+        let txn = Txn::begin(&root, "init", true, &mut |_| {}).expect("begin");
+        let err = commit_with(txn, &plan_in(&root), &mut |step| {
+            if step == Step::Rename("b.txt") {
+                Err(Fault::Fail(io::Error::other("injected")))
+            } else {
+                Ok(())
+            }
+        });
+        assert!(err.is_err());
+        assert!(
+            !root.exists(),
+            "the folder init made is left: {:?}",
+            snapshot(outer.path())
+        );
+        // Killed before its commit point: the next run's recovery removes the folder.
+        for (killed, whole) in [(Step::Stage("b.txt"), false), (Step::Rename("b.txt"), true)] {
+            let txn = Txn::begin(&root, "init", true, &mut |_| {}).expect("begin");
+            let _ = commit_with(txn, &plan_in(&root), &mut |step| {
+                if step == killed {
+                    Err(Fault::Crash)
+                } else {
+                    Ok(())
+                }
+            });
+            let r = txn::recover(&root, "init", &mut |_| {})
+                .expect("ok")
+                .expect("recovered");
+            assert!(r.root_created);
+            if whole {
+                assert_eq!(
+                    snapshot(&root)
+                        .into_iter()
+                        .map(|(p, _)| p)
+                        .collect::<Vec<_>>(),
+                    ["a/", "a/new.txt", "b.txt"]
+                );
+                fs::remove_dir_all(&root).expect("clean");
+            } else {
+                assert!(!root.exists(), "after {killed:?}: {:?}", snapshot(&root));
+            }
+        }
     }
 
     #[test]
