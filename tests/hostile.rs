@@ -433,7 +433,11 @@ fn a_planted_journal_cannot_write_a_git_hook_or_pull_a_file_in_through_a_link() 
     let outside = tmp.path().join("outside.txt");
     std::fs::write(&outside, "someone else's\n").expect("write");
     let cases = [
-        (".git/hooks/pre-commit", false, "is not a file scaffold generates"),
+        (
+            ".git/hooks/pre-commit",
+            false,
+            "is not a file scaffold generates",
+        ),
         ("planted.txt", true, "symlink; scaffold reads"),
     ];
     for (path, staged_link, says) in cases {
