@@ -570,6 +570,13 @@ impl<'t> Scanner<'t> {
         if self.in_use > 0 || self.in_extern_crate > 0 {
             return;
         }
+        // `#[rustfmt::skip]`, `#[clippy::…]`: a tool's attribute names no crate.
+        if parent == Some(K::META)
+            && self.attrs.last().is_some_and(|a| a.depth + 2 == depth)
+            && p.first.is_some_and(|t| super::is_tool(t.text))
+        {
+            return;
+        }
         if (p.segments >= 2 || p.leading_colon)
             && let Some(first) = p.first
         {
@@ -585,10 +592,17 @@ impl<'t> Scanner<'t> {
             self.locals.push(rename);
         } else if let Some((segments, Some(last))) = t.path
             && t.prefix + segments >= 2
-            && last.text != "self"
         {
-            // `use a::b::c;` binds `c`; `use a;` (a crate as itself) binds nothing new.
-            self.locals.push(last.text);
+            if last.text != "self" {
+                // `use a::b::c;` binds `c`; `use a;` (a crate as itself) binds nothing new.
+                self.locals.push(last.text);
+            } else if t.prefix >= 2
+                && let Some(owner) = self.trees.last()
+                && let Some((_, Some(owner_last))) = owner.path
+            {
+                // `use a::b::{self, c};` binds `b` (and `use a::{self}`, `a` as itself).
+                self.locals.push(owner_last.text);
+            }
         }
     }
 

@@ -71,6 +71,15 @@ pub fn not_utf8(text: &str, offset: usize) -> ParseFailure {
     }
 }
 
+/// The tools whose attributes rustc knows (`#[rustfmt::skip]`, `#[clippy::allow(…)]`):
+/// an attribute path starting with one is the tool's, never a crate's.
+pub(crate) fn is_tool(name: &str) -> bool {
+    matches!(
+        name,
+        "rustfmt" | "clippy" | "diagnostic" | "miri" | "rust_analyzer"
+    )
+}
+
 /// Extracts the references to any name in `candidates` from `text`, or says where it
 /// fails to parse. A file nesting past the depth budget ([`depth`]) is a parse failure
 /// before any recursive parser sees it.
@@ -249,6 +258,36 @@ mod tests {
             ")".repeat(200)
         );
         assert!(extract(&ok, &HashSet::new()).is_ok());
+    }
+
+    /// A tool's attribute is not a crate edge however the workspace names its crates; a
+    /// crate's attribute is (issue "check on real workspaces", item 4).
+    #[test]
+    fn tool_attributes_name_no_crate() {
+        let cands: HashSet<String> = ["rustfmt", "clippy", "rust_analyzer", "acme"]
+            .into_iter()
+            .map(String::from)
+            .collect();
+        let src = "#[rustfmt::skip]\n#[clippy::allow(x)]\nfn f() {}\n#[rust_analyzer::rust_fixture]\nfn g() {}\n#[acme::attr]\nfn h() {}\n";
+        let refs = extract(src, &cands).expect("parses").refs;
+        let named: Vec<_> = refs.iter().map(|r| (r.name.as_str(), r.line)).collect();
+        assert_eq!(named, [("acme", 6)]);
+    }
+
+    /// `use crate::paths::{self, x}` binds `paths` to the local module: a later
+    /// `paths::p()` is no edge to a crate `paths` (item 5). `use acme::{self}` imports the
+    /// crate as itself: still an edge.
+    #[test]
+    fn self_in_a_use_group_binds_its_module() {
+        let cands: HashSet<String> = ["paths", "acme", "b"]
+            .into_iter()
+            .map(String::from)
+            .collect();
+        let src = "use crate::paths::{self, x};\nuse acme::{self, y};\nuse a::{b::{self}};\n\
+                   fn f() { paths::p(); acme::q(); b::r(); }\n";
+        let refs = extract(src, &cands).expect("parses").refs;
+        let named: Vec<_> = refs.iter().map(|r| (r.name.as_str(), r.line)).collect();
+        assert_eq!(named, [("acme", 2), ("acme", 4)]);
     }
 
     #[test]
@@ -719,6 +758,10 @@ mod differential {
             "fn f() { acme_infra::x(); }\nextern crate acme_om as acme_infra;\nfn g() { acme_infra::y(); }\n",
             "use {{other as acme}};\nfn f() { acme::x(); }\nuse {{acme_om::x}};\nfn g() { x::y(); }\n",
             "fn f() { let s = \"\u{e9}\u{20ac}\"; acme::a(); acme::b(); /* \u{fc} */ acme::c(); }\r\nfn g() { acme::d(); }\r\n",
+            "#[rustfmt::skip] #[clippy::allow(x)] #[rust_analyzer::rust_fixture] fn f() {}\n\
+             #[acme::tool] fn g() { #[diagnostic::on_unimplemented] struct S; }\n",
+            "use crate::paths::{self, x};\nuse acme::{self, y};\nuse a::{b::{self}};\n\
+             fn f() { paths::p(); acme::q(); b::r(); }\n",
         ];
         for case in cases {
             assert_eq!(compare(case), Ok(true), "{case}");

@@ -61,7 +61,17 @@ impl LocalNames {
     /// Records the names a use tree binds below its first segment.
     fn walk(&mut self, t: &syn::UseTree) {
         match t {
-            syn::UseTree::Path(p) => self.walk(&p.tree),
+            syn::UseTree::Path(p) => {
+                // `use a::b::{self, c};` binds `b` too.
+                if let syn::UseTree::Group(g) = &*p.tree
+                    && g.items
+                        .iter()
+                        .any(|i| matches!(i, syn::UseTree::Name(n) if n.ident == "self"))
+                {
+                    self.names.insert(p.ident.to_string());
+                }
+                self.walk(&p.tree);
+            }
             syn::UseTree::Name(n) if n.ident != "self" => {
                 self.names.insert(n.ident.to_string());
             }
@@ -259,6 +269,18 @@ impl<'ast> Visit<'ast> for RefVisitor<'_> {
             self.record(&first.ident, RefKind::Path);
         }
         visit::visit_path(self, p);
+    }
+
+    fn visit_attribute(&mut self, a: &'ast syn::Attribute) {
+        // `#[rustfmt::skip]`, `#[clippy::…]`: a tool's attribute names no crate, whatever
+        // the workspace calls its crates.
+        if let Some(first) = a.path().segments.first()
+            && a.path().segments.len() >= 2
+            && super::is_tool(&first.ident.to_string())
+        {
+            return;
+        }
+        visit::visit_attribute(self, a);
     }
 
     fn visit_macro(&mut self, m: &'ast syn::Macro) {
