@@ -462,3 +462,53 @@ fn a_planted_journal_cannot_write_a_git_hook_or_pull_a_file_in_through_a_link() 
         std::fs::remove_dir_all(&txn).expect("clean");
     }
 }
+
+/// `init` into a folder under `/tmp`: rustup would take a `rust-toolchain.toml` another
+/// user planted above the new repository. scaffold does not run rustfmt then, and says so.
+#[cfg(unix)]
+#[test]
+fn init_does_not_run_a_rustfmt_chosen_by_another_users_toolchain_file() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let parent = tmp.path().join("shared");
+    let fake = tmp.path().join("fake/bin");
+    std::fs::create_dir_all(&parent).expect("mkdir");
+    std::fs::create_dir_all(&fake).expect("mkdir");
+    let mark = tmp.path().join("planted-rustfmt-ran");
+    for tool in ["rustfmt", "rustc", "cargo"] {
+        let path = fake.join(tool);
+        std::fs::write(
+            &path,
+            format!("#!/bin/sh\ntouch '{}'\nexit 1\n", mark.display()),
+        )
+        .expect("write");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let planted = parent.join("rust-toolchain.toml");
+    std::fs::write(
+        &planted,
+        format!(
+            "[toolchain]\npath = '{}'\n",
+            tmp.path().join("fake").display()
+        ),
+    )
+    .expect("write");
+    // Another user's file: only root can make one here.
+    if std::os::unix::fs::chown(&planted, Some(65534), Some(65534)).is_err() {
+        eprintln!("SKIPPED: cannot give the planted file to another user (not root)");
+        return;
+    }
+    let out = common::scaffold()
+        .arg("init")
+        .arg(parent.join("acme"))
+        .output()
+        .expect("runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        !mark.exists(),
+        "the planted toolchain chose the rustfmt that ran"
+    );
+    assert!(stdout.contains("rustfmt was not run"), "{stdout}");
+    assert!(stdout.contains("belongs to another user"), "{stdout}");
+}

@@ -27,11 +27,39 @@ use super::txn::Txn;
 const READ_LIMIT: u64 = crate::repo::TEXT_LIMIT;
 
 /// Whether rustfmt ran.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Formatted {
     Yes,
     NoRustfmt,
     Nothing,
+    /// Not run: this toolchain file above the repository, owned by another user than the
+    /// repository's folder, would choose the rustfmt binary.
+    Untrusted(String),
+}
+
+/// A `rust-toolchain.toml` (or `rust-toolchain`) that rustup would read for a rustfmt run
+/// inside `root`, found above the root, and owned by another user than the root's folder:
+/// one planted in `/tmp` (world-writable) by someone else. A file in the root, or one of
+/// the user's own above it (a monorepo's), is theirs to choose.
+#[cfg(unix)]
+fn foreign_toolchain_file(root: &Path) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let owner = std::fs::metadata(root).ok()?.uid();
+    for dir in root.ancestors() {
+        for name in ["rust-toolchain.toml", "rust-toolchain"] {
+            let path = dir.join(name);
+            if let Ok(meta) = std::fs::metadata(&path) {
+                // rustup stops at the first one it finds.
+                return (dir != root && meta.uid() != owner).then_some(path);
+            }
+        }
+    }
+    None
+}
+
+#[cfg(not(unix))]
+fn foreign_toolchain_file(_: &Path) -> Option<std::path::PathBuf> {
+    None
 }
 
 /// Formats every `.rs` file the plan renders or edits (vendored copies are left as they are).
@@ -47,6 +75,9 @@ pub fn format(plan: &mut Plan, edition: &str, txn: &Txn) -> Result<Formatted, Ge
         .collect();
     if jobs.is_empty() {
         return Ok(Formatted::Nothing);
+    }
+    if let Some(planted) = foreign_toolchain_file(txn.root()) {
+        return Ok(Formatted::Untrusted(planted.display().to_string()));
     }
     if let Some(formatted) = batch(plan, edition, &jobs, txn) {
         for (path, file) in plan.files_mut() {

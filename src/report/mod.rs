@@ -297,11 +297,17 @@ pub fn generated(
             writeln!(out, "  {p}")?;
         }
     }
-    if done.formatted == crate::generate::rustfmt::Formatted::NoRustfmt {
-        writeln!(
+    match &done.formatted {
+        crate::generate::rustfmt::Formatted::NoRustfmt => writeln!(
             out,
             "note: rustfmt is not on PATH; the Rust files are as the templates wrote them"
-        )?;
+        )?,
+        crate::generate::rustfmt::Formatted::Untrusted(path) => writeln!(
+            out,
+            "note: rustfmt was not run: {} belongs to another user and would choose its binary; the Rust files are as the templates wrote them",
+            escape_controls(path, false)
+        )?,
+        _ => {}
     }
     if done.dry_run {
         writeln!(out, "dry run: nothing was written")?;
