@@ -244,3 +244,29 @@ fn run(dir: &Path, edition: &str, text: &[u8]) -> Formatting {
         Ok(None)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// rustfmt's batch formats a `#[path]` module in place wherever it points, so a file
+    /// that may name one never goes to the batch (over-matching is fine: it costs speed).
+    #[test]
+    fn files_that_may_name_a_module_path_are_kept_from_the_batch() {
+        for text in [
+            "#[path = \"/etc/x.rs\"]\nmod x;\n",
+            "#[cfg_attr(unix, path=\"../../y.rs\")] mod y;\n",
+            "#[path\n  =\n \"z.rs\"] mod z;\n",
+            "fn f(path: &str) { let path = 1; }\n",
+        ] {
+            assert!(names_a_module_path(text.as_bytes()), "{text:?}");
+        }
+        for text in [
+            "mod x;\nfn f(path: &str) {}\n",
+            "use std::path::Path;\n",
+            "",
+        ] {
+            assert!(!names_a_module_path(text.as_bytes()), "{text:?}");
+        }
+    }
+}
