@@ -57,6 +57,14 @@ fn executable(_: &std::fs::Metadata) -> bool {
     false
 }
 
+/// A count the environment may set (to run more, or fewer, rounds by hand).
+fn count(var: &str, default: usize) -> usize {
+    std::env::var(var)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 fn bin() -> PathBuf {
     assert_cmd::cargo::cargo_bin("scaffold")
 }
@@ -88,10 +96,7 @@ struct Phases {
 
 #[test]
 fn a_kill_at_any_point_leaves_the_tree_as_before_or_as_a_full_run() {
-    let runs: usize = std::env::var("SCAFFOLD_KILL_RUNS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(500);
+    let runs = count("SCAFFOLD_KILL_RUNS", 500);
     let tmp = tempfile::tempdir().expect("tempdir");
     let base = init_repo(tmp.path(), true);
     let before = tree(&base);
@@ -203,10 +208,7 @@ fn a_kill_at_any_point_leaves_the_tree_as_before_or_as_a_full_run() {
 
 #[test]
 fn concurrent_runs_each_land_their_work() {
-    let rounds: usize = std::env::var("SCAFFOLD_CONCURRENT_ROUNDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(10);
+    let rounds = count("SCAFFOLD_CONCURRENT_ROUNDS", 10);
     let tmp = tempfile::tempdir().expect("tempdir");
     let base = init_repo(tmp.path(), true);
     for n in 0..rounds {

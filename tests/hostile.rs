@@ -7,6 +7,8 @@
 
 mod common;
 
+use std::path::PathBuf;
+
 use common::{copy_fixture, run_in};
 
 #[test]
@@ -148,10 +150,37 @@ fn a_symlinked_source_is_a_finding() {
     );
 }
 
+/// What another local user could plant in `/tmp`: a `rust-toolchain.toml` in `dir`
+/// naming a "toolchain" of their own under `tmp`, whose rustfmt (and rustc, cargo) leaves
+/// a mark. Returns the toolchain file and the mark.
+#[cfg(unix)]
+fn plant_toolchain(tmp: &std::path::Path, dir: &std::path::Path) -> (PathBuf, PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let fake = tmp.join("fake/bin");
+    std::fs::create_dir_all(dir).expect("mkdir");
+    std::fs::create_dir_all(&fake).expect("mkdir");
+    let mark = tmp.join("planted-rustfmt-ran");
+    for tool in ["rustfmt", "rustc", "cargo"] {
+        let path = fake.join(tool);
+        std::fs::write(
+            &path,
+            format!("#!/bin/sh\ntouch '{}'\nexit 1\n", mark.display()),
+        )
+        .expect("write");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let planted = dir.join("rust-toolchain.toml");
+    std::fs::write(
+        &planted,
+        format!("[toolchain]\npath = '{}'\n", tmp.join("fake").display()),
+    )
+    .expect("write");
+    (planted, mark)
+}
+
 #[cfg(unix)]
 #[test]
 fn rustfmt_is_staged_inside_the_repository_never_under_tmpdir() {
-    use std::os::unix::fs::PermissionsExt;
     if !std::process::Command::new("rustup")
         .arg("--version")
         .output()
@@ -164,30 +193,8 @@ fn rustfmt_is_staged_inside_the_repository_never_under_tmpdir() {
     }
     let tmp = tempfile::tempdir().expect("tempdir");
     let repo = common::init_repo(tmp.path(), true);
-    // What another local user could plant in /tmp: a toolchain file naming their own
-    // "toolchain", whose rustfmt leaves a mark.
     let tmpdir = tmp.path().join("tmpdir");
-    let fake = tmp.path().join("fake/bin");
-    std::fs::create_dir_all(&tmpdir).expect("mkdir");
-    std::fs::create_dir_all(&fake).expect("mkdir");
-    let mark = tmp.path().join("planted-rustfmt-ran");
-    for tool in ["rustfmt", "rustc", "cargo"] {
-        let path = fake.join(tool);
-        std::fs::write(
-            &path,
-            format!("#!/bin/sh\ntouch '{}'\nexit 1\n", mark.display()),
-        )
-        .expect("write");
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    }
-    std::fs::write(
-        tmpdir.join("rust-toolchain.toml"),
-        format!(
-            "[toolchain]\npath = '{}'\n",
-            tmp.path().join("fake").display()
-        ),
-    )
-    .expect("write");
+    let (_, mark) = plant_toolchain(tmp.path(), &tmpdir);
     let out = common::scaffold()
         .env("TMPDIR", &tmpdir)
         .arg("-C")
@@ -468,31 +475,9 @@ fn a_planted_journal_cannot_write_a_git_hook_or_pull_a_file_in_through_a_link() 
 #[cfg(unix)]
 #[test]
 fn init_does_not_run_a_rustfmt_chosen_by_another_users_toolchain_file() {
-    use std::os::unix::fs::PermissionsExt;
     let tmp = tempfile::tempdir().expect("tempdir");
     let parent = tmp.path().join("shared");
-    let fake = tmp.path().join("fake/bin");
-    std::fs::create_dir_all(&parent).expect("mkdir");
-    std::fs::create_dir_all(&fake).expect("mkdir");
-    let mark = tmp.path().join("planted-rustfmt-ran");
-    for tool in ["rustfmt", "rustc", "cargo"] {
-        let path = fake.join(tool);
-        std::fs::write(
-            &path,
-            format!("#!/bin/sh\ntouch '{}'\nexit 1\n", mark.display()),
-        )
-        .expect("write");
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    }
-    let planted = parent.join("rust-toolchain.toml");
-    std::fs::write(
-        &planted,
-        format!(
-            "[toolchain]\npath = '{}'\n",
-            tmp.path().join("fake").display()
-        ),
-    )
-    .expect("write");
+    let (planted, mark) = plant_toolchain(tmp.path(), &parent);
     // Another user's file: only root can make one here.
     if std::os::unix::fs::chown(&planted, Some(65534), Some(65534)).is_err() {
         eprintln!("SKIPPED: cannot give the planted file to another user (not root)");

@@ -124,16 +124,12 @@ impl Txn {
                 Err(e) => return Err(GenerateError::io("create", root, e)),
             }
         }
-        let undo_root = |made: bool| {
-            if made {
-                let _ = fs::remove_dir(root.join(".scaffold"));
-                let _ = fs::remove_dir(root);
-            }
-        };
         let lock = match lock::acquire(root, command, waiting) {
             Ok(lock) => lock,
             Err(e) => {
-                undo_root(root_created);
+                if root_created {
+                    remove_empty_root(root);
+                }
                 return Err(e);
             }
         };
@@ -224,7 +220,7 @@ impl Txn {
     pub(crate) fn undo(mut self, journal: &Journal) {
         let marked = write_synced(&self.dir.join(ABORT), b"").is_ok();
         if marked && back(&self.root, &self.dir, journal).is_ok() {
-            discard(&self.dir);
+            // Undone: dropped as a run that never committed.
             self.journaled = false;
         }
     }
@@ -235,7 +231,7 @@ impl Txn {
     /// again by the next run, which finds every file already renamed.
     pub(crate) fn finish(mut self) {
         self.done = true;
-        discard(&self.dir);
+        let _ = discard(&self.dir);
     }
 
     /// Stops as a killed process would (for tests): everything stays on disk, and the lock
@@ -256,11 +252,10 @@ impl Drop for Txn {
         if self.done || self.journaled {
             return;
         }
-        discard(&self.dir);
+        let _ = discard(&self.dir);
         self.lock.take();
         if self.root_created {
-            let _ = fs::remove_dir(self.root.join(".scaffold"));
-            let _ = fs::remove_dir(&self.root);
+            remove_empty_root(&self.root);
         }
     }
 }
@@ -289,8 +284,7 @@ pub fn recover(
         && r.root_created
         && r.outcome == Outcome::RolledBack
     {
-        let _ = fs::remove_dir(root.join(".scaffold"));
-        let _ = fs::remove_dir(root);
+        remove_empty_root(root);
     }
     recovered
 }
@@ -337,14 +331,7 @@ fn recover_locked(root: &Path) -> Result<Option<Recovered>, GenerateError> {
             }
         }
     };
-    // The journal first: once it is gone, a kill leaves a folder the next run just removes.
-    let journal_path = dir.join(JOURNAL);
-    if journal_path.exists() {
-        fs::remove_file(&journal_path)
-            .map_err(|e| GenerateError::io("remove", &journal_path, e))?;
-        sync_dir(&dir);
-    }
-    fs::remove_dir_all(&dir).map_err(|e| GenerateError::io("remove", &dir, e))?;
+    discard(&dir).map_err(|e| GenerateError::io("remove", &dir, e))?;
     Ok(Some(Recovered {
         command,
         pid,
@@ -481,12 +468,20 @@ fn back(root: &Path, dir: &Path, j: &Journal) -> Result<(), GenerateError> {
 
 /// Removes a transaction folder, its journal first (made durable), so that a kill part
 /// way through leaves a folder with no journal: nothing the next run would redo or undo.
-fn discard(dir: &Path) {
-    let journal = dir.join(JOURNAL);
-    if fs::remove_file(&journal).is_ok() {
-        sync_dir(dir);
+fn discard(dir: &Path) -> io::Result<()> {
+    match fs::remove_file(dir.join(JOURNAL)) {
+        Ok(()) => sync_dir(dir),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
     }
-    let _ = fs::remove_dir_all(dir);
+    fs::remove_dir_all(dir)
+}
+
+/// Removes the folder a run made for a new repository (`init`), once nothing but an empty
+/// `.scaffold/` is left in it; a folder holding anything else stays.
+fn remove_empty_root(root: &Path) {
+    let _ = fs::remove_dir(root.join(".scaffold"));
+    let _ = fs::remove_dir(root);
 }
 
 /// The hash of the repo-relative file `rel`, `None` when it does not exist.
