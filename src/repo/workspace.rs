@@ -130,9 +130,22 @@ impl Workspace {
             .map(str::to_owned)
             .collect();
         ws.manifest_dirs.sort();
-        if let Some(w) = root.get("workspace").and_then(Item::as_table_like) {
+        let workspace_table = root.get("workspace").and_then(Item::as_table_like);
+        let exclude = workspace_table.map_or_else(Vec::new, |w| string_list(w.get("exclude")));
+        let exclude_globs: Vec<PathGlob> = exclude
+            .iter()
+            .filter_map(|m| PathGlob::new(normalize_rel(m).as_str()).ok())
+            .collect();
+        let excluded_dirs: Vec<String> = exclude_globs
+            .iter()
+            .map(|g| format!("{}/", g.pattern))
+            .collect();
+        let excluded = |dir: &str| {
+            exclude_globs.iter().any(|g| g.is_match(dir))
+                || excluded_dirs.iter().any(|d| dir.starts_with(d.as_str()))
+        };
+        if let Some(w) = workspace_table {
             let members = string_list(w.get("members"));
-            let exclude = string_list(w.get("exclude"));
             let manifest_dirs = files
                 .iter()
                 .filter_map(|f| f.strip_suffix("/Cargo.toml").map(str::to_owned));
@@ -140,18 +153,6 @@ impl Workspace {
                 .iter()
                 .filter_map(|m| PathGlob::new(normalize_rel(m).as_str()).ok())
                 .collect();
-            let exclude_globs: Vec<PathGlob> = exclude
-                .iter()
-                .filter_map(|m| PathGlob::new(normalize_rel(m).as_str()).ok())
-                .collect();
-            let excluded_dirs: Vec<String> = exclude_globs
-                .iter()
-                .map(|g| format!("{}/", g.pattern))
-                .collect();
-            let excluded = |dir: &str| {
-                exclude_globs.iter().any(|g| g.is_match(dir))
-                    || excluded_dirs.iter().any(|d| dir.starts_with(d.as_str()))
-            };
             for dir in manifest_dirs {
                 if member_globs.iter().any(|g| g.is_match(&dir)) && !excluded(&dir) {
                     member_dirs.push(dir);
@@ -246,39 +247,65 @@ impl Workspace {
         }
         member_dirs.sort();
         member_dirs.dedup();
-        let loaded: Vec<_> = member_dirs
-            .par_iter()
-            .map(|dir| {
-                let file = if dir.is_empty() {
-                    root_file.clone()
-                } else {
-                    let manifest_path = format!("{dir}/Cargo.toml");
-                    // Listed, so present: unreadable means a symlink, a FIFO or a folder
-                    // in its place, or no permission. The crate would drop out of every
-                    // layer silently: a finding instead.
-                    let Some(text) = read(&manifest_path) else {
-                        return Err(Box::new(
-                            Finding::new("source-unparsed", manifest_path.clone(), Location::START)
-                                .message(format!(
-                                    "cannot read {manifest_path} (a symlink, not a regular file, or unreadable): crate `{dir}` was not checked"
-                                ))
-                                .label("unreadable manifest")
-                                .help("make it a regular, readable file inside the repository"),
-                        ));
-                    };
-                    SourceFile::new(manifest_path, text)
+        let load_dir = |dir: &String| {
+            let file = if dir.is_empty() {
+                root_file.clone()
+            } else {
+                let manifest_path = format!("{dir}/Cargo.toml");
+                // Listed, so present: unreadable means a symlink, a FIFO or a folder
+                // in its place, or no permission. The crate would drop out of every
+                // layer silently: a finding instead.
+                let Some(text) = read(&manifest_path) else {
+                    return Err(Box::new(
+                        Finding::new("source-unparsed", manifest_path.clone(), Location::START)
+                            .message(format!(
+                                "cannot read {manifest_path} (a symlink, not a regular file, or unreadable): crate `{dir}` was not checked"
+                            ))
+                            .label("unreadable manifest")
+                            .help("make it a regular, readable file inside the repository"),
+                    ));
                 };
-                load_crate(dir, file, &workspace_deps)
-            })
-            .collect();
-        // In member order (`collect` keeps it), so crates stay sorted by directory.
-        for result in loaded {
-            match result {
-                Ok(Some(c)) => ws.crates.push(c),
-                Ok(None) => {}
-                Err(f) => findings.push(*f),
+                SourceFile::new(manifest_path, text)
+            };
+            load_crate(dir, file, &workspace_deps)
+        };
+        // Cargo makes every path dependency of a member that lies inside the root (and is
+        // not excluded) a member too, listed or not, transitively: read in waves until no
+        // new directory turns up.
+        let is_workspace = workspace_table.is_some();
+        let mut seen: std::collections::BTreeSet<String> = member_dirs.iter().cloned().collect();
+        let mut wave = member_dirs;
+        while !wave.is_empty() {
+            let loaded: Vec<_> = wave.par_iter().map(load_dir).collect();
+            let mut next = std::collections::BTreeSet::new();
+            for result in loaded {
+                match result {
+                    Ok(Some(c)) => {
+                        if is_workspace {
+                            for p in c.deps.iter().filter_map(|d| d.path.as_deref()) {
+                                let manifest = if p.is_empty() {
+                                    "Cargo.toml".to_owned()
+                                } else {
+                                    format!("{p}/Cargo.toml")
+                                };
+                                if !seen.contains(p)
+                                    && !excluded(p)
+                                    && files.binary_search(&manifest).is_ok()
+                                {
+                                    seen.insert(p.to_owned());
+                                    next.insert(p.to_owned());
+                                }
+                            }
+                        }
+                        ws.crates.push(c);
+                    }
+                    Ok(None) => {}
+                    Err(f) => findings.push(*f),
+                }
             }
+            wave = next.into_iter().collect();
         }
+        ws.crates.sort_by(|a, b| a.dir.cmp(&b.dir));
         debug_assert!(
             ws.crates.windows(2).all(|w| w[0].dir < w[1].dir),
             "crates sorted by dir"
@@ -525,11 +552,13 @@ mod tests {
         let read = |p: &str| match p {
             "Cargo.toml" => Some(root.to_owned()),
             "crates/a/Cargo.toml" => Some(a.to_owned()),
+            "om/Cargo.toml" => Some("[package]\nname = \"acme-om\"\n".to_owned()),
             _ => None,
         };
         let (ws, findings) = Workspace::load(&read, &files);
         assert!(findings.is_empty(), "{findings:?}");
-        assert_eq!(ws.crates.len(), 1);
+        // `om`, a path dependency inside the root, is a member though not listed.
+        assert_eq!(ws.crates.len(), 2);
         let c = &ws.crates[0];
         assert_eq!(
             (c.package.as_str(), c.lib_name.as_str()),
@@ -552,5 +581,45 @@ mod tests {
                 .iter()
                 .any(|d| d.key == "serde" && d.path.is_none() && d.kind == DepKind::Dev)
         );
+    }
+
+    /// Cargo's member set: listed members, then every path dependency inside the root,
+    /// transitively, unless excluded; a path dependency outside the root or without a
+    /// manifest is not a member (issue "check on real workspaces", item 1).
+    #[test]
+    fn path_dependencies_inside_the_root_are_members_too() {
+        let manifests = [
+            (
+                "Cargo.toml",
+                "[package]\nname = \"top\"\n[dependencies]\nr = { path = \"libs/r\" }\n[workspace]\nmembers = [\"a\"]\nexclude = [\"skip\"]\n",
+            ),
+            (
+                "a/Cargo.toml",
+                "[package]\nname = \"a\"\n[dependencies]\nb = { path = \"../b\" }\nx = { path = \"../skip/x\" }\n",
+            ),
+            (
+                "b/Cargo.toml",
+                "[package]\nname = \"b\"\n[dev-dependencies]\nc = { path = \"../nested/c\" }\ngone = { path = \"../gone\" }\n",
+            ),
+            ("nested/c/Cargo.toml", "[package]\nname = \"c\"\n"),
+            ("libs/r/Cargo.toml", "[package]\nname = \"r\"\n"),
+            ("skip/x/Cargo.toml", "[package]\nname = \"x\"\n"),
+            ("unrelated/Cargo.toml", "[package]\nname = \"u\"\n"),
+        ];
+        let files: Vec<String> = manifests.iter().map(|(p, _)| (*p).to_owned()).collect();
+        let mut files = files;
+        files.sort();
+        let read = |p: &str| {
+            manifests
+                .iter()
+                .find(|(m, _)| *m == p)
+                .map(|(_, t)| (*t).to_owned())
+        };
+        let (ws, findings) = Workspace::load(&read, &files);
+        assert!(findings.is_empty(), "{findings:?}");
+        let dirs: Vec<&str> = ws.crates.iter().map(|c| c.dir.as_str()).collect();
+        assert_eq!(dirs, ["", "a", "b", "libs/r", "nested/c"]);
+        assert_eq!(ws.crate_of("nested/c/src/lib.rs"), Some(4));
+        assert_eq!(ws.crate_of("unrelated/src/lib.rs"), None);
     }
 }
