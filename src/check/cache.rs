@@ -104,6 +104,7 @@ pub fn key(candidates: &[&str]) -> u128 {
         include_str!("rust_refs/fast.rs"),
         include_str!("rust_refs/lex.rs"),
         include_str!("rust_refs/syn_scan.rs"),
+        include_str!("rust_refs/tt.rs"),
         include_str!("cfg_test.rs"),
         include_str!("suppress.rs"),
         include_str!("cache.rs"),

@@ -26,6 +26,7 @@ use std::sync::Once;
 use ra_ap_parser::{Edition, LexedStr, Step, SyntaxKind as K, TopEntryPoint};
 
 use super::lex::{self, Tokens};
+use super::tt;
 use super::{CrateRef, RefKind, RustFacts};
 use crate::check::cfg_test::{CfgTok, requires_test};
 use crate::repo::workspace::DepKind;
@@ -240,6 +241,16 @@ struct AttrRec<'t> {
     in_cfg: bool,
     /// `#[name = "…"]`: the string literal, as written.
     value: Option<&'t str>,
+    /// A tool's attribute (`#[rustfmt::skip]`): its arguments are not read either.
+    tool: bool,
+}
+
+/// A token tree being read for paths ([`tt`]): its depth, the reader, and where the
+/// last token ended.
+struct TreeRead<'t> {
+    depth: usize,
+    reader: tt::Reader<Tok<'t>>,
+    prev_end: usize,
 }
 
 /// An item node (or the file), whose `#[cfg(test)]` makes everything in it test-only.
@@ -275,6 +286,10 @@ struct Scanner<'t> {
     /// references after it, as in syn's scan.
     aliases: Vec<(&'t str, &'t str, usize)>,
     path_mods: Vec<String>,
+    /// The token tree read for paths, while inside one.
+    tt: Option<TreeRead<'t>>,
+    /// The last segment of the last macro call's path (`println`, `quote`).
+    macro_name: Option<&'t str>,
     failed: bool,
 }
 
@@ -317,6 +332,8 @@ impl<'t> Scanner<'t> {
             locals: Vec::new(),
             aliases: Vec::new(),
             path_mods: Vec::new(),
+            tt: None,
+            macro_name: None,
             failed: false,
         }
     }
@@ -381,6 +398,28 @@ impl<'t> Scanner<'t> {
             }
             _ => {}
         }
+        if kind == K::TOKEN_TREE
+            && self.tt.is_none()
+            && self.in_use == 0
+            && self.in_extern_crate == 0
+        {
+            let read = match parent {
+                Some(K::MACRO_CALL) => !self.macro_name.is_some_and(tt::is_quote),
+                Some(K::MACRO_RULES) => true,
+                Some(K::META) => self
+                    .attrs
+                    .last()
+                    .is_some_and(|a| a.depth + 2 == depth && a.name != Some("cfg") && !a.tool),
+                _ => false,
+            };
+            if read {
+                self.tt = Some(TreeRead {
+                    depth,
+                    reader: tt::Reader::new(),
+                    prev_end: usize::MAX,
+                });
+            }
+        }
         match kind {
             K::USE => self.in_use += 1,
             K::EXTERN_CRATE => self.in_extern_crate += 1,
@@ -397,6 +436,10 @@ impl<'t> Scanner<'t> {
 
     /// A non-trivia token at `start..end` of the body.
     fn token(&mut self, kind: K, start: usize, end: usize) {
+        if self.tt.is_some() && self.stack.last() == Some(&K::TOKEN_TREE) {
+            self.tree_token(kind, start, end);
+            return;
+        }
         // Most tokens sit where nothing is read (keywords, operators, expressions'
         // literals): only a token under one of these nodes, or inside a `cfg(…)` being
         // read, is looked at below.
@@ -484,6 +527,39 @@ impl<'t> Scanner<'t> {
         }
     }
 
+    /// A token of a token tree read for paths.
+    fn tree_token(&mut self, kind: K, start: usize, end: usize) {
+        let Some(text) = self.body.get(start..end) else {
+            self.failed = true;
+            return;
+        };
+        let class = match kind {
+            K::IDENT => tt::Class::Ident,
+            K::SELF_KW | K::SUPER_KW | K::CRATE_KW | K::SELF_TYPE_KW => tt::Class::PathKeyword,
+            K::L_PAREN | K::R_PAREN | K::L_BRACK | K::R_BRACK | K::L_CURLY | K::R_CURLY => {
+                tt::Class::Other
+            }
+            k if k.is_punct() => text
+                .chars()
+                .next()
+                .map_or(tt::Class::Other, tt::Class::Punct),
+            k if k.is_keyword(EDITION) => tt::Class::Keyword,
+            _ => tt::Class::Other,
+        };
+        let Some(read) = &mut self.tt else { return };
+        let joined = read.prev_end == start;
+        read.prev_end = end;
+        let tok = Tok {
+            text,
+            offset: start,
+        };
+        if let Some(first) = read.reader.feed(class, joined, tok)
+            && !tt::is_lint_tool(first.text)
+        {
+            self.push_ref(first, RefKind::Path);
+        }
+    }
+
     fn rename(&mut self, owner: Option<K>, name: Tok<'t>) {
         match owner {
             Some(K::EXTERN_CRATE) => {
@@ -529,6 +605,9 @@ impl<'t> Scanner<'t> {
                 {
                     a.in_cfg = false;
                 }
+                if self.tt.as_ref().is_some_and(|t| t.depth == depth) {
+                    self.tt = None;
+                }
             }
             K::USE => self.in_use = self.in_use.saturating_sub(1),
             K::EXTERN_CRATE => {
@@ -545,6 +624,9 @@ impl<'t> Scanner<'t> {
     }
 
     fn path_done(&mut self, p: PathRec<'t>, depth: usize, parent: Option<K>) {
+        if parent == Some(K::MACRO_CALL) {
+            self.macro_name = p.last.map(|t| t.text);
+        }
         if parent == Some(K::USE_TREE) && self.in_use > 0 {
             if let Some(t) = self.trees.last_mut()
                 && t.depth + 1 == depth
@@ -565,6 +647,12 @@ impl<'t> Scanner<'t> {
             && !p.leading_colon
         {
             a.name = p.first.map(|t| t.text);
+        }
+        if parent == Some(K::META)
+            && let Some(a) = self.attrs.last_mut()
+            && a.depth + 2 == depth
+        {
+            a.tool = p.segments >= 2 && p.first.is_some_and(|t| super::is_tool(t.text));
         }
         // A `use` item's and an `extern crate` item's own attributes are not read.
         if self.in_use > 0 || self.in_extern_crate > 0 {

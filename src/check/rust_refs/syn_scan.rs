@@ -201,6 +201,64 @@ impl RefVisitor<'_> {
         });
     }
 
+    /// The paths of a token stream ([`super::tt`]), read without recursion.
+    fn token_stream(&mut self, tokens: &proc_macro2::TokenStream) {
+        use super::tt::{Class, Reader};
+        use proc_macro2::{Spacing, TokenTree};
+        let mut reader: Reader<Option<syn::Ident>> = Reader::new();
+        let mut stack = vec![tokens.clone().into_iter()];
+        let mut prev_joint = false;
+        while let Some(top) = stack.last_mut() {
+            let Some(tree) = top.next() else {
+                stack.pop();
+                if !stack.is_empty() {
+                    reader.feed(Class::Other, false, None);
+                }
+                prev_joint = false;
+                continue;
+            };
+            let found = match tree {
+                TokenTree::Group(g) => {
+                    let found = reader.feed(Class::Other, false, None);
+                    stack.push(g.stream().into_iter());
+                    prev_joint = false;
+                    found
+                }
+                TokenTree::Ident(i) => {
+                    let text = i.to_string();
+                    let class = match text.as_str() {
+                        "self" | "super" | "crate" | "Self" => Class::PathKeyword,
+                        _ if ra_ap_parser::SyntaxKind::from_keyword(
+                            &text,
+                            super::fast::EDITION,
+                        )
+                        .is_some() =>
+                        {
+                            Class::Keyword
+                        }
+                        _ => Class::Ident,
+                    };
+                    prev_joint = false;
+                    reader.feed(class, false, Some(i))
+                }
+                TokenTree::Punct(p) => {
+                    let found = reader.feed(Class::Punct(p.as_char()), prev_joint, None);
+                    prev_joint = p.spacing() == Spacing::Joint;
+                    found
+                }
+                TokenTree::Literal(_) => {
+                    prev_joint = false;
+                    reader.feed(Class::Other, false, None)
+                }
+            };
+            if let Some(Some(first)) = found
+                && !super::tt::is_lint_tool(&first.to_string())
+            {
+                self.record(&first, RefKind::Path);
+            }
+        }
+    }
+
     fn use_tree(&mut self, tree: &syn::UseTree) {
         match tree {
             syn::UseTree::Path(p) => self.record(&p.ident, RefKind::Use),
@@ -281,11 +339,26 @@ impl<'ast> Visit<'ast> for RefVisitor<'_> {
             return;
         }
         visit::visit_attribute(self, a);
+        // An attribute's arguments: `#[derive(b::D)]`, `#[cfg_attr(x, derive(b::R))]`.
+        if let syn::Meta::List(list) = &a.meta
+            && !list.path.is_ident("cfg")
+        {
+            self.token_stream(&list.tokens);
+        }
     }
 
     fn visit_macro(&mut self, m: &'ast syn::Macro) {
-        // The macro's own path is a reference; its body is opaque tokens (a blind spot).
+        // The macro's own path is a reference, and so is every path its tokens hold
+        // (except a `quote!`'s, which is code for another crate).
         self.visit_path(&m.path);
+        let quote = m
+            .path
+            .segments
+            .last()
+            .is_some_and(|s| super::tt::is_quote(&s.ident.to_string()));
+        if !quote {
+            self.token_stream(&m.tokens);
+        }
     }
 }
 
