@@ -11,11 +11,22 @@ use std::path::PathBuf;
 
 use common::{copy_fixture, run_in};
 
+/// Declares a module in the maintenance worker's crate root: only files of a crate's
+/// module tree are its code.
+fn declare_module(repo: &std::path::Path, decl: &str) {
+    let main = repo.join("workers/maintenance/src/main.rs");
+    let mut text = std::fs::read_to_string(&main).expect("read main.rs");
+    text.push_str(decl);
+    text.push('\n');
+    std::fs::write(&main, text).expect("write main.rs");
+}
+
 #[test]
 fn a_finding_on_a_very_long_line_is_shown_clipped() {
     let repo = copy_fixture("clean");
     let long = format!("pub fn f() {{ let x = {} ; }} }}\n", "1 + ".repeat(20_000));
     std::fs::write(repo.path().join("workers/maintenance/src/long.rs"), long).expect("write");
+    declare_module(repo.path(), "mod long;");
     for format in ["human", "json", "sarif", "github"] {
         let run = run_in(repo.path(), &["check", "--format", format]);
         assert_eq!(run.code, 1, "{format}: {}{}", run.stdout, run.stderr);
@@ -73,6 +84,7 @@ fn control_characters_are_escaped_in_human_output() {
     let repo = copy_fixture("clean");
     let name = "workers/maintenance/src/bad\u{1b}[31m\nname.rs";
     std::fs::write(repo.path().join(name), "fn f( { \u{1b}[2J }\n").expect("write");
+    declare_module(repo.path(), "#[path = \"bad\\u{1b}[31m\\nname.rs\"]\nmod bad;");
     let run = run_in(repo.path(), &["check"]);
     assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
     assert!(
@@ -106,6 +118,7 @@ fn non_utf8_names_and_contents_are_findings() {
     )
     .expect("write");
     std::fs::write(src.join("latin.rs"), b"// caf\xe9\npub fn g() {}\n").expect("write");
+    declare_module(repo.path(), "mod latin;");
     let run = run_in(repo.path(), &["check", "--format", "json"]);
     assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
     let doc: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON");

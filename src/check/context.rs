@@ -15,7 +15,7 @@ use crate::changes::ChangeSet;
 use crate::repo::Repo;
 use crate::repo::codemap::{Agent, Layer};
 use crate::repo::files::FileStat;
-use crate::repo::workspace::{Crate, DepKind, join_rel};
+use crate::repo::workspace::{Crate, DepKind};
 use crate::source::SourceFile;
 
 /// A parsed Rust file of a workspace crate. Its text is read on first use: a warm run
@@ -28,8 +28,12 @@ pub struct Source {
     root: Arc<Path>,
     /// Index into `repo.workspace.crates`.
     pub krate: usize,
-    /// Dev for tests/, benches/, examples/; Build for build.rs; else Normal.
+    /// From its target in the crate's module tree ([`super::modtree`]): Dev for tests,
+    /// benches, examples and `#[cfg(test)]` modules, Build for the build script.
     pub scope: DepKind,
+    /// Crate names its `use super::*` brings in as local names: a path starting with
+    /// one is no edge.
+    pub hidden: Vec<String>,
     pub facts: Result<RustFacts, ParseFailure>,
     /// Its `scaffold:allow` comments.
     pub suppressions: Vec<Suppression>,
@@ -67,6 +71,7 @@ impl Source {
             root: Arc::from(root),
             krate: 0,
             scope: DepKind::Normal,
+            hidden: Vec::new(),
             facts: Ok(RustFacts::default()),
             suppressions: Vec::new(),
             hash,
@@ -137,10 +142,10 @@ impl<'r> Context<'r> {
         // The files are sorted, so a directory's files come together: its crate is looked
         // up once, not once per file.
         let mut last: Option<(&str, Option<usize>)> = None;
-        let mut jobs: Vec<(String, usize)> = repo
+        let jobs: Vec<(String, usize)> = repo
             .files
             .iter()
-            .filter(|f| f.ends_with(".rs") && only.is_none_or(|o| o.contains(*f)))
+            .filter(|f| f.ends_with(".rs"))
             .filter_map(|f| {
                 let dir = f.rsplit_once('/').map_or("", |(d, _)| d);
                 let krate = match last {
@@ -155,29 +160,52 @@ impl<'r> Context<'r> {
             })
             .collect();
         let mut sources = parse_all(repo, &jobs, &candidates, &mut cache);
-        // `#[path]` modules that live outside their crate's directory belong to it too.
-        let have: BTreeSet<(String, usize)> = jobs.drain(..).collect();
-        let extra: BTreeSet<(String, usize)> = sources
-            .iter()
-            .filter_map(|s| s.facts.as_ref().ok().map(|f| (s, f)))
-            .flat_map(|(s, f)| {
-                let dir = s.path.rsplit_once('/').map_or("", |(d, _)| d).to_owned();
-                f.path_mods
-                    .iter()
-                    .filter_map(move |m| join_rel(&dir, m).map(|p| (p, s.krate)))
-            })
-            .filter(|pair| !have.contains(pair) && repo.files.binary_search(&pair.0).is_ok())
-            .collect();
-        if !extra.is_empty() {
-            let extra: Vec<_> = extra.into_iter().collect();
-            sources.extend(parse_all(repo, &extra, &candidates, &mut cache));
+        // Only the files of the crates' module trees are their code. A `#[path]` or an
+        // `include!` may reach a file outside the crate's folder: parsed, then walked again.
+        let mut rounds = 0;
+        let walk = loop {
+            let walk = {
+                let nodes = nodes_of(&sources);
+                super::modtree::reach(ws, &repo.files, &nodes)
+            };
+            if walk.missing.is_empty() || rounds == MAX_TREE_ROUNDS {
+                break walk;
+            }
+            rounds += 1;
+            let more = parse_all(repo, &walk.missing, &candidates, &mut cache);
+            sources.extend(more);
+        };
+        let hidden: Vec<Vec<String>> = {
+            let nodes = nodes_of(&sources);
+            (0..sources.len())
+                .map(|i| {
+                    super::modtree::glob_binds(&nodes, &walk.reached, i, MAX_GLOB_LEVELS)
+                        .into_iter()
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .collect()
+        };
+        let mut unreached = Vec::new();
+        let mut kept = Vec::with_capacity(sources.len());
+        for ((mut s, reached), hidden) in sources.into_iter().zip(walk.reached).zip(hidden) {
+            match reached {
+                Some(r) if only.is_none_or(|o| o.contains(&s.path)) => {
+                    s.scope = r.scope;
+                    s.hidden = hidden;
+                    kept.push(s);
+                }
+                _ => unreached.push(s),
+            }
         }
+        let mut sources = kept;
         sources.sort_by(|a, b| (&a.path, a.krate).cmp(&(&b.path, b.krate)));
         let pending = PendingSave {
             root: &repo.root,
             key,
             cache,
             partial: only.is_some(),
+            unreached,
         };
 
         // Read on rayon's threads (hundreds of small files in a large workspace).
@@ -315,19 +343,26 @@ impl CrateNames {
     }
 }
 
-fn file_scope(krate: &Crate, path: &str) -> DepKind {
-    let prefix = format!("{}/", krate.dir);
-    let rel = path.strip_prefix(prefix.as_str()).unwrap_or(path);
-    if rel == "build.rs" {
-        DepKind::Build
-    } else if ["tests/", "benches/", "examples/"]
+/// How many times the module trees are walked again for files outside their crates'
+/// folders (a `#[path]` chain); what a deeper chain reaches past this is not checked.
+const MAX_TREE_ROUNDS: usize = 16;
+
+/// How many parents a chain of `use super::*` is followed through.
+const MAX_GLOB_LEVELS: usize = 64;
+
+fn nodes_of(sources: &[Source]) -> Vec<super::modtree::Node<'_>> {
+    sources
         .iter()
-        .any(|p| rel.starts_with(p))
-    {
-        DepKind::Dev
-    } else {
-        DepKind::Normal
-    }
+        .map(|s| super::modtree::Node {
+            path: &s.path,
+            krate: s.krate,
+            facts: s.facts.as_ref().ok(),
+        })
+        .collect()
+}
+
+fn file_scope(krate: &Crate, path: &str) -> DepKind {
+    super::modtree::fallback_scope(&krate.dir, path)
 }
 
 fn parse_all(
@@ -395,6 +430,7 @@ fn parse_all(
                                 root: root.clone(),
                                 krate,
                                 scope: file_scope(&repo.workspace.crates[krate], path),
+                                hidden: Vec::new(),
                                 facts,
                                 suppressions: Vec::new(),
                                 hash: 0,
@@ -446,6 +482,7 @@ fn parse_all(
                 root: root.clone(),
                 krate,
                 scope,
+                hidden: Vec::new(),
                 facts: entry.facts,
                 suppressions: entry.suppressions,
                 hash: entry.hash,
@@ -472,6 +509,9 @@ pub struct PendingSave<'r> {
     cache: Cache,
     /// A run over some files (`--staged`) keeps the entries of the others.
     partial: bool,
+    /// Files parsed but outside every module tree (or outside `--staged`): not checked,
+    /// and their entries kept for the next run.
+    unreached: Vec<Source>,
 }
 
 impl PendingSave<'_> {
@@ -485,16 +525,17 @@ impl PendingSave<'_> {
             key,
             cache,
             partial,
+            unreached,
         } = self;
         let stale = !partial && !cache.all_taken();
-        if !stale && sources.iter().all(|s| s.kept.is_some()) {
+        if !stale && sources.iter().chain(&unreached).all(|s| s.kept.is_some()) {
             return;
         }
         let mut records: Vec<(&str, cache::Record<'_>)> = Vec::with_capacity(sources.len());
         if partial {
             records.extend(cache.rest());
         }
-        for s in sources {
+        for s in sources.iter().chain(&unreached) {
             let record = match &s.kept {
                 Some(t) => cache::Record::Kept(t.clone()),
                 None => cache::Record::Fresh(cache::EntryRef {

@@ -111,6 +111,10 @@ pub(super) fn all<'r>(ctx: &Context<'r>) -> Vec<Edge<'r>> {
             continue;
         };
         for r in &facts.refs {
+            // A name `use super::*` brought in from the parent module, not a crate.
+            if r.kind == crate::check::rust_refs::RefKind::Path && s.hidden.contains(&r.name) {
+                continue;
+            }
             let Some(target) = ctx.crate_names.resolve(s.krate, &r.name) else {
                 continue;
             };

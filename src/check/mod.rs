@@ -9,6 +9,7 @@ pub mod edges;
 pub mod finding;
 pub mod markdown;
 pub mod mentions;
+pub mod modtree;
 pub mod rules;
 pub mod rust_refs;
 pub mod sink;

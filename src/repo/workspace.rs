@@ -58,6 +58,9 @@ pub struct Crate {
     pub role: Option<(String, Location)>,
     /// Where `[package]` (or `name`) is written.
     pub package_loc: Location,
+    /// The root file of every target cargo builds from it (lib, bins, tests, examples,
+    /// benches, build script) that exists, with the scope its code has.
+    pub targets: Vec<(String, DepKind)>,
 }
 
 impl Crate {
@@ -267,7 +270,7 @@ impl Workspace {
                 };
                 SourceFile::new(manifest_path, text)
             };
-            load_crate(dir, file, &workspace_deps)
+            load_crate(dir, file, &workspace_deps, files)
         };
         // Cargo makes every path dependency of a member that lies inside the root (and is
         // not excluded) a member too, listed or not, transitively: read in waves until no
@@ -318,6 +321,7 @@ fn load_crate(
     dir: &str,
     file: SourceFile,
     workspace_deps: &BTreeMap<String, (Option<String>, String)>,
+    files: &[String],
 ) -> Result<Option<Crate>, Box<Finding>> {
     let doc = toml_edit::Document::parse(file.text.to_string())
         .map_err(|e| Box::new(toml_error(&file, &e)))?;
@@ -403,7 +407,90 @@ fn load_crate(
         deps,
         role,
         package_loc: pkg_loc,
+        targets: targets(top, pkg, dir, files),
     }))
+}
+
+/// The root files of a package's targets, as cargo finds them: `[lib]`, `[[bin]]`,
+/// `[[example]]`, `[[test]]`, `[[bench]]` paths (or the files their names give), the
+/// files cargo discovers itself unless `autobins = false` and the like, and the build
+/// script. Only files that exist; sorted, each once with its strongest scope.
+fn targets(
+    top: &toml_edit::Table,
+    pkg: &dyn TableLike,
+    dir: &str,
+    files: &[String],
+) -> Vec<(String, DepKind)> {
+    let exists = |p: &str| files.binary_search_by(|f| f.as_str().cmp(p)).is_ok();
+    let at = |p: &str| join_rel(dir, p);
+    let mut out: Vec<(String, DepKind)> = Vec::new();
+    let lib = top.get("lib").and_then(Item::as_table_like);
+    match lib.and_then(|l| l.get("path")).and_then(Item::as_str) {
+        Some(p) => out.extend(at(p).map(|p| (p, DepKind::Normal))),
+        None => out.extend(at("src/lib.rs").map(|p| (p, DepKind::Normal))),
+    }
+    match pkg.get("build") {
+        Some(b) if b.as_bool() == Some(false) => {}
+        Some(b) if b.as_str().is_some() => {
+            out.extend(b.as_str().and_then(at).map(|p| (p, DepKind::Build)));
+        }
+        _ => out.extend(at("build.rs").map(|p| (p, DepKind::Build))),
+    }
+    for (key, folder, scope, auto) in [
+        ("bin", "src/bin", DepKind::Normal, "autobins"),
+        ("example", "examples", DepKind::Dev, "autoexamples"),
+        ("test", "tests", DepKind::Dev, "autotests"),
+        ("bench", "benches", DepKind::Dev, "autobenches"),
+    ] {
+        if let Some(list) = top.get(key).and_then(Item::as_array_of_tables) {
+            for t in list.iter() {
+                if let Some(p) = t.get("path").and_then(Item::as_str) {
+                    out.extend(at(p).map(|p| (p, scope)));
+                } else if let Some(name) = t.get("name").and_then(Item::as_str) {
+                    for p in [
+                        format!("{folder}/{name}.rs"),
+                        format!("{folder}/{name}/main.rs"),
+                    ] {
+                        out.extend(at(&p).map(|p| (p, scope)));
+                    }
+                    if key == "bin" {
+                        out.extend(at("src/main.rs").map(|p| (p, scope)));
+                    }
+                }
+            }
+        }
+        if pkg.get(auto).and_then(Item::as_bool) == Some(false) {
+            continue;
+        }
+        if key == "bin" {
+            out.extend(at("src/main.rs").map(|p| (p, scope)));
+        }
+        let Some(base) = at(folder) else { continue };
+        let prefix = format!("{base}/");
+        let start = files.partition_point(|f| f.as_str() < prefix.as_str());
+        for f in files[start..].iter().take_while(|f| f.starts_with(&prefix)) {
+            let rest = &f[prefix.len()..];
+            let direct = rest.ends_with(".rs") && !rest.contains('/');
+            let main = rest
+                .strip_suffix("/main.rs")
+                .is_some_and(|d| !d.contains('/'));
+            if direct || main {
+                out.push((f.clone(), scope));
+            }
+        }
+    }
+    out.retain(|(p, _)| exists(p));
+    out.sort();
+    // One entry per file: a file that is both a bin and a test root is held to normal.
+    out.dedup_by(|later, kept| {
+        later.0 == kept.0 && {
+            if later.1 == DepKind::Normal {
+                kept.1 = DepKind::Normal;
+            }
+            true
+        }
+    });
+    out
 }
 
 fn collect_deps(

@@ -27,7 +27,7 @@ use ra_ap_parser::{Edition, LexedStr, Step, SyntaxKind as K, TopEntryPoint};
 
 use super::lex::{self, Tokens};
 use super::tt;
-use super::{CrateRef, RefKind, RustFacts};
+use super::{CrateRef, ModDecl, RefKind, RustFacts};
 use crate::check::cfg_test::{CfgTok, requires_test};
 use crate::repo::workspace::DepKind;
 
@@ -251,6 +251,17 @@ struct TreeRead<'t> {
     depth: usize,
     reader: tt::Reader<Tok<'t>>,
     prev_end: usize,
+    /// The tree of an `include!` call: its tokens counted, and its string literal.
+    include: Option<(usize, Option<&'t str>)>,
+}
+
+/// A `MODULE` node being read.
+struct ModRec<'t> {
+    depth: usize,
+    name: Option<&'t str>,
+    path: Option<String>,
+    /// It has a body (`mod a { … }`).
+    inline: bool,
 }
 
 /// An item node (or the file), whose `#[cfg(test)]` makes everything in it test-only.
@@ -290,6 +301,10 @@ struct Scanner<'t> {
     tt: Option<TreeRead<'t>>,
     /// The last segment of the last macro call's path (`println`, `quote`).
     macro_name: Option<&'t str>,
+    modules: Vec<ModRec<'t>>,
+    mods: Vec<ModDecl>,
+    includes: Vec<String>,
+    glob_super: bool,
     failed: bool,
 }
 
@@ -334,6 +349,10 @@ impl<'t> Scanner<'t> {
             path_mods: Vec::new(),
             tt: None,
             macro_name: None,
+            modules: Vec::new(),
+            mods: Vec::new(),
+            includes: Vec::new(),
+            glob_super: false,
             failed: false,
         }
     }
@@ -413,12 +432,29 @@ impl<'t> Scanner<'t> {
                 _ => false,
             };
             if read {
+                let include = (parent == Some(K::MACRO_CALL) && self.macro_name == Some("include"))
+                    .then_some((0, None));
                 self.tt = Some(TreeRead {
                     depth,
                     reader: tt::Reader::new(),
                     prev_end: usize::MAX,
+                    include,
                 });
             }
+        }
+        match kind {
+            K::MODULE => self.modules.push(ModRec {
+                depth,
+                name: None,
+                path: None,
+                inline: false,
+            }),
+            K::ITEM_LIST if parent == Some(K::MODULE) => {
+                if let Some(m) = self.modules.last_mut() {
+                    m.inline = true;
+                }
+            }
+            _ => {}
         }
         match kind {
             K::USE => self.in_use += 1,
@@ -488,6 +524,9 @@ impl<'t> Scanner<'t> {
         match (top, parent) {
             (Some(K::NAME), Some(K::MODULE)) => {
                 self.locals.push(text);
+                if let Some(m) = self.modules.last_mut() {
+                    m.name = Some(text);
+                }
             }
             (Some(K::NAME_REF), Some(K::EXTERN_CRATE)) => {
                 self.extern_target = Some(text);
@@ -498,6 +537,13 @@ impl<'t> Scanner<'t> {
             (Some(K::USE_TREE), _) if kind == K::STAR => {
                 if let Some(t) = self.trees.last_mut() {
                     t.leaf = false;
+                    // `use super::*;`
+                    if t.top
+                        && t.prefix == 0
+                        && matches!(t.path, Some((1, Some(last))) if last.text == "super")
+                    {
+                        self.glob_super = true;
+                    }
                 }
             }
             (Some(K::ATTR), _) if kind == K::BANG => {
@@ -549,6 +595,12 @@ impl<'t> Scanner<'t> {
         let Some(read) = &mut self.tt else { return };
         let joined = read.prev_end == start;
         read.prev_end = end;
+        if let Some((count, lit)) = &mut read.include {
+            *count += 1;
+            if kind == K::STRING {
+                *lit = Some(text);
+            }
+        }
         let tok = Tok {
             text,
             offset: start,
@@ -605,8 +657,33 @@ impl<'t> Scanner<'t> {
                 {
                     a.in_cfg = false;
                 }
-                if self.tt.as_ref().is_some_and(|t| t.depth == depth) {
-                    self.tt = None;
+                if let Some(read) = self.tt.take_if(|t| t.depth == depth)
+                    && let Some((3, Some(lit))) = read.include
+                    && let Some(value) = string_value(lit)
+                {
+                    self.includes.push(value);
+                }
+            }
+            K::MODULE => {
+                if let Some(m) = self.modules.pop_if(|m| m.depth == depth)
+                    && !m.inline
+                    && let Some(name) = m.name
+                {
+                    let inline = self
+                        .modules
+                        .iter()
+                        .map(|o| {
+                            o.path
+                                .clone()
+                                .unwrap_or_else(|| o.name.unwrap_or("").to_owned())
+                        })
+                        .collect();
+                    self.mods.push(ModDecl {
+                        name: name.to_owned(),
+                        path: m.path,
+                        inline,
+                        test: self.test_depth > 0,
+                    });
                 }
             }
             K::USE => self.in_use = self.in_use.saturating_sub(1),
@@ -727,6 +804,9 @@ impl<'t> Scanner<'t> {
             && parent == Some(K::MODULE)
             && let Some(value) = a.value.and_then(string_value)
         {
+            if let Some(m) = self.modules.last_mut() {
+                m.path = Some(value.clone());
+            }
             self.path_mods.push(value);
         }
     }
@@ -787,9 +867,19 @@ impl<'t> Scanner<'t> {
                 len: written.len(),
             });
         }
+        let binds = self
+            .locals
+            .iter()
+            .filter(|l| candidates.contains(**l))
+            .map(|l| (*l).to_owned())
+            .collect();
         RustFacts {
             refs,
             path_mods: self.path_mods,
+            mods: self.mods,
+            binds,
+            glob_super: self.glob_super,
+            includes: self.includes,
         }
     }
 }

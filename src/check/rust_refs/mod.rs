@@ -47,6 +47,29 @@ pub struct RustFacts {
     pub refs: Vec<CrateRef>,
     /// `#[path = "…"]` module files, as written, relative to the declaring file's directory.
     pub path_mods: Vec<String>,
+    /// Out-of-line module declarations (`mod x;`), in order: what the module tree of its
+    /// crate grows from this file.
+    pub mods: Vec<ModDecl>,
+    /// The names this file binds (modules, imports) that are also candidates: what a child
+    /// module's `use super::*` brings into scope.
+    pub binds: Vec<String>,
+    /// The file glob-imports its parent module (`use super::*;`).
+    pub glob_super: bool,
+    /// `include!("…")` paths written as one plain literal, relative to the file's directory.
+    pub includes: Vec<String>,
+}
+
+/// `mod name;`: a module whose body is another file.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ModDecl {
+    pub name: String,
+    /// Its `#[path = "…"]`, as written.
+    pub path: Option<String>,
+    /// The inline modules it is declared in, outermost first: each one's `#[path]` when it
+    /// has one, else its name (the folders its file is looked for under).
+    pub inline: Vec<String>,
+    /// Under `#[cfg(test)]` (on it or on an enclosing item): its file is test code.
+    pub test: bool,
 }
 
 /// A parse failure with its position.
@@ -421,6 +444,21 @@ mod differential {
             let only_syn: Vec<_> = b.iter().filter(|r| !a.contains(r)).collect();
             return Err(format!(
                 "refs differ\nonly fast: {only_fast:?}\nonly syn: {only_syn:?}"
+            ));
+        }
+        if (&fast.mods, &fast.binds, fast.glob_super, &fast.includes)
+            != (&slow.mods, &slow.binds, slow.glob_super, &slow.includes)
+        {
+            return Err(format!(
+                "module facts differ: {:?} {:?} {} {:?} vs {:?} {:?} {} {:?}",
+                fast.mods,
+                fast.binds,
+                fast.glob_super,
+                fast.includes,
+                slow.mods,
+                slow.binds,
+                slow.glob_super,
+                slow.includes
             ));
         }
         if fast.path_mods != slow.path_mods {
@@ -803,6 +841,8 @@ mod differential {
              #[derive(acme::D)] #[cfg_attr(unix, derive(acme::R))] #[acme::t(h = acme::h)] struct S;\n\
              #[allow(clippy::x, rustdoc::y)] fn g() { quote!(acme::q); m!(A => ::acme::z); }\n\
              /// doc\nmacro_rules! n { () => { /// inner doc\n acme::d!() } }\n",
+            "mod a;\n#[cfg(test)] mod tests;\n#[path = \"x/y.rs\"] mod r#y;\nmod outer { #[path = \"p\"] mod inner { mod deep; } mod b; }\n\
+             #[cfg(test)] mod t { mod u; }\nuse {super::*};\ninclude!(\"gen.rs\");\ninclude!(concat!(\"a\", \"b\"));\n",
         ];
         for case in cases {
             assert_eq!(compare(case), Ok(true), "{case}");

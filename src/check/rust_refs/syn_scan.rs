@@ -7,7 +7,7 @@ use std::collections::HashSet;
 
 use syn::visit::{self, Visit};
 
-use super::{CrateRef, ParseFailure, RefKind, RustFacts};
+use super::{CrateRef, ModDecl, ParseFailure, RefKind, RustFacts};
 use crate::repo::workspace::DepKind;
 
 /// Parses `text` with syn and extracts the references to any name in `candidates`.
@@ -26,9 +26,18 @@ pub(super) fn extract(text: &str, candidates: &HashSet<String>) -> Result<RustFa
                 aliases: Vec::new(),
                 local_mods: locals.names,
                 test_depth: 0,
+                inline: Vec::new(),
                 facts: RustFacts::default(),
             };
             v.visit_file(&file);
+            let mut binds: Vec<String> = v
+                .local_mods
+                .iter()
+                .filter(|l| candidates.contains(*l))
+                .cloned()
+                .collect();
+            binds.sort_unstable();
+            v.facts.binds = binds;
             Ok(v.facts)
         }
         Err(e) => {
@@ -153,7 +162,18 @@ struct RefVisitor<'a> {
     aliases: Vec<(String, String)>,
     local_mods: HashSet<String>,
     test_depth: usize,
+    /// The inline modules around the current item: each one's `#[path]` or name.
+    inline: Vec<String>,
     facts: RustFacts,
+}
+
+/// `use super::*`, at the top of a use tree or in a group there.
+fn is_glob_super(t: &syn::UseTree) -> bool {
+    match t {
+        syn::UseTree::Path(p) => p.ident == "super" && matches!(*p.tree, syn::UseTree::Glob(_)),
+        syn::UseTree::Group(g) => g.items.iter().any(is_glob_super),
+        _ => false,
+    }
 }
 
 impl RefVisitor<'_> {
@@ -294,6 +314,7 @@ impl<'ast> Visit<'ast> for RefVisitor<'_> {
     }
 
     fn visit_item_use(&mut self, u: &'ast syn::ItemUse) {
+        self.facts.glob_super |= is_glob_super(&u.tree);
         self.use_tree(&u.tree);
     }
 
@@ -306,6 +327,7 @@ impl<'ast> Visit<'ast> for RefVisitor<'_> {
     }
 
     fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
+        let mut path = None;
         for a in &m.attrs {
             if a.path().is_ident("path")
                 && let syn::Meta::NameValue(nv) = &a.meta
@@ -314,10 +336,24 @@ impl<'ast> Visit<'ast> for RefVisitor<'_> {
                     ..
                 }) = &nv.value
             {
+                path = Some(s.value());
                 self.facts.path_mods.push(s.value());
             }
         }
-        visit::visit_item_mod(self, m);
+        if m.content.is_none() {
+            self.facts.mods.push(ModDecl {
+                name: m.ident.to_string(),
+                path,
+                inline: self.inline.clone(),
+                test: self.test_depth > 0,
+            });
+            visit::visit_item_mod(self, m);
+        } else {
+            self.inline
+                .push(path.unwrap_or_else(|| m.ident.to_string()));
+            visit::visit_item_mod(self, m);
+            self.inline.pop();
+        }
     }
 
     fn visit_path(&mut self, p: &'ast syn::Path) {
@@ -358,6 +394,11 @@ impl<'ast> Visit<'ast> for RefVisitor<'_> {
             .is_some_and(|s| super::tt::is_quote(&s.ident.to_string()));
         if !quote {
             self.token_stream(&m.tokens);
+        }
+        if m.path.segments.last().is_some_and(|s| s.ident == "include")
+            && let Ok(lit) = syn::parse2::<syn::LitStr>(m.tokens.clone())
+        {
+            self.facts.includes.push(lit.value());
         }
     }
 }

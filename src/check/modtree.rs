@@ -1,0 +1,231 @@
+//! Which `.rs` files are Rust of which crate, as rustc sees it: the module tree grown from
+//! each target's root (lib, bins, tests, examples, benches, build script) through `mod x;`
+//! declarations, `#[path]` included, plus files pulled in by `include!("…")` with a plain
+//! literal. A file no crate's tree reaches (`test_data/*.rs`, fixtures) is no crate's code
+//! and is not checked.
+//!
+//! Each file reached gets its scope from its target (tests, examples and benches are dev
+//! scope, the build script build scope), and a module declared under `#[cfg(test)]` makes
+//! its file and everything below it dev scope. A file that cannot be read or parsed hides
+//! its `mod` declarations: every `.rs` file below its module folder is reached in its
+//! place, so nothing under it goes unchecked.
+
+use std::collections::{HashMap, VecDeque};
+
+use super::rust_refs::RustFacts;
+use crate::repo::workspace::{DepKind, Workspace, join_rel};
+
+/// How one file was reached.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reached {
+    pub scope: DepKind,
+    /// The file whose `mod` declared it (what `use super::*` reads), for a module file.
+    pub parent: Option<usize>,
+}
+
+/// What [`reach`] needs of a parsed file.
+#[derive(Debug)]
+pub struct Node<'a> {
+    pub path: &'a str,
+    pub krate: usize,
+    pub facts: Option<&'a RustFacts>,
+}
+
+/// The outcome of a walk: how each node was reached (`None`: by no tree), and the files
+/// the trees reach that are not among the nodes yet (a `#[path]` outside the crate's
+/// folder), with their crate, to be parsed and walked again.
+#[derive(Debug)]
+pub struct Walk {
+    pub reached: Vec<Option<Reached>>,
+    pub missing: Vec<(String, usize)>,
+}
+
+/// Normal code is held to the normal dependencies even where a test also reaches it.
+fn stronger(a: DepKind, b: DepKind) -> DepKind {
+    use DepKind::{Build, Dev, Normal};
+    match (a, b) {
+        (Normal, _) | (_, Normal) => Normal,
+        (Build, _) | (_, Build) => Build,
+        (Dev, Dev) => Dev,
+    }
+}
+
+fn dir_of(path: &str) -> &str {
+    path.rsplit_once('/').map_or("", |(d, _)| d)
+}
+
+fn join(dir: &str, name: &str) -> String {
+    if dir.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
+/// The folder a file's `mod x;` declarations are looked for in when it is not a module
+/// root: `a/b.rs` declares `a/b/x.rs`; `mod.rs`, `lib.rs`, `main.rs` their own folder.
+fn default_base(path: &str) -> String {
+    let (dir, file) = path.rsplit_once('/').unwrap_or(("", path));
+    match file {
+        "mod.rs" | "lib.rs" | "main.rs" => dir.to_owned(),
+        _ => join(dir, file.strip_suffix(".rs").unwrap_or(file)),
+    }
+}
+
+/// Walks every crate's module tree. `files` is every repo-relative file, sorted.
+pub fn reach(ws: &Workspace, files: &[String], nodes: &[Node<'_>]) -> Walk {
+    let index: HashMap<(&str, usize), usize> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| ((n.path, n.krate), i))
+        .collect();
+    let exists = |p: &str| files.binary_search_by(|f| f.as_str().cmp(p)).is_ok();
+    let mut reached: Vec<Option<Reached>> = vec![None; nodes.len()];
+    let mut missing = Vec::new();
+    // (file, crate, scope, parent, folder its `mod` declarations resolve in)
+    let mut queue: VecDeque<(String, usize, DepKind, Option<usize>, String)> = VecDeque::new();
+    for (k, c) in ws.crates.iter().enumerate() {
+        if c.targets.is_empty() {
+            // No target cargo would build from: every file of the crate, as before the
+            // tree, rather than none.
+            for (i, n) in nodes.iter().enumerate() {
+                if n.krate == k {
+                    reached[i] = Some(Reached {
+                        scope: fallback_scope(&c.dir, n.path),
+                        parent: None,
+                    });
+                }
+            }
+            continue;
+        }
+        for (root, scope) in &c.targets {
+            queue.push_back((root.clone(), k, *scope, None, dir_of(root).to_owned()));
+        }
+    }
+    while let Some((path, k, scope, parent, base)) = queue.pop_front() {
+        let Some(&i) = index.get(&(path.as_str(), k)) else {
+            if exists(&path) && !missing.contains(&(path.clone(), k)) {
+                missing.push((path, k));
+            }
+            continue;
+        };
+        match &mut reached[i] {
+            Some(r) => {
+                let merged = stronger(r.scope, scope);
+                if merged == r.scope {
+                    continue;
+                }
+                // Reached again with a stronger scope: its subtree is walked again.
+                r.scope = merged;
+            }
+            slot @ None => *slot = Some(Reached { scope, parent }),
+        }
+        let scope = reached[i].as_ref().map_or(scope, |r| r.scope);
+        match nodes[i].facts {
+            Some(facts) => {
+                for m in &facts.mods {
+                    let name = m.name.strip_prefix("r#").unwrap_or(&m.name);
+                    let mut dir = base.clone();
+                    for seg in &m.inline {
+                        dir = join_rel(&dir, seg).unwrap_or_default();
+                    }
+                    let child_scope = if m.test { DepKind::Dev } else { scope };
+                    let (candidates, child_base) = match &m.path {
+                        Some(p) => {
+                            // Relative to the declaring file's folder at the top of the
+                            // file, to the inline modules' folder inside them.
+                            let from = if m.inline.is_empty() {
+                                dir_of(&path)
+                            } else {
+                                dir.as_str()
+                            };
+                            let Some(file) = join_rel(from, p) else {
+                                continue;
+                            };
+                            let b = dir_of(&file).to_owned();
+                            (vec![file], b)
+                        }
+                        None => (
+                            vec![
+                                join(&dir, &format!("{name}.rs")),
+                                join(&dir, &format!("{name}/mod.rs")),
+                            ],
+                            join(&dir, name),
+                        ),
+                    };
+                    for file in candidates {
+                        queue.push_back((file, k, child_scope, Some(i), child_base.clone()));
+                    }
+                }
+                // An included file is part of the module that includes it.
+                for inc in &facts.includes {
+                    if let Some(file) = join_rel(dir_of(&path), inc) {
+                        queue.push_back((file, k, scope, parent, base.clone()));
+                    }
+                }
+            }
+            None => {
+                // Unread: what it declares is unknown, so everything below its folder.
+                let prefix = format!("{base}/");
+                for (j, n) in nodes.iter().enumerate() {
+                    if j != i && n.krate == k && (base.is_empty() || n.path.starts_with(&prefix)) {
+                        queue.push_back((
+                            n.path.to_owned(),
+                            k,
+                            scope,
+                            Some(i),
+                            default_base(n.path),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    Walk { reached, missing }
+}
+
+/// The scope by folder, for a crate with no target to walk from.
+pub fn fallback_scope(dir: &str, path: &str) -> DepKind {
+    let rel = if dir.is_empty() {
+        path
+    } else {
+        path.strip_prefix(dir)
+            .and_then(|r| r.strip_prefix('/'))
+            .unwrap_or(path)
+    };
+    if rel == "build.rs" {
+        DepKind::Build
+    } else if ["tests/", "benches/", "examples/"]
+        .iter()
+        .any(|p| rel.starts_with(p))
+    {
+        DepKind::Dev
+    } else {
+        DepKind::Normal
+    }
+}
+
+/// The crate names a file's `use super::*` brings into scope from its parent module
+/// files (and theirs, through their own `use super::*`), up to `limit` levels.
+pub fn glob_binds<'a>(
+    nodes: &[Node<'a>],
+    reached: &[Option<Reached>],
+    i: usize,
+    limit: usize,
+) -> Vec<&'a str> {
+    let mut out = Vec::new();
+    let mut at = i;
+    for _ in 0..limit {
+        let Some(facts) = nodes[at].facts else { break };
+        if !facts.glob_super {
+            break;
+        }
+        let Some(parent) = reached[at].as_ref().and_then(|r| r.parent) else {
+            break;
+        };
+        let Some(pf) = nodes[parent].facts else { break };
+        out.extend(pf.binds.iter().map(String::as_str));
+        at = parent;
+    }
+    out
+}
