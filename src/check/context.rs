@@ -325,6 +325,12 @@ impl CrateNames {
         (target != krate).then_some(target)
     }
 
+    /// [`resolve`](Self::resolve), for a name the crate declares as a dependency only.
+    pub fn resolve_declared(&self, krate: usize, name: &str) -> Option<usize> {
+        let target = (*self.local.get(krate)?.get(name)?)?;
+        (target != krate).then_some(target)
+    }
+
     /// Every name any crate may use, sorted (what files are scanned for).
     pub fn all(&self) -> Vec<&str> {
         let mut v: Vec<&str> = self

@@ -112,10 +112,15 @@ pub(super) fn all<'r>(ctx: &Context<'r>) -> Vec<Edge<'r>> {
         };
         for r in &facts.refs {
             // A name `use super::*` brought in from the parent module, not a crate.
-            if r.kind == crate::check::rust_refs::RefKind::Path && s.hidden.contains(&r.name) {
+            if r.kind.is_path() && s.hidden.contains(&r.name) {
                 continue;
             }
-            let Some(target) = ctx.crate_names.resolve(s.krate, &r.name) else {
+            let target = if r.kind == crate::check::rust_refs::RefKind::Token {
+                ctx.crate_names.resolve_declared(s.krate, &r.name)
+            } else {
+                ctx.crate_names.resolve(s.krate, &r.name)
+            };
+            let Some(target) = target else {
                 continue;
             };
             let Some(to_layer) = ctx.layer(target) else {

@@ -5,15 +5,18 @@
 //! `must_not_import` in `agent/codemap.yml`. An edge is a `use` (grouped and nested
 //! `use a::{b, c::d}` and `pub use` re-exports included), an `extern crate … as …`, or a
 //! qualified path in an expression, type, pattern, attribute or macro path
-//! (`::acme_infra::Client::new()`). Renamed dependencies (`infra = { package =
-//! "acme-infra", … }`) and a `[lib] name` different from the package name are resolved.
-//! `#[path]` modules are checked as part of the crate that declares them, and cfg-gated
-//! items are checked on every cfg. Code in `tests/`, `benches/`, `examples/` or under
-//! `#[cfg(test)]` is reported as dev-dependency scope, `build.rs` as build scope.
+//! (`::acme_infra::Client::new()`), including paths in attribute arguments
+//! (`#[derive(acme_infra::D)]`), macro arguments (`println!("{}", acme_infra::f())`) and
+//! `macro_rules!` bodies. Renamed dependencies (`infra = { package = "acme-infra", … }`)
+//! and a `[lib] name` different from the package name are resolved. A crate's code is its
+//! module tree from its targets' roots (`mod` declarations, `#[path]` and plain
+//! `include!` files included); cfg-gated items are checked on every cfg. Code of tests,
+//! benches, examples or under `#[cfg(test)]` (a `#[cfg(test)] mod tests;` file too) is
+//! reported as dev-dependency scope, `build.rs` as build scope.
 //!
-//! Blind spots: macro bodies (`my_macro!(acme_infra::x)`) and files pulled in with
-//! `include!` are not expanded, and a glob re-export seen through a third crate is
-//! attributed to that crate.
+//! Blind spots: `quote!` bodies (code generated for another crate), paths inside string
+//! literals (`#[serde(with = "acme_infra::x")]`), what a macro generates, and a glob
+//! re-export seen through a third crate is attributed to that crate.
 //!
 //! ## Why
 //! Layers keep a worker from reaching into code it must not depend on (apps, infra).

@@ -253,6 +253,8 @@ struct TreeRead<'t> {
     prev_end: usize,
     /// The tree of an `include!` call: its tokens counted, and its string literal.
     include: Option<(usize, Option<&'t str>)>,
+    /// `mod name;` written in the tree (`cfg_if!`).
+    mods: tt::ModReader,
 }
 
 /// A `MODULE` node being read.
@@ -302,6 +304,9 @@ struct Scanner<'t> {
     /// The last segment of the last macro call's path (`println`, `quote`).
     macro_name: Option<&'t str>,
     modules: Vec<ModRec<'t>>,
+    /// Every module the file declares: a `use` of that name imports from it (`mod nu;
+    /// pub use nu::X;`), not from a crate.
+    module_names: Vec<&'t str>,
     mods: Vec<ModDecl>,
     includes: Vec<String>,
     glob_super: bool,
@@ -350,6 +355,7 @@ impl<'t> Scanner<'t> {
             tt: None,
             macro_name: None,
             modules: Vec::new(),
+            module_names: Vec::new(),
             mods: Vec::new(),
             includes: Vec::new(),
             glob_super: false,
@@ -439,6 +445,7 @@ impl<'t> Scanner<'t> {
                     reader: tt::Reader::new(),
                     prev_end: usize::MAX,
                     include,
+                    mods: tt::ModReader::default(),
                 });
             }
         }
@@ -524,6 +531,7 @@ impl<'t> Scanner<'t> {
         match (top, parent) {
             (Some(K::NAME), Some(K::MODULE)) => {
                 self.locals.push(text);
+                self.module_names.push(text);
                 if let Some(m) = self.modules.last_mut() {
                     m.name = Some(text);
                 }
@@ -605,11 +613,45 @@ impl<'t> Scanner<'t> {
             text,
             offset: start,
         };
-        if let Some(first) = read.reader.feed(class, joined, tok)
+        let mod_tok = match kind {
+            K::MOD_KW => tt::ModTok::Mod,
+            K::IDENT => tt::ModTok::Ident(text),
+            K::SEMICOLON => tt::ModTok::Semi,
+            K::EQ => tt::ModTok::Eq,
+            K::STRING if read.mods.wants_str() => {
+                string_value(text).map_or(tt::ModTok::Other, tt::ModTok::Str)
+            }
+            _ => tt::ModTok::Other,
+        };
+        let declared = read.mods.feed(mod_tok);
+        let first = read.reader.feed(class, joined, tok);
+        if let Some((name, path)) = declared {
+            let inline = self.inline_dirs();
+            self.mods.push(ModDecl {
+                name,
+                path,
+                inline,
+                test: self.test_depth > 0,
+            });
+        }
+        if let Some(first) = first
             && !tt::is_lint_tool(first.text)
         {
-            self.push_ref(first, RefKind::Path);
+            self.push_ref(first, RefKind::Token);
         }
+    }
+
+    /// The folders of the inline modules open here, outermost first.
+    fn inline_dirs(&self) -> Vec<String> {
+        self.modules
+            .iter()
+            .filter(|m| m.inline)
+            .map(|o| {
+                o.path
+                    .clone()
+                    .unwrap_or_else(|| o.name.unwrap_or("").to_owned())
+            })
+            .collect()
     }
 
     fn rename(&mut self, owner: Option<K>, name: Tok<'t>) {
@@ -669,15 +711,7 @@ impl<'t> Scanner<'t> {
                     && !m.inline
                     && let Some(name) = m.name
                 {
-                    let inline = self
-                        .modules
-                        .iter()
-                        .map(|o| {
-                            o.path
-                                .clone()
-                                .unwrap_or_else(|| o.name.unwrap_or("").to_owned())
-                        })
-                        .collect();
+                    let inline = self.inline_dirs();
                     self.mods.push(ModDecl {
                         name: name.to_owned(),
                         path: m.path,
@@ -830,7 +864,10 @@ impl<'t> Scanner<'t> {
         let mut refs = Vec::new();
         for r in &self.refs {
             let written = r.tok.text;
-            if r.kind == RefKind::Path && self.locals.binary_search(&written).is_ok() {
+            if r.kind.is_path() && self.locals.binary_search(&written).is_ok() {
+                continue;
+            }
+            if r.kind == RefKind::Use && self.module_names.contains(&written) {
                 continue;
             }
             // An `extern crate` line names its own crate, whatever another line's alias says.

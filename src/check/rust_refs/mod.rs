@@ -3,7 +3,10 @@
 //! whether it sits in test-only (`#[cfg(test)]`) code.
 //!
 //! Every item is visited whatever its `cfg`, so cfg-gated code is checked on every cfg.
-//! Macro bodies and `include!` are not expanded (documented blind spots).
+//! Token trees (macro arguments, `macro_rules!` bodies, attribute arguments) are read for
+//! paths by one reader both scans share (`tt.rs`); what a macro expands to is not seen.
+//! Each file also reports its `mod` declarations, `include!` literals and `use super::*`,
+//! from which `check::modtree` grows each crate's module tree.
 //!
 //! Two scans find the same facts: `fast` (rust-analyzer's parser, no tree) takes every
 //! file its parser accepts without error; `syn_scan` (a full syn parse) takes the rest and
@@ -25,6 +28,17 @@ pub enum RefKind {
     Use,
     Path,
     ExternCrate,
+    /// A path inside a token tree (macro arguments, a `macro_rules!` body, an attribute's
+    /// arguments). A macro's own syntax may look like a path (`code(nu::compile::x)`), so
+    /// such a reference counts only for a crate the file's crate declares.
+    Token,
+}
+
+impl RefKind {
+    /// A path (not an import): a name the file binds shadows it.
+    pub fn is_path(self) -> bool {
+        matches!(self, RefKind::Path | RefKind::Token)
+    }
 }
 
 /// One place a file names a crate.
@@ -347,6 +361,36 @@ mod tests {
         // The same facts from syn, which takes every file the fast scan does not.
         let slow = syn_scan::extract(src, &cands).expect("syn parses it").refs;
         assert_eq!(slow, refs);
+    }
+
+    /// `mod name;` inside a macro's tokens (`cfg_if!`) is a module of the tree, `#[path]`
+    /// and all; a `use` of a module the file declares imports from it, not from a crate.
+    #[test]
+    fn modules_declared_in_macros_and_uses_of_local_modules() {
+        let cands: HashSet<String> = ["nu", "acme_om"].into_iter().map(String::from).collect();
+        let src = "cfg_if::cfg_if! { if #[cfg(unix)] { #[path = \"sys/unix.rs\"] mod sys; } else { mod other; } }\n\
+                   #[cfg(test)] mod t { m!(mod inner;); }\nmod nu;\npub use nu::NuCmd;\nuse acme_om::Y;\n";
+        for facts in [
+            extract(src, &cands).expect("parses"),
+            syn_scan::extract(src, &cands).expect("syn parses it"),
+        ] {
+            let mods: Vec<_> = facts
+                .mods
+                .iter()
+                .map(|m| (m.name.as_str(), m.path.as_deref(), m.inline.clone(), m.test))
+                .collect();
+            assert_eq!(
+                mods,
+                [
+                    ("sys", Some("sys/unix.rs"), vec![], false),
+                    ("other", None, vec![], false),
+                    ("inner", None, vec!["t".to_owned()], true),
+                    ("nu", None, vec![], false),
+                ]
+            );
+            let named: Vec<_> = facts.refs.iter().map(|r| r.name.as_str()).collect();
+            assert_eq!(named, ["acme_om"]);
+        }
     }
 
     #[test]
@@ -801,6 +845,31 @@ mod differential {
         );
     }
 
+    /// The same comparison over a tree named by `SCAFFOLD_DIFF_DIR` (a fetched real
+    /// workspace): `cargo test -- --ignored` with the variable set.
+    #[test]
+    #[ignore = "needs SCAFFOLD_DIFF_DIR"]
+    fn the_fast_scan_agrees_with_syn_on_the_tree_in_scaffold_diff_dir() {
+        let Some(dir) = std::env::var_os("SCAFFOLD_DIFF_DIR") else {
+            eprintln!("SKIPPED: SCAFFOLD_DIFF_DIR is not set");
+            return;
+        };
+        let mut files = Vec::new();
+        rust_files(Path::new(&dir), &mut files);
+        let (mut compared, mut problems) = (0, Vec::new());
+        for f in &files {
+            let Ok(text) = std::fs::read_to_string(f) else {
+                continue;
+            };
+            match compare(&text) {
+                Ok(took) => compared += usize::from(took),
+                Err(e) => problems.push(format!("{}: {e}", f.display())),
+            }
+        }
+        eprintln!("compared {compared} of {} files", files.len());
+        assert!(problems.is_empty(), "{}", problems.join("\n\n"));
+    }
+
     #[test]
     fn the_fast_scan_agrees_with_syn_on_edge_cases() {
         let cases = [
@@ -843,6 +912,8 @@ mod differential {
              /// doc\nmacro_rules! n { () => { /// inner doc\n acme::d!() } }\n",
             "mod a;\n#[cfg(test)] mod tests;\n#[path = \"x/y.rs\"] mod r#y;\nmod outer { #[path = \"p\"] mod inner { mod deep; } mod b; }\n\
              #[cfg(test)] mod t { mod u; }\nuse {super::*};\ninclude!(\"gen.rs\");\ninclude!(concat!(\"a\", \"b\"));\n",
+            "cfg_if::cfg_if! { if #[cfg(unix)] { #[path = \"sys/unix.rs\"] mod sys; } else { mod other; } }\n\
+             mod outer { m!(mod inner;); }\nmod acme;\npub use acme::X;\nuse acme_om::Y;\n",
         ];
         for case in cases {
             assert_eq!(compare(case), Ok(true), "{case}");

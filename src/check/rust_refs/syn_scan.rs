@@ -25,6 +25,7 @@ pub(super) fn extract(text: &str, candidates: &HashSet<String>) -> Result<RustFa
                 cursor: OffsetCursor::default(),
                 aliases: Vec::new(),
                 local_mods: locals.names,
+                mod_names: locals.mods,
                 test_depth: 0,
                 inline: Vec::new(),
                 facts: RustFacts::default(),
@@ -64,6 +65,8 @@ pub(super) fn extract(text: &str, candidates: &HashSet<String>) -> Result<RustFa
 #[derive(Default)]
 struct LocalNames {
     names: HashSet<String>,
+    /// The modules alone: a `use` of one of these imports from it, not from a crate.
+    mods: HashSet<String>,
 }
 
 impl LocalNames {
@@ -96,6 +99,7 @@ impl LocalNames {
 impl<'ast> Visit<'ast> for LocalNames {
     fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
         self.names.insert(m.ident.to_string());
+        self.mods.insert(m.ident.to_string());
         visit::visit_item_mod(self, m);
     }
 
@@ -161,6 +165,7 @@ struct RefVisitor<'a> {
     /// `extern crate x as y`: (y, x).
     aliases: Vec<(String, String)>,
     local_mods: HashSet<String>,
+    mod_names: HashSet<String>,
     test_depth: usize,
     /// The inline modules around the current item: each one's `#[path]` or name.
     inline: Vec<String>,
@@ -190,7 +195,10 @@ impl RefVisitor<'_> {
 
     fn record(&mut self, ident: &syn::Ident, kind: RefKind) {
         let name = ident.to_string();
-        if kind == RefKind::Path && self.local_mods.contains(&name) {
+        if kind.is_path() && self.local_mods.contains(&name) {
+            return;
+        }
+        if kind == RefKind::Use && self.mod_names.contains(&name) {
             return;
         }
         let Some(name) = self.resolve(&name, kind) else {
@@ -226,6 +234,7 @@ impl RefVisitor<'_> {
         use super::tt::{Class, Reader};
         use proc_macro2::{Spacing, TokenTree};
         let mut reader: Reader<Option<syn::Ident>> = Reader::new();
+        let mut mods = super::tt::ModReader::default();
         let mut stack = vec![tokens.clone().into_iter()];
         let mut prev_joint = false;
         while let Some(top) = stack.last_mut() {
@@ -233,10 +242,36 @@ impl RefVisitor<'_> {
                 stack.pop();
                 if !stack.is_empty() {
                     reader.feed(Class::Other, false, None);
+                    mods.feed(super::tt::ModTok::Other);
                 }
                 prev_joint = false;
                 continue;
             };
+            let ident_text = match &tree {
+                TokenTree::Ident(i) => i.to_string(),
+                _ => String::new(),
+            };
+            let mod_tok = match &tree {
+                TokenTree::Ident(_) if ident_text == "mod" => super::tt::ModTok::Mod,
+                TokenTree::Ident(_) => super::tt::ModTok::Ident(&ident_text),
+                TokenTree::Punct(p) if p.as_char() == ';' => super::tt::ModTok::Semi,
+                TokenTree::Punct(p) if p.as_char() == '=' => super::tt::ModTok::Eq,
+                TokenTree::Literal(l) if mods.wants_str() => {
+                    let value = syn::parse_str::<syn::LitStr>(&l.to_string()).ok();
+                    value.map_or(super::tt::ModTok::Other, |v| {
+                        super::tt::ModTok::Str(v.value())
+                    })
+                }
+                _ => super::tt::ModTok::Other,
+            };
+            if let Some((name, path)) = mods.feed(mod_tok) {
+                self.facts.mods.push(ModDecl {
+                    name,
+                    path,
+                    inline: self.inline.clone(),
+                    test: self.test_depth > 0,
+                });
+            }
             let found = match tree {
                 TokenTree::Group(g) => {
                     let found = reader.feed(Class::Other, false, None);
@@ -274,7 +309,7 @@ impl RefVisitor<'_> {
             if let Some(Some(first)) = found
                 && !super::tt::is_lint_tool(&first.to_string())
             {
-                self.record(&first, RefKind::Path);
+                self.record(&first, RefKind::Token);
             }
         }
     }

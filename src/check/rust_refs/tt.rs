@@ -114,6 +114,71 @@ impl<T: Clone> Reader<T> {
     }
 }
 
+/// A token as the module reader sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum ModTok<'a> {
+    /// The keyword `mod`.
+    Mod,
+    Ident(&'a str),
+    Semi,
+    Eq,
+    /// A string literal's value.
+    Str(String),
+    Other,
+}
+
+/// Finds `mod name;` in a token tree (`cfg_if! { if #[cfg(unix)] { mod unix; } }`): a
+/// module declared there is part of the module tree like any other, with the
+/// `#[path = "…"]` written before it.
+#[derive(Default)]
+pub(super) struct ModReader {
+    /// 0: nothing; 1: after `mod`; 2: after `mod name`.
+    state: u8,
+    name: String,
+    /// 0: nothing; 1: after `path`; 2: after `path =`.
+    path_state: u8,
+    path: Option<String>,
+}
+
+impl ModReader {
+    /// Whether a string literal now would be a `#[path]` value (only then is its value
+    /// worth computing).
+    pub(super) fn wants_str(&self) -> bool {
+        self.path_state == 2
+    }
+
+    /// Feeds one token; returns a declaration (`name`, `#[path]`) when one ends here.
+    pub(super) fn feed(&mut self, tok: ModTok<'_>) -> Option<(String, Option<String>)> {
+        let mut out = None;
+        self.state = match (self.state, &tok) {
+            (_, ModTok::Mod) => 1,
+            (1, ModTok::Ident(name)) => {
+                self.name = (*name).to_owned();
+                2
+            }
+            (2, ModTok::Semi) => {
+                out = Some((std::mem::take(&mut self.name), self.path.take()));
+                0
+            }
+            _ => 0,
+        };
+        self.path_state = match (self.path_state, tok) {
+            (_, ModTok::Ident("path")) => 1,
+            (1, ModTok::Eq) => 2,
+            (2, ModTok::Str(value)) => {
+                self.path = Some(value);
+                0
+            }
+            (_, ModTok::Semi) => {
+                self.path = None;
+                0
+            }
+            _ => 0,
+        };
+        out
+    }
+}
+
 /// Macros whose body is code generated for another crate (`quote!`, `parse_quote!`):
 /// what it names is that crate's edge, not this one's.
 pub(super) fn is_quote(macro_name: &str) -> bool {
