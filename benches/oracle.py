@@ -121,7 +121,7 @@ def main():
         recall = len(hit) / len(named) if named else 1.0
         files = report["summary"]["files_checked"]
         print(f"workspace: {ws}")
-        print(f"crates (cargo metadata): {len(pkgs)}; crates scaffold checked: see files")
+        print(f"crates (cargo metadata): {len(pkgs)}")
         print(f"files checked: {files}; source-unparsed: {len(unparsed)}")
         print(f"declared edges between members: {len(declared)}; named in code (text search): {len(named)}")
         print(f"edges found in code: {len(found)}")

@@ -84,7 +84,10 @@ fn control_characters_are_escaped_in_human_output() {
     let repo = copy_fixture("clean");
     let name = "workers/maintenance/src/bad\u{1b}[31m\nname.rs";
     std::fs::write(repo.path().join(name), "fn f( { \u{1b}[2J }\n").expect("write");
-    declare_module(repo.path(), "#[path = \"bad\\u{1b}[31m\\nname.rs\"]\nmod bad;");
+    declare_module(
+        repo.path(),
+        "#[path = \"bad\\u{1b}[31m\\nname.rs\"]\nmod bad;",
+    );
     let run = run_in(repo.path(), &["check"]);
     assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
     assert!(

@@ -13,12 +13,20 @@ use common::{copy_fixture, run_in};
 fn every_edge_is_found_and_no_near_miss_is() {
     let repo = copy_fixture("real-workspace");
     let human = run_in(repo.path(), &["check", "--color", "never"]);
-    assert_eq!(human.code, 0, "warnings only: {}{}", human.stdout, human.stderr);
+    assert_eq!(
+        human.code, 0,
+        "warnings only: {}{}",
+        human.stdout, human.stderr
+    );
     insta::assert_snapshot!("edges_human", human.stdout);
     let json = run_in(repo.path(), &["check", "--format", "json"]);
     insta::assert_snapshot!("edges_json", json.stdout);
     // The near misses, by file: nothing there.
-    for silent in ["crates/a/src/child.rs", "crates/a/test_data/broken.rs", "src/main.rs:7"] {
+    for silent in [
+        "crates/a/src/child.rs",
+        "crates/a/test_data/broken.rs",
+        "src/main.rs:7",
+    ] {
         assert!(!human.stdout.contains(silent), "{silent}: {}", human.stdout);
     }
     let doc: serde_json::Value = serde_json::from_str(&json.stdout).expect("JSON");
