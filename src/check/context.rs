@@ -163,6 +163,7 @@ impl<'r> Context<'r> {
         // Only the files of the crates' module trees are their code. A `#[path]` or an
         // `include!` may reach a file outside the crate's folder: parsed, then walked again.
         let mut rounds = 0;
+        sources.sort_by(|a, b| (&a.path, a.krate).cmp(&(&b.path, b.krate)));
         let walk = loop {
             let walk = {
                 let nodes = nodes_of(&sources);
@@ -174,11 +175,15 @@ impl<'r> Context<'r> {
             rounds += 1;
             let more = parse_all(repo, &walk.missing, &candidates, &mut cache);
             sources.extend(more);
+            sources.sort_by(|a, b| (&a.path, a.krate).cmp(&(&b.path, b.krate)));
         };
         let hidden: Vec<Vec<String>> = {
             let nodes = nodes_of(&sources);
             (0..sources.len())
                 .map(|i| {
+                    if !nodes[i].facts.is_some_and(|f| f.glob_super) {
+                        return Vec::new();
+                    }
                     super::modtree::glob_binds(&nodes, &walk.reached, i, MAX_GLOB_LEVELS)
                         .into_iter()
                         .map(str::to_owned)
@@ -198,8 +203,8 @@ impl<'r> Context<'r> {
                 _ => unreached.push(s),
             }
         }
-        let mut sources = kept;
-        sources.sort_by(|a, b| (&a.path, a.krate).cmp(&(&b.path, b.krate)));
+        // Still sorted by (path, crate).
+        let sources = kept;
         let pending = PendingSave {
             root: &repo.root,
             key,

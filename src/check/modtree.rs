@@ -10,7 +10,7 @@
 //! its `mod` declarations: every `.rs` file below its module folder is reached in its
 //! place, so nothing under it goes unchecked.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 use super::rust_refs::RustFacts;
 use crate::repo::workspace::{DepKind, Workspace, join_rel};
@@ -72,43 +72,68 @@ fn default_base(path: &str) -> String {
     }
 }
 
-/// Walks every crate's module tree. `files` is every repo-relative file, sorted.
+/// Walks every crate's module tree. `files` is every repo-relative file, sorted; `nodes`
+/// are sorted by (path, crate), so every lookup is a binary search and the files below a
+/// folder are one range.
 pub fn reach(ws: &Workspace, files: &[String], nodes: &[Node<'_>]) -> Walk {
-    let index: HashMap<(&str, usize), usize> = nodes
-        .iter()
-        .enumerate()
-        .map(|(i, n)| ((n.path, n.krate), i))
-        .collect();
+    debug_assert!(
+        nodes
+            .windows(2)
+            .all(|w| (w[0].path, w[0].krate) < (w[1].path, w[1].krate)),
+        "nodes sorted"
+    );
+    let find = |path: &str, k: usize| {
+        nodes
+            .binary_search_by(|n| (n.path, n.krate).cmp(&(path, k)))
+            .ok()
+    };
     let exists = |p: &str| files.binary_search_by(|f| f.as_str().cmp(p)).is_ok();
     let mut reached: Vec<Option<Reached>> = vec![None; nodes.len()];
-    let mut missing = Vec::new();
-    // (file, crate, scope, parent, folder its `mod` declarations resolve in)
-    let mut queue: VecDeque<(String, usize, DepKind, Option<usize>, String)> = VecDeque::new();
-    for (k, c) in ws.crates.iter().enumerate() {
-        if c.targets.is_empty() {
-            // No target cargo would build from: every file of the crate, as before the
-            // tree, rather than none.
-            for (i, n) in nodes.iter().enumerate() {
-                if n.krate == k {
-                    reached[i] = Some(Reached {
-                        scope: fallback_scope(&c.dir, n.path),
-                        parent: None,
-                    });
-                }
+    let mut missing: Vec<(String, usize)> = Vec::new();
+    // (node, scope, parent, folder its `mod` declarations resolve in)
+    let mut queue: VecDeque<(usize, DepKind, Option<usize>, String)> = VecDeque::new();
+    // A file to visit: a node, or one to parse first (outside the crate's folder).
+    let mut visit = |path: &str,
+                     k: usize,
+                     scope: DepKind,
+                     parent: Option<usize>,
+                     base: String,
+                     queue: &mut VecDeque<(usize, DepKind, Option<usize>, String)>|
+     -> bool {
+        match find(path, k) {
+            Some(i) => {
+                queue.push_back((i, scope, parent, base));
+                true
             }
-            continue;
+            None if exists(path) => {
+                if !missing.iter().any(|(p, m)| p == path && *m == k) {
+                    missing.push((path.to_owned(), k));
+                }
+                true
+            }
+            None => false,
         }
+    };
+    let mut no_targets = vec![false; ws.crates.len()];
+    for (k, c) in ws.crates.iter().enumerate() {
+        // No target cargo would build from: every file of the crate, as before the tree,
+        // rather than none.
+        no_targets[k] = c.targets.is_empty();
         for (root, scope) in &c.targets {
-            queue.push_back((root.clone(), k, *scope, None, dir_of(root).to_owned()));
+            visit(root, k, *scope, None, dir_of(root).to_owned(), &mut queue);
         }
     }
-    while let Some((path, k, scope, parent, base)) = queue.pop_front() {
-        let Some(&i) = index.get(&(path.as_str(), k)) else {
-            if exists(&path) && !missing.contains(&(path.clone(), k)) {
-                missing.push((path, k));
-            }
-            continue;
-        };
+    for (i, n) in nodes.iter().enumerate() {
+        if no_targets.get(n.krate).copied().unwrap_or(false) {
+            reached[i] = Some(Reached {
+                scope: fallback_scope(&ws.crates[n.krate].dir, n.path),
+                parent: None,
+            });
+        }
+    }
+    let mut candidate = String::new();
+    while let Some((i, scope, parent, base)) = queue.pop_front() {
+        let k = nodes[i].krate;
         match &mut reached[i] {
             Some(r) => {
                 let merged = stronger(r.scope, scope);
@@ -121,63 +146,72 @@ pub fn reach(ws: &Workspace, files: &[String], nodes: &[Node<'_>]) -> Walk {
             slot @ None => *slot = Some(Reached { scope, parent }),
         }
         let scope = reached[i].as_ref().map_or(scope, |r| r.scope);
-        match nodes[i].facts {
-            Some(facts) => {
-                for m in &facts.mods {
-                    let name = m.name.strip_prefix("r#").unwrap_or(&m.name);
-                    let mut dir = base.clone();
-                    for seg in &m.inline {
-                        dir = join_rel(&dir, seg).unwrap_or_default();
-                    }
-                    let child_scope = if m.test { DepKind::Dev } else { scope };
-                    let (candidates, child_base) = match &m.path {
-                        Some(p) => {
-                            // Relative to the declaring file's folder at the top of the
-                            // file, to the inline modules' folder inside them.
-                            let from = if m.inline.is_empty() {
-                                dir_of(&path)
-                            } else {
-                                dir.as_str()
-                            };
-                            let Some(file) = join_rel(from, p) else {
-                                continue;
-                            };
-                            let b = dir_of(&file).to_owned();
-                            (vec![file], b)
-                        }
-                        None => (
-                            vec![
-                                join(&dir, &format!("{name}.rs")),
-                                join(&dir, &format!("{name}/mod.rs")),
-                            ],
-                            join(&dir, name),
-                        ),
+        let path = nodes[i].path;
+        let Some(facts) = nodes[i].facts else {
+            // Unread: what it declares is unknown, so everything below its folder.
+            let prefix = format!("{base}/");
+            let start = if base.is_empty() {
+                0
+            } else {
+                nodes.partition_point(|n| n.path < prefix.as_str())
+            };
+            for (j, n) in nodes.iter().enumerate().skip(start) {
+                if !base.is_empty() && !n.path.starts_with(&prefix) {
+                    break;
+                }
+                if j != i && n.krate == k && reached[j].is_none() {
+                    queue.push_back((j, scope, Some(i), default_base(n.path)));
+                }
+            }
+            continue;
+        };
+        for m in &facts.mods {
+            let name = m.name.strip_prefix("r#").unwrap_or(&m.name);
+            let mut dir = base.clone();
+            for seg in &m.inline {
+                dir = join_rel(&dir, seg).unwrap_or_default();
+            }
+            let child_scope = if m.test { DepKind::Dev } else { scope };
+            match &m.path {
+                Some(p) => {
+                    // Relative to the declaring file's folder at the top of the file, to
+                    // the inline modules' folder inside them.
+                    let from = if m.inline.is_empty() {
+                        dir_of(path)
+                    } else {
+                        dir.as_str()
                     };
-                    for file in candidates {
-                        queue.push_back((file, k, child_scope, Some(i), child_base.clone()));
+                    if let Some(file) = join_rel(from, p) {
+                        let b = dir_of(&file).to_owned();
+                        visit(&file, k, child_scope, Some(i), b, &mut queue);
                     }
                 }
-                // An included file is part of the module that includes it.
-                for inc in &facts.includes {
-                    if let Some(file) = join_rel(dir_of(&path), inc) {
-                        queue.push_back((file, k, scope, parent, base.clone()));
+                None => {
+                    // `name.rs`, else `name/mod.rs` (rustc refuses both at once).
+                    let child_base = join(&dir, name);
+                    candidate.clear();
+                    candidate.push_str(&child_base);
+                    candidate.push_str(".rs");
+                    if !visit(
+                        &candidate,
+                        k,
+                        child_scope,
+                        Some(i),
+                        child_base.clone(),
+                        &mut queue,
+                    ) {
+                        candidate.clear();
+                        candidate.push_str(&child_base);
+                        candidate.push_str("/mod.rs");
+                        visit(&candidate, k, child_scope, Some(i), child_base, &mut queue);
                     }
                 }
             }
-            None => {
-                // Unread: what it declares is unknown, so everything below its folder.
-                let prefix = format!("{base}/");
-                for (j, n) in nodes.iter().enumerate() {
-                    if j != i && n.krate == k && (base.is_empty() || n.path.starts_with(&prefix)) {
-                        queue.push_back((
-                            n.path.to_owned(),
-                            k,
-                            scope,
-                            Some(i),
-                            default_base(n.path),
-                        ));
-                    }
-                }
+        }
+        // An included file is part of the module that includes it.
+        for inc in &facts.includes {
+            if let Some(file) = join_rel(dir_of(path), inc) {
+                visit(&file, k, scope, parent, base.clone(), &mut queue);
             }
         }
     }
