@@ -159,7 +159,14 @@ impl<'r> Context<'r> {
                 krate.map(|k| (f.clone(), k))
             })
             .collect();
-        let mut sources = parse_all(repo, &jobs, &candidates, &mut cache);
+        // A partial run (`--staged`) first parses only its files and the chains of module
+        // files above them; when that reaches them all it is enough, else every file.
+        let mut subset = only.map(|o| super::modtree::chains(ws, &jobs, o));
+        let first: Vec<(String, usize)> = match &subset {
+            Some(keep) => jobs.iter().filter(|j| keep.contains(j)).cloned().collect(),
+            None => jobs.clone(),
+        };
+        let mut sources = parse_all(repo, &first, &candidates, &mut cache);
         // Only the files of the crates' module trees are their code. A `#[path]` or an
         // `include!` may reach a file outside the crate's folder: parsed, then walked again.
         let mut rounds = 0;
@@ -169,11 +176,31 @@ impl<'r> Context<'r> {
                 let nodes = nodes_of(&sources);
                 super::modtree::reach(ws, &repo.files, &nodes)
             };
-            if walk.missing.is_empty() || rounds == MAX_TREE_ROUNDS {
-                break walk;
+            let mut missing = walk.missing;
+            if let Some(keep) = &subset {
+                let unreached = sources
+                    .iter()
+                    .zip(&walk.reached)
+                    .any(|(s, r)| r.is_none() && only.is_some_and(|o| o.contains(&s.path)));
+                if unreached {
+                    // Reached some other way (`#[path]`, `include!`), or by none: the
+                    // whole tree decides.
+                    let rest: Vec<(String, usize)> =
+                        jobs.iter().filter(|j| !keep.contains(j)).cloned().collect();
+                    sources.extend(parse_all(repo, &rest, &candidates, &mut cache));
+                    sources.sort_by(|a, b| (&a.path, a.krate).cmp(&(&b.path, b.krate)));
+                    subset = None;
+                    continue;
+                }
+                // The files left out on purpose are not missing.
+                let all: BTreeSet<&(String, usize)> = jobs.iter().collect();
+                missing.retain(|m| !all.contains(m));
+            }
+            if missing.is_empty() || rounds == MAX_TREE_ROUNDS {
+                break walk.reached;
             }
             rounds += 1;
-            let more = parse_all(repo, &walk.missing, &candidates, &mut cache);
+            let more = parse_all(repo, &missing, &candidates, &mut cache);
             sources.extend(more);
             sources.sort_by(|a, b| (&a.path, a.krate).cmp(&(&b.path, b.krate)));
         };
@@ -184,7 +211,7 @@ impl<'r> Context<'r> {
                     if !nodes[i].facts.is_some_and(|f| f.glob_super) {
                         return Vec::new();
                     }
-                    super::modtree::glob_binds(&nodes, &walk.reached, i, MAX_GLOB_LEVELS)
+                    super::modtree::glob_binds(&nodes, &walk, i, MAX_GLOB_LEVELS)
                         .into_iter()
                         .map(str::to_owned)
                         .collect()
@@ -193,7 +220,7 @@ impl<'r> Context<'r> {
         };
         let mut unreached = Vec::new();
         let mut kept = Vec::with_capacity(sources.len());
-        for ((mut s, reached), hidden) in sources.into_iter().zip(walk.reached).zip(hidden) {
+        for ((mut s, reached), hidden) in sources.into_iter().zip(walk).zip(hidden) {
             match reached {
                 Some(r) if only.is_none_or(|o| o.contains(&s.path)) => {
                     s.scope = r.scope;

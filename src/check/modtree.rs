@@ -93,25 +93,27 @@ pub fn reach(ws: &Workspace, files: &[String], nodes: &[Node<'_>]) -> Walk {
     // (node, scope, parent, folder its `mod` declarations resolve in)
     let mut queue: VecDeque<(usize, DepKind, Option<usize>, String)> = VecDeque::new();
     // A file to visit: a node, or one to parse first (outside the crate's folder).
+    // A file to visit: a node, or one to parse first (outside the crate's folder). The
+    // folder is handed back when no such file exists, for the next candidate.
     let mut visit = |path: &str,
                      k: usize,
                      scope: DepKind,
                      parent: Option<usize>,
                      base: String,
                      queue: &mut VecDeque<(usize, DepKind, Option<usize>, String)>|
-     -> bool {
+     -> Option<String> {
         match find(path, k) {
             Some(i) => {
                 queue.push_back((i, scope, parent, base));
-                true
+                None
             }
             None if exists(path) => {
                 if !missing.iter().any(|(p, m)| p == path && *m == k) {
                     missing.push((path.to_owned(), k));
                 }
-                true
+                None
             }
-            None => false,
+            None => Some(base),
         }
     };
     let mut no_targets = vec![false; ws.crates.len()];
@@ -167,9 +169,9 @@ pub fn reach(ws: &Workspace, files: &[String], nodes: &[Node<'_>]) -> Walk {
         };
         for m in &facts.mods {
             let name = m.name.strip_prefix("r#").unwrap_or(&m.name);
-            let mut dir = base.clone();
+            let mut dir = std::borrow::Cow::Borrowed(base.as_str());
             for seg in &m.inline {
-                dir = join_rel(&dir, seg).unwrap_or_default();
+                dir = std::borrow::Cow::Owned(join_rel(&dir, seg).unwrap_or_default());
             }
             let child_scope = if m.test { DepKind::Dev } else { scope };
             match &m.path {
@@ -179,7 +181,7 @@ pub fn reach(ws: &Workspace, files: &[String], nodes: &[Node<'_>]) -> Walk {
                     let from = if m.inline.is_empty() {
                         dir_of(path)
                     } else {
-                        dir.as_str()
+                        &dir
                     };
                     if let Some(file) = join_rel(from, p) {
                         let b = dir_of(&file).to_owned();
@@ -192,14 +194,9 @@ pub fn reach(ws: &Workspace, files: &[String], nodes: &[Node<'_>]) -> Walk {
                     candidate.clear();
                     candidate.push_str(&child_base);
                     candidate.push_str(".rs");
-                    if !visit(
-                        &candidate,
-                        k,
-                        child_scope,
-                        Some(i),
-                        child_base.clone(),
-                        &mut queue,
-                    ) {
+                    if let Some(child_base) =
+                        visit(&candidate, k, child_scope, Some(i), child_base, &mut queue)
+                    {
                         candidate.clear();
                         candidate.push_str(&child_base);
                         candidate.push_str("/mod.rs");
@@ -216,6 +213,54 @@ pub fn reach(ws: &Workspace, files: &[String], nodes: &[Node<'_>]) -> Walk {
         }
     }
     Walk { reached, missing }
+}
+
+/// For a partial run: each of `only`'s files with its crate, and the module files that
+/// may declare it, up to a target root (`a/b/c.rs` and `a/b/c/mod.rs` are declared by
+/// `a/b.rs`, `a/b/mod.rs` or a root in `a/b/`). `jobs` are every `.rs` file with its crate.
+pub fn chains(
+    ws: &Workspace,
+    jobs: &[(String, usize)],
+    only: &std::collections::BTreeSet<String>,
+) -> std::collections::BTreeSet<(String, usize)> {
+    let has = |p: &str, k: usize| {
+        jobs.binary_search_by(|(jp, jk)| (jp.as_str(), *jk).cmp(&(p, k)))
+            .is_ok()
+    };
+    let mut keep = std::collections::BTreeSet::new();
+    let mut todo: Vec<(String, usize)> = jobs
+        .iter()
+        .filter(|(p, _)| only.contains(p))
+        .cloned()
+        .collect();
+    let mut steps = 0;
+    while let Some((path, k)) = todo.pop() {
+        steps += 1;
+        if !keep.insert((path.clone(), k)) || steps > 4096 {
+            continue;
+        }
+        let Some(c) = ws.crates.get(k) else { continue };
+        if c.targets.iter().any(|(t, _)| *t == path) {
+            continue;
+        }
+        let dir = dir_of(&path);
+        let base = if path.ends_with("/mod.rs") {
+            dir_of(dir)
+        } else {
+            dir
+        };
+        for cand in [format!("{base}.rs"), format!("{base}/mod.rs")] {
+            if has(&cand, k) {
+                todo.push((cand, k));
+            }
+        }
+        for (t, _) in &c.targets {
+            if dir_of(t) == base && has(t, k) {
+                todo.push((t.clone(), k));
+            }
+        }
+    }
+    keep
 }
 
 /// The scope by folder, for a crate with no target to walk from.
