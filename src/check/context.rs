@@ -1,7 +1,7 @@
 //! Everything rules read, built once per run: crates mapped to layers, every Rust source
 //! of every workspace crate parsed (in parallel), worker READMEs.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
@@ -135,7 +135,7 @@ impl<'r> Context<'r> {
         let crate_names = CrateNames::new(&ws.crates);
         let sorted = crate_names.all();
         let key = cache::key(&sorted);
-        let candidates: HashSet<String> = sorted.iter().map(|s| (*s).to_owned()).collect();
+        let candidates: rust_refs::Candidates = sorted.iter().copied().collect();
         let mut cache = Cache::load(&repo.root, key);
 
         // Files of each crate: the longest crate directory that contains them.
@@ -162,11 +162,14 @@ impl<'r> Context<'r> {
         // A partial run (`--staged`) first parses only its files and the chains of module
         // files above them; when that reaches them all it is enough, else every file.
         let mut subset = only.map(|o| super::modtree::chains(ws, &jobs, o));
-        let first: Vec<(String, usize)> = match &subset {
-            Some(keep) => jobs.iter().filter(|j| keep.contains(j)).cloned().collect(),
-            None => jobs.clone(),
+        let mut sources = match &subset {
+            Some(keep) => {
+                let first: Vec<(String, usize)> =
+                    jobs.iter().filter(|j| keep.contains(j)).cloned().collect();
+                parse_all(repo, &first, &candidates, &mut cache)
+            }
+            None => parse_all(repo, &jobs, &candidates, &mut cache),
         };
-        let mut sources = parse_all(repo, &first, &candidates, &mut cache);
         // Only the files of the crates' module trees are their code. A `#[path]` or an
         // `include!` may reach a file outside the crate's folder: parsed, then walked again.
         let mut rounds = 0;
@@ -406,7 +409,7 @@ fn file_scope(krate: &Crate, path: &str) -> DepKind {
 fn parse_all(
     repo: &Repo,
     jobs: &[(String, usize)],
-    candidates: &HashSet<String>,
+    candidates: &rust_refs::Candidates,
     cache: &mut Cache,
 ) -> Vec<Source> {
     let root: Arc<Path> = Arc::from(repo.root.as_path());

@@ -373,7 +373,7 @@ mod tests {
             .spawn(|| {
                 for (name, text) in shapes(MAX_DEPTH - 20) {
                     assert!(!deep(&text), "{name} just below the budget was refused");
-                    let cands = std::collections::HashSet::new();
+                    let cands = super::super::Candidates::default();
                     let _ = super::super::extract(&text, &cands);
                     let _ = syn::parse_file(&text);
                     let _ = super::super::syn_scan::extract(&text, &cands);

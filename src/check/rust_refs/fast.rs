@@ -19,7 +19,6 @@
 //! newer syntax syn lacks); such a file is read, not reported unparsed.
 
 use std::cell::Cell;
-use std::collections::HashSet;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Once;
 
@@ -38,7 +37,7 @@ pub(super) const EDITION: Edition = Edition::Edition2021;
 /// The facts of `text`, or `None` when rust-analyzer's lexer or parser reports anything
 /// (or the file nests past the depth budget).
 #[cfg(test)]
-pub(super) fn scan(text: &str, candidates: &HashSet<String>) -> Option<RustFacts> {
+pub(super) fn scan(text: &str, candidates: &super::Candidates) -> Option<RustFacts> {
     match scan_checked(text, candidates) {
         Scan::Read(facts) => Some(facts),
         Scan::TooDeep(_) | Scan::Unread => None,
@@ -57,7 +56,7 @@ pub(super) enum Scan {
 }
 
 /// [`scan`], telling a file too deep to parse from one the scan leaves to syn.
-pub(super) fn scan_checked(text: &str, candidates: &HashSet<String>) -> Scan {
+pub(super) fn scan_checked(text: &str, candidates: &super::Candidates) -> Scan {
     // rust-analyzer keeps offsets in `u32`.
     if u32::try_from(text.len()).is_err() {
         return Scan::Unread;
@@ -113,7 +112,7 @@ fn quiet_panics_in_scan() {
 fn scan_unguarded(
     text: &str,
     body: &str,
-    candidates: &HashSet<String>,
+    candidates: &super::Candidates,
 ) -> Result<Option<RustFacts>, usize> {
     let (tokens, input) = match lex::lex(body, EDITION) {
         Some(lexed) => lexed,
@@ -137,7 +136,7 @@ fn scan_steps(
     body: &str,
     tokens: &Tokens,
     input: &ra_ap_parser::Input,
-    candidates: &HashSet<String>,
+    candidates: &super::Candidates,
 ) -> Option<RustFacts> {
     let mut scanner = Scanner::new(body);
     // The parser's steps count non-trivia tokens, as `tokens` does; `pos` walks both.
@@ -298,7 +297,6 @@ struct Scanner<'t> {
     /// `extern crate x as y`: (y, x, where y is written). An alias names its crate in the
     /// references after it, as in syn's scan.
     aliases: Vec<(&'t str, &'t str, usize)>,
-    path_mods: Vec<String>,
     /// The token tree read for paths, while inside one.
     tt: Option<TreeRead<'t>>,
     /// The last segment of the last macro call's path (`println`, `quote`).
@@ -351,7 +349,6 @@ impl<'t> Scanner<'t> {
             refs: Vec::new(),
             locals: Vec::new(),
             aliases: Vec::new(),
-            path_mods: Vec::new(),
             tt: None,
             macro_name: None,
             modules: Vec::new(),
@@ -545,10 +542,12 @@ impl<'t> Scanner<'t> {
             (Some(K::USE_TREE), _) if kind == K::STAR => {
                 if let Some(t) = self.trees.last_mut() {
                     t.leaf = false;
-                    // `use super::*;`
+                    // `use super::*;` of the file's own module (inside an inline module
+                    // `super` is this file).
                     if t.top
                         && t.prefix == 0
                         && matches!(t.path, Some((1, Some(last))) if last.text == "super")
+                        && !self.modules.iter().any(|m| m.inline)
                     {
                         self.glob_super = true;
                     }
@@ -613,17 +612,22 @@ impl<'t> Scanner<'t> {
             text,
             offset: start,
         };
-        let mod_tok = match kind {
-            K::MOD_KW => tt::ModTok::Mod,
-            K::IDENT => tt::ModTok::Ident(text),
-            K::SEMICOLON => tt::ModTok::Semi,
-            K::EQ => tt::ModTok::Eq,
-            K::STRING if read.mods.wants_str() => {
-                string_value(text).map_or(tt::ModTok::Other, tt::ModTok::Str)
-            }
-            _ => tt::ModTok::Other,
-        };
-        let declared = read.mods.feed(mod_tok);
+        let declared =
+            if read.mods.idle() && kind != K::MOD_KW && !(kind == K::IDENT && text == "path") {
+                None
+            } else {
+                let mod_tok = match kind {
+                    K::MOD_KW => tt::ModTok::Mod,
+                    K::IDENT => tt::ModTok::Ident(text),
+                    K::SEMICOLON => tt::ModTok::Semi,
+                    K::EQ => tt::ModTok::Eq,
+                    K::STRING if read.mods.wants_str() => {
+                        string_value(text).map_or(tt::ModTok::Other, tt::ModTok::Str)
+                    }
+                    _ => tt::ModTok::Other,
+                };
+                read.mods.feed(mod_tok)
+            };
         let first = read.reader.feed(class, joined, tok);
         if let Some((name, path)) = declared {
             let inline = self.inline_dirs();
@@ -837,11 +841,9 @@ impl<'t> Scanner<'t> {
         if a.name == Some("path")
             && parent == Some(K::MODULE)
             && let Some(value) = a.value.and_then(string_value)
+            && let Some(m) = self.modules.last_mut()
         {
-            if let Some(m) = self.modules.last_mut() {
-                m.path = Some(value.clone());
-            }
-            self.path_mods.push(value);
+            m.path = Some(value);
         }
     }
 
@@ -856,7 +858,7 @@ impl<'t> Scanner<'t> {
     /// Resolves aliases, drops names the file binds itself and names that are not
     /// candidates, and places each reference by line and column in `text` (which holds
     /// the scanned body after `base` bytes: a byte-order mark).
-    fn finish(mut self, text: &str, base: usize, candidates: &HashSet<String>) -> RustFacts {
+    fn finish(mut self, text: &str, base: usize, candidates: &super::Candidates) -> RustFacts {
         self.refs.sort_by_key(|r| r.tok.offset);
         self.locals.sort_unstable();
         self.locals.dedup();
@@ -907,12 +909,11 @@ impl<'t> Scanner<'t> {
         let binds = self
             .locals
             .iter()
-            .filter(|l| candidates.contains(**l))
+            .filter(|l| candidates.contains(l))
             .map(|l| (*l).to_owned())
             .collect();
         RustFacts {
             refs,
-            path_mods: self.path_mods,
             mods: self.mods,
             binds,
             glob_super: self.glob_super,

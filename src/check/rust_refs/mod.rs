@@ -41,6 +41,44 @@ impl RefKind {
     }
 }
 
+/// The names files are scanned for (every name code may use for a workspace crate). Each
+/// path's first segment is looked up: a length and first-byte filter answers most of them
+/// without hashing the name.
+#[derive(Debug, Default)]
+pub struct Candidates {
+    names: HashSet<String>,
+    /// Bit `n`: a name of `n` bytes (63: 63 or more).
+    lens: u64,
+    /// Bit `b`: a name starting with byte `b`.
+    firsts: [u64; 4],
+}
+
+impl Candidates {
+    pub fn contains(&self, name: &str) -> bool {
+        let Some(&first) = name.as_bytes().first() else {
+            return false;
+        };
+        self.lens & (1 << name.len().min(63)) != 0
+            && self.firsts[usize::from(first >> 6)] & (1 << (first & 63)) != 0
+            && self.names.contains(name)
+    }
+}
+
+impl<S: Into<String>> FromIterator<S> for Candidates {
+    fn from_iter<I: IntoIterator<Item = S>>(iter: I) -> Self {
+        let mut c = Candidates::default();
+        for name in iter {
+            let name: String = name.into();
+            if let Some(&first) = name.as_bytes().first() {
+                c.lens |= 1 << name.len().min(63);
+                c.firsts[usize::from(first >> 6)] |= 1 << (first & 63);
+            }
+            c.names.insert(name);
+        }
+        c
+    }
+}
+
 /// One place a file names a crate.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CrateRef {
@@ -56,11 +94,15 @@ pub struct CrateRef {
 }
 
 /// What one file contributes.
-#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+///
+/// In the cache its module-tree facts are one optional group ([`TreeWire`]): most files
+/// declare no module, bind no candidate, glob-import nothing and include nothing, and a
+/// warm run decodes every file's entry, so for them the group is one byte, not four
+/// empty fields.
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+#[serde(from = "OwnedWire")]
 pub struct RustFacts {
     pub refs: Vec<CrateRef>,
-    /// `#[path = "…"]` module files, as written, relative to the declaring file's directory.
-    pub path_mods: Vec<String>,
     /// Out-of-line module declarations (`mod x;`), in order: what the module tree of its
     /// crate grows from this file.
     pub mods: Vec<ModDecl>,
@@ -71,6 +113,61 @@ pub struct RustFacts {
     pub glob_super: bool,
     /// `include!("…")` paths written as one plain literal, relative to the file's directory.
     pub includes: Vec<String>,
+}
+
+/// [`RustFacts`] as the cache holds it (see there).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct FactsWire<R, T> {
+    refs: R,
+    tree: Option<T>,
+}
+
+/// The module-tree facts of a file that has any.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct TreeWire<M, S> {
+    mods: M,
+    binds: S,
+    glob_super: bool,
+    includes: S,
+}
+
+impl serde::Serialize for RustFacts {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let has_tree = !self.mods.is_empty()
+            || !self.binds.is_empty()
+            || self.glob_super
+            || !self.includes.is_empty();
+        FactsWire {
+            refs: &self.refs,
+            tree: has_tree.then_some(TreeWire {
+                mods: &self.mods,
+                binds: &self.binds,
+                glob_super: self.glob_super,
+                includes: &self.includes,
+            }),
+        }
+        .serialize(s)
+    }
+}
+
+type OwnedWire = FactsWire<Vec<CrateRef>, TreeWire<Vec<ModDecl>, Vec<String>>>;
+
+impl From<OwnedWire> for RustFacts {
+    fn from(w: OwnedWire) -> Self {
+        let tree = w.tree.unwrap_or(TreeWire {
+            mods: Vec::new(),
+            binds: Vec::new(),
+            glob_super: false,
+            includes: Vec::new(),
+        });
+        RustFacts {
+            refs: w.refs,
+            mods: tree.mods,
+            binds: tree.binds,
+            glob_super: tree.glob_super,
+            includes: tree.includes,
+        }
+    }
 }
 
 /// `mod name;`: a module whose body is another file.
@@ -121,7 +218,7 @@ pub(crate) fn is_tool(name: &str) -> bool {
 /// Extracts the references to any name in `candidates` from `text`, or says where it
 /// fails to parse. A file nesting past the depth budget ([`depth`]) is a parse failure
 /// before any recursive parser sees it.
-pub fn extract(text: &str, candidates: &HashSet<String>) -> Result<RustFacts, ParseFailure> {
+pub fn extract(text: &str, candidates: &Candidates) -> Result<RustFacts, ParseFailure> {
     let too_deep = |offset: usize| {
         let (line, column) = fast::LineCursor::new(text).at(offset);
         ParseFailure {
@@ -146,7 +243,7 @@ mod tests {
     use super::*;
 
     fn names(src: &str) -> Vec<(String, RefKind, DepKind, usize, usize)> {
-        let cands: HashSet<String> = ["acme_infra", "acme_apps", "acme_om"]
+        let cands: Candidates = ["acme_infra", "acme_apps", "acme_om"]
             .into_iter()
             .map(String::from)
             .collect();
@@ -214,13 +311,13 @@ mod tests {
             format!("fn f() {{ let _ = {}1; }}\n", "- ".repeat(200_000)),
         ];
         for text in &deep {
-            let err = extract(text, &HashSet::new()).expect_err("too deep");
+            let err = extract(text, &Candidates::default()).expect_err("too deep");
             assert!(err.message.contains("nests deeper"), "{}", err.message);
         }
         let comparisons = "fn f(a: u8) -> u8 { if a < 1 { return 1; }\n".to_owned()
             + &"    if a < 2 { return 2; }\n".repeat(5_000)
             + "    0 }\n// ----------------------------------------\n";
-        assert!(extract(&comparisons, &HashSet::new()).is_ok());
+        assert!(extract(&comparisons, &Candidates::default()).is_ok());
     }
 
     /// An alias on one line does not rename another line's `extern crate` (cfg
@@ -275,7 +372,7 @@ mod tests {
 
     #[test]
     fn reports_parse_failures_with_a_position() {
-        let err = extract("fn f( {\n", &HashSet::new()).expect_err("invalid");
+        let err = extract("fn f( {\n", &Candidates::default()).expect_err("invalid");
         assert_eq!(err.line, 1);
         assert!(err.column >= 1);
     }
@@ -287,7 +384,7 @@ mod tests {
             "(".repeat(depth::MAX_DEPTH + 5),
             ")".repeat(depth::MAX_DEPTH + 5)
         );
-        let err = extract(&deep, &HashSet::new()).expect_err("too deep");
+        let err = extract(&deep, &Candidates::default()).expect_err("too deep");
         assert!(err.message.contains("nests deeper"));
         assert_eq!(err.line, 1);
         let ok = format!(
@@ -295,14 +392,14 @@ mod tests {
             "(".repeat(200),
             ")".repeat(200)
         );
-        assert!(extract(&ok, &HashSet::new()).is_ok());
+        assert!(extract(&ok, &Candidates::default()).is_ok());
     }
 
     /// A tool's attribute is not a crate edge however the workspace names its crates; a
     /// crate's attribute is (issue "check on real workspaces", item 4).
     #[test]
     fn tool_attributes_name_no_crate() {
-        let cands: HashSet<String> = ["rustfmt", "clippy", "rust_analyzer", "acme"]
+        let cands: Candidates = ["rustfmt", "clippy", "rust_analyzer", "acme"]
             .into_iter()
             .map(String::from)
             .collect();
@@ -317,7 +414,7 @@ mod tests {
     /// crate as itself: still an edge.
     #[test]
     fn self_in_a_use_group_binds_its_module() {
-        let cands: HashSet<String> = ["paths", "acme", "b"]
+        let cands: Candidates = ["paths", "acme", "b"]
             .into_iter()
             .map(String::from)
             .collect();
@@ -333,7 +430,7 @@ mod tests {
     /// variable, a method and a continued path are not, and a local module still shadows.
     #[test]
     fn reads_paths_in_macro_arguments_bodies_and_attribute_arguments() {
-        let cands: HashSet<String> = ["b", "c", "d", "clippy", "paths", "q"]
+        let cands: Candidates = ["b", "c", "d", "clippy", "paths", "q"]
             .into_iter()
             .map(String::from)
             .collect();
@@ -367,7 +464,7 @@ mod tests {
     /// and all; a `use` of a module the file declares imports from it, not from a crate.
     #[test]
     fn modules_declared_in_macros_and_uses_of_local_modules() {
-        let cands: HashSet<String> = ["nu", "acme_om"].into_iter().map(String::from).collect();
+        let cands: Candidates = ["nu", "acme_om"].into_iter().map(String::from).collect();
         let src = "cfg_if::cfg_if! { if #[cfg(unix)] { #[path = \"sys/unix.rs\"] mod sys; } else { mod other; } }\n\
                    #[cfg(test)] mod t { m!(mod inner;); }\nmod nu;\npub use nu::NuCmd;\nuse acme_om::Y;\n";
         for facts in [
@@ -413,7 +510,7 @@ mod tests {
 
     #[test]
     fn offsets_are_the_files_own_with_a_bom_or_a_shebang() {
-        let cands: HashSet<String> = ["acme_om"].into_iter().map(String::from).collect();
+        let cands: Candidates = ["acme_om"].into_iter().map(String::from).collect();
         for text in [
             "\u{feff}use acme_om::x;\n",
             "#!/usr/bin/env run-cargo-script\nuse acme_om::x;\n",
@@ -424,11 +521,32 @@ mod tests {
         }
     }
 
+    /// `use super::*` at the top of a file brings its parent's names in; inside an inline
+    /// module (`mod tests`) it names the file itself.
+    #[test]
+    fn glob_super_is_the_files_own() {
+        let none = Candidates::default();
+        for (text, want) in [
+            ("use super::*;\nfn f() {}\n", true),
+            ("fn f() { use super::*; }\n", true),
+            ("#[cfg(test)]\nmod tests {\n    use super::*;\n}\n", false),
+            ("mod a { mod b { use super::*; } }\n", false),
+        ] {
+            let fast = extract(text, &none).expect("parses");
+            let slow = syn_scan::extract(text, &none).expect("parses");
+            assert_eq!((fast.glob_super, slow.glob_super), (want, want), "{text:?}");
+        }
+    }
+
     #[test]
     fn collects_path_modules() {
-        let facts =
-            extract("#[path = \"../shared/x.rs\"]\nmod x;\n", &HashSet::new()).expect("parses");
-        assert_eq!(facts.path_mods, ["../shared/x.rs"]);
+        let facts = extract(
+            "#[path = \"../shared/x.rs\"]\nmod x;\n",
+            &Candidates::default(),
+        )
+        .expect("parses");
+        let paths: Vec<_> = facts.mods.iter().map(|m| m.path.as_deref()).collect();
+        assert_eq!(paths, [Some("../shared/x.rs")]);
     }
 }
 
@@ -436,13 +554,12 @@ mod tests {
 /// parser takes a file, and syn's verdict wherever it does not.
 #[cfg(test)]
 mod differential {
-    use std::collections::HashSet;
     use std::path::Path;
 
     use super::{fast, lex, syn_scan};
 
     /// Every identifier-like word of `text`, so that every reference counts.
-    fn words(text: &str) -> HashSet<String> {
+    fn words(text: &str) -> super::Candidates {
         text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
             .filter(|w| !w.is_empty())
             .map(str::to_owned)
@@ -503,12 +620,6 @@ mod differential {
                 slow.binds,
                 slow.glob_super,
                 slow.includes
-            ));
-        }
-        if fast.path_mods != slow.path_mods {
-            return Err(format!(
-                "path modules differ: {:?} vs {:?}",
-                fast.path_mods, slow.path_mods
             ));
         }
         Ok(true)
@@ -977,8 +1088,14 @@ mod differential {
             "#!/bin/x\n---\n-\u{2502}\n",
             "  ---\nfn f() {}\n",
         ] {
-            assert!(fast::scan(text, &HashSet::new()).is_none(), "{text:?}");
-            assert!(super::extract(text, &HashSet::new()).is_err(), "{text:?}");
+            assert!(
+                fast::scan(text, &super::Candidates::default()).is_none(),
+                "{text:?}"
+            );
+            assert!(
+                super::extract(text, &super::Candidates::default()).is_err(),
+                "{text:?}"
+            );
         }
     }
 

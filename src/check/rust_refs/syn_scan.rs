@@ -12,7 +12,10 @@ use crate::repo::workspace::DepKind;
 
 /// Parses `text` with syn and extracts the references to any name in `candidates`.
 /// The caller has already refused a file past the depth budget ([`super::depth`]).
-pub(super) fn extract(text: &str, candidates: &HashSet<String>) -> Result<RustFacts, ParseFailure> {
+pub(super) fn extract(
+    text: &str,
+    candidates: &super::Candidates,
+) -> Result<RustFacts, ParseFailure> {
     let result = match syn::parse_file(text) {
         Ok(file) => {
             // Names the file binds itself — modules at any depth and what `use` imports —
@@ -34,7 +37,7 @@ pub(super) fn extract(text: &str, candidates: &HashSet<String>) -> Result<RustFa
             let mut binds: Vec<String> = v
                 .local_mods
                 .iter()
-                .filter(|l| candidates.contains(*l))
+                .filter(|l| candidates.contains(l))
                 .cloned()
                 .collect();
             binds.sort_unstable();
@@ -159,7 +162,7 @@ impl OffsetCursor {
 }
 
 struct RefVisitor<'a> {
-    candidates: &'a HashSet<String>,
+    candidates: &'a super::Candidates,
     lines: crate::source::SourceFile,
     cursor: OffsetCursor,
     /// `extern crate x as y`: (y, x).
@@ -349,7 +352,8 @@ impl<'ast> Visit<'ast> for RefVisitor<'_> {
     }
 
     fn visit_item_use(&mut self, u: &'ast syn::ItemUse) {
-        self.facts.glob_super |= is_glob_super(&u.tree);
+        // Inside an inline module `super` is this file, whose names are its own.
+        self.facts.glob_super |= self.inline.is_empty() && is_glob_super(&u.tree);
         self.use_tree(&u.tree);
     }
 
@@ -372,7 +376,6 @@ impl<'ast> Visit<'ast> for RefVisitor<'_> {
                 }) = &nv.value
             {
                 path = Some(s.value());
-                self.facts.path_mods.push(s.value());
             }
         }
         if m.content.is_none() {

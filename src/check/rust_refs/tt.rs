@@ -147,6 +147,12 @@ impl ModReader {
         self.path_state == 2
     }
 
+    /// Whether a token that is neither `mod` nor `path` would leave it as it is (most
+    /// tokens of most trees: they are not fed).
+    pub(super) fn idle(&self) -> bool {
+        self.state == 0 && self.path_state == 0 && self.path.is_none()
+    }
+
     /// Feeds one token; returns a declaration (`name`, `#[path]`) when one ends here.
     pub(super) fn feed(&mut self, tok: ModTok<'_>) -> Option<(String, Option<String>)> {
         let mut out = None;
