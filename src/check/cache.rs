@@ -56,7 +56,7 @@ pub struct Cache {
     payload: Vec<u8>,
     /// Where each path's encoded entry lies in `payload`, and whether a file of this run
     /// took it.
-    index: HashMap<String, (Range<usize>, bool)>,
+    index: HashMap<String, (Range<usize>, bool), foldhash::fast::RandomState>,
 }
 
 /// An entry taken from the cache, still encoded.
@@ -317,7 +317,8 @@ fn decode(bytes: Vec<u8>, key: u128) -> Option<Cache> {
         Some(u32::from_le_bytes(payload.get(r)?.try_into().ok()?) as usize)
     };
     let count = u32_at(next(4)?)?;
-    let mut index = HashMap::with_capacity(count.min(payload.len() / 8));
+    let mut index =
+        HashMap::with_capacity_and_hasher(count.min(payload.len() / 8), Default::default());
     for _ in 0..count {
         let path_len = u32_at(next(4)?)?;
         let path = std::str::from_utf8(payload.get(next(path_len)?)?)

@@ -10,7 +10,7 @@
 //! its `mod` declarations: every `.rs` file below its module folder is reached in its
 //! place, so nothing under it goes unchecked.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 use super::rust_refs::RustFacts;
 use crate::repo::workspace::{DepKind, Workspace, join_rel};
@@ -56,10 +56,13 @@ fn dir_of(path: &str) -> &str {
 
 fn join(dir: &str, name: &str) -> String {
     if dir.is_empty() {
-        name.to_owned()
-    } else {
-        format!("{dir}/{name}")
+        return name.to_owned();
     }
+    let mut out = String::with_capacity(dir.len() + 1 + name.len());
+    out.push_str(dir);
+    out.push('/');
+    out.push_str(name);
+    out
 }
 
 /// The folder a file's `mod x;` declarations are looked for in when it is not a module
@@ -73,42 +76,129 @@ fn default_base(path: &str) -> String {
 }
 
 /// Walks every crate's module tree. `files` is every repo-relative file, sorted; `nodes`
-/// are sorted by (path, crate), so every lookup is a binary search and the files below a
-/// folder are one range.
+/// are sorted by (path, crate), so the files below a folder are one range. The crates'
+/// trees are independent and walked in parallel.
 pub fn reach(ws: &Workspace, files: &[String], nodes: &[Node<'_>]) -> Walk {
+    use rayon::prelude::*;
     debug_assert!(
         nodes
             .windows(2)
             .all(|w| (w[0].path, w[0].krate) < (w[1].path, w[1].krate)),
         "nodes sorted"
     );
-    let find = |path: &str, k: usize| {
-        nodes
-            .binary_search_by(|n| (n.path, n.krate).cmp(&(path, k)))
-            .ok()
+    // The first node of each path (a path shared by two crates has adjacent nodes): one
+    // hash per lookup instead of a binary search's string comparisons.
+    let mut first: HashMap<&str, usize, foldhash::fast::RandomState> =
+        HashMap::with_capacity_and_hasher(nodes.len(), Default::default());
+    for (i, n) in nodes.iter().enumerate() {
+        first.entry(n.path).or_insert(i);
+    }
+    let index = Index {
+        files,
+        nodes,
+        first,
     };
-    let exists = |p: &str| files.binary_search_by(|f| f.as_str().cmp(p)).is_ok();
+    let walks: Vec<CrateWalk> = (0..ws.crates.len())
+        .into_par_iter()
+        .map(|k| walk_crate(ws, &index, k))
+        .collect();
     let mut reached: Vec<Option<Reached>> = vec![None; nodes.len()];
     let mut missing: Vec<(String, usize)> = Vec::new();
-    // (node, scope, parent, folder its `mod` declarations resolve in)
-    let mut queue: VecDeque<(usize, DepKind, Option<usize>, String)> = VecDeque::new();
-    // A file to visit: a node, or one to parse first (outside the crate's folder).
+    for w in walks {
+        for (i, r) in w.reached {
+            reached[i] = Some(r);
+        }
+        missing.extend(w.missing);
+    }
+    Walk { reached, missing }
+}
+
+/// What every crate's walk looks files up in.
+struct Index<'n, 'a> {
+    files: &'n [String],
+    nodes: &'n [Node<'a>],
+    first: HashMap<&'a str, usize, foldhash::fast::RandomState>,
+}
+
+impl Index<'_, '_> {
+    /// The node of `path` in crate `k`.
+    fn find(&self, path: &str, k: usize) -> Option<usize> {
+        let start = *self.first.get(path)?;
+        self.nodes[start..]
+            .iter()
+            .take_while(|n| n.path == path)
+            .position(|n| n.krate == k)
+            .map(|at| start + at)
+    }
+
+    fn exists(&self, path: &str) -> bool {
+        self.files
+            .binary_search_by(|f| f.as_str().cmp(path))
+            .is_ok()
+    }
+}
+
+/// One crate's walk: how each of its nodes was reached, and the files outside the nodes
+/// it reaches.
+#[derive(Default)]
+struct CrateWalk {
+    reached: HashMap<usize, Reached, foldhash::fast::RandomState>,
+    missing: Vec<(String, usize)>,
+}
+
+/// (node, scope, parent, folder its `mod` declarations resolve in)
+type Queue = VecDeque<(usize, DepKind, Option<usize>, String)>;
+
+fn walk_crate(ws: &Workspace, index: &Index<'_, '_>, k: usize) -> CrateWalk {
+    let nodes = index.nodes;
+    let mut out = CrateWalk::default();
+    let Some(krate) = ws.crates.get(k) else {
+        return out;
+    };
+    // No target cargo would build from: every file of the crate, as before the tree,
+    // rather than none.
+    if krate.targets.is_empty() {
+        // Its files are the ones below its folder (a tree walk is what reaches others).
+        let prefix = format!("{}/", krate.dir);
+        let start = if krate.dir.is_empty() {
+            0
+        } else {
+            nodes.partition_point(|n| n.path < prefix.as_str())
+        };
+        for (i, n) in nodes.iter().enumerate().skip(start) {
+            if !krate.dir.is_empty() && !n.path.starts_with(&prefix) {
+                break;
+            }
+            if n.krate == k {
+                let scope = fallback_scope(&krate.dir, n.path);
+                out.reached.insert(
+                    i,
+                    Reached {
+                        scope,
+                        parent: None,
+                    },
+                );
+            }
+        }
+        return out;
+    }
+    let mut queue: Queue = VecDeque::new();
     // A file to visit: a node, or one to parse first (outside the crate's folder). The
     // folder is handed back when no such file exists, for the next candidate.
-    let mut visit = |path: &str,
-                     k: usize,
-                     scope: DepKind,
-                     parent: Option<usize>,
-                     base: String,
-                     queue: &mut VecDeque<(usize, DepKind, Option<usize>, String)>|
+    let visit = |path: &str,
+                 scope: DepKind,
+                 parent: Option<usize>,
+                 base: String,
+                 queue: &mut Queue,
+                 missing: &mut Vec<(String, usize)>|
      -> Option<String> {
-        match find(path, k) {
+        match index.find(path, k) {
             Some(i) => {
                 queue.push_back((i, scope, parent, base));
                 None
             }
-            None if exists(path) => {
-                if !missing.iter().any(|(p, m)| p == path && *m == k) {
+            None if index.exists(path) => {
+                if !missing.iter().any(|(p, _)| p == path) {
                     missing.push((path.to_owned(), k));
                 }
                 None
@@ -116,27 +206,13 @@ pub fn reach(ws: &Workspace, files: &[String], nodes: &[Node<'_>]) -> Walk {
             None => Some(base),
         }
     };
-    let mut no_targets = vec![false; ws.crates.len()];
-    for (k, c) in ws.crates.iter().enumerate() {
-        // No target cargo would build from: every file of the crate, as before the tree,
-        // rather than none.
-        no_targets[k] = c.targets.is_empty();
-        for (root, scope) in &c.targets {
-            visit(root, k, *scope, None, dir_of(root).to_owned(), &mut queue);
-        }
-    }
-    for (i, n) in nodes.iter().enumerate() {
-        if no_targets.get(n.krate).copied().unwrap_or(false) {
-            reached[i] = Some(Reached {
-                scope: fallback_scope(&ws.crates[n.krate].dir, n.path),
-                parent: None,
-            });
-        }
+    for (root, scope) in &krate.targets {
+        let base = dir_of(root).to_owned();
+        visit(root, *scope, None, base, &mut queue, &mut out.missing);
     }
     let mut candidate = String::new();
     while let Some((i, scope, parent, base)) = queue.pop_front() {
-        let k = nodes[i].krate;
-        match &mut reached[i] {
+        match out.reached.get_mut(&i) {
             Some(r) => {
                 let merged = stronger(r.scope, scope);
                 if merged == r.scope {
@@ -145,9 +221,11 @@ pub fn reach(ws: &Workspace, files: &[String], nodes: &[Node<'_>]) -> Walk {
                 // Reached again with a stronger scope: its subtree is walked again.
                 r.scope = merged;
             }
-            slot @ None => *slot = Some(Reached { scope, parent }),
+            None => {
+                out.reached.insert(i, Reached { scope, parent });
+            }
         }
-        let scope = reached[i].as_ref().map_or(scope, |r| r.scope);
+        let scope = out.reached.get(&i).map_or(scope, |r| r.scope);
         let path = nodes[i].path;
         let Some(facts) = nodes[i].facts else {
             // Unread: what it declares is unknown, so everything below its folder.
@@ -161,7 +239,7 @@ pub fn reach(ws: &Workspace, files: &[String], nodes: &[Node<'_>]) -> Walk {
                 if !base.is_empty() && !n.path.starts_with(&prefix) {
                     break;
                 }
-                if j != i && n.krate == k && reached[j].is_none() {
+                if j != i && n.krate == k && !out.reached.contains_key(&j) {
                     queue.push_back((j, scope, Some(i), default_base(n.path)));
                 }
             }
@@ -185,7 +263,7 @@ pub fn reach(ws: &Workspace, files: &[String], nodes: &[Node<'_>]) -> Walk {
                     };
                     if let Some(file) = join_rel(from, p) {
                         let b = dir_of(&file).to_owned();
-                        visit(&file, k, child_scope, Some(i), b, &mut queue);
+                        visit(&file, child_scope, Some(i), b, &mut queue, &mut out.missing);
                     }
                 }
                 None => {
@@ -194,13 +272,25 @@ pub fn reach(ws: &Workspace, files: &[String], nodes: &[Node<'_>]) -> Walk {
                     candidate.clear();
                     candidate.push_str(&child_base);
                     candidate.push_str(".rs");
-                    if let Some(child_base) =
-                        visit(&candidate, k, child_scope, Some(i), child_base, &mut queue)
-                    {
+                    if let Some(child_base) = visit(
+                        &candidate,
+                        child_scope,
+                        Some(i),
+                        child_base,
+                        &mut queue,
+                        &mut out.missing,
+                    ) {
                         candidate.clear();
                         candidate.push_str(&child_base);
                         candidate.push_str("/mod.rs");
-                        visit(&candidate, k, child_scope, Some(i), child_base, &mut queue);
+                        visit(
+                            &candidate,
+                            child_scope,
+                            Some(i),
+                            child_base,
+                            &mut queue,
+                            &mut out.missing,
+                        );
                     }
                 }
             }
@@ -208,11 +298,18 @@ pub fn reach(ws: &Workspace, files: &[String], nodes: &[Node<'_>]) -> Walk {
         // An included file is part of the module that includes it.
         for inc in &facts.includes {
             if let Some(file) = join_rel(dir_of(path), inc) {
-                visit(&file, k, scope, parent, base.clone(), &mut queue);
+                visit(
+                    &file,
+                    scope,
+                    parent,
+                    base.clone(),
+                    &mut queue,
+                    &mut out.missing,
+                );
             }
         }
     }
-    Walk { reached, missing }
+    out
 }
 
 /// For a partial run: each of `only`'s files with its crate, and the module files that
