@@ -37,14 +37,22 @@ pub const ID: &str = "kind-requires-mismatch";
 
 pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
     let m = Model::of(ctx);
+    // Resolved once, first spec of each name first (resolving per handler was quadratic:
+    // a tenth of a warm check on a 300-kind registry).
+    let mut by_name = std::collections::HashMap::new();
+    for k in m.registry.kinds() {
+        if let Some(name) = k.name.clone() {
+            by_name.entry(name).or_insert(k);
+        }
+    }
     for h in &m.handlers {
         let (Some(kind), Some(requires)) = (&h.kind, &h.requires) else {
             continue;
         };
-        let Some(spec) = m.registry.named(kind).into_iter().next() else {
+        let Some(spec) = by_name.get(kind.as_str()) else {
             continue;
         };
-        let Some(permission) = spec.permission else {
+        let Some(permission) = &spec.permission else {
             continue;
         };
         if requires

@@ -230,14 +230,6 @@ impl Registry {
             && self.entries.iter().all(|e| e.specs.is_some())
             && self.kinds().iter().all(|k| k.name.is_some())
     }
-
-    /// The registered kinds named `name`.
-    pub fn named<'m>(&'m self, name: &str) -> Vec<Kind<'m>> {
-        self.kinds()
-            .into_iter()
-            .filter(|k| k.name.as_deref() == Some(name))
-            .collect()
-    }
 }
 
 /// A `KINDS` element as written: position, text, path segments, inline specs.
