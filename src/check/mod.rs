@@ -142,7 +142,7 @@ pub fn run(repo: &Repo, opts: &CheckOptions) -> Outcome {
                 .map(|c| c.changes.iter().map(|c| c.path.clone()).collect())
         })
         .flatten();
-    let (ctx, pending) = Context::build(
+    let (mut ctx, pending) = Context::build(
         repo,
         opts.changes.as_ref(),
         opts.agent.as_deref(),
@@ -160,13 +160,21 @@ pub fn run(repo: &Repo, opts: &CheckOptions) -> Outcome {
     files.dedup_by(|a, b| a.path == b.path);
     let mut suppressions: Vec<suppress::Suppression> =
         files.iter().flat_map(|f| suppress::scan(f)).collect();
-    let mut seen = std::collections::HashSet::new();
+    // The sources are sorted by path: a file two crates share is adjacent to itself.
+    let mut seen = 0;
+    let mut last: Option<&str> = None;
     for s in &ctx.sources {
-        if seen.insert(&s.path) {
+        if last != Some(s.path.as_str()) {
+            last = Some(&s.path);
+            seen += 1;
             suppressions.extend(s.suppressions.iter().cloned());
         }
     }
-    let files_checked = files.len() + seen.len();
+    let files_checked = files.len() + seen;
+    // Freed on a pool thread while this one applies the policy and reports: tens of
+    // thousands of sources' allocations are a tenth of a warm check.
+    let sources = std::mem::take(&mut ctx.sources);
+    rayon::spawn(move || drop(sources));
     let scope = opts.changes.as_ref().and_then(|c| scope(repo, c));
     let read = |path: &str| repo.read(path);
     let policy = Policy {

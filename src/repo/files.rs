@@ -143,7 +143,8 @@ pub fn walk(root: &Path, stats: bool) -> Walk {
     for part in parts {
         all.extend(part);
     }
-    all.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    // On the pool's threads: sorting 20,000 paths is a tenth of a warm check.
+    rayon::slice::ParallelSliceMut::par_sort_unstable_by(&mut all[..], |a, b| a.0.cmp(&b.0));
     let mut unchecked = unchecked.into_inner().unwrap_or_else(|p| p.into_inner());
     unchecked.sort_unstable();
     if !stats {
@@ -194,6 +195,26 @@ impl Drop for ThreadFiles<'_> {
 
 /// `path` relative to `root` with `/` separators, if it is inside.
 pub fn relative(root: &Path, path: &Path) -> Option<String> {
+    // The walk's paths are `root` joined with clean names: their bytes after `root/` are
+    // the answer, without a component-by-component comparison per file (a tenth of a
+    // warm check's walk). Anything less plain takes the general way.
+    if std::path::MAIN_SEPARATOR == '/'
+        && let Some(rest) = path
+            .to_str()
+            .zip(root.to_str())
+            .and_then(|(p, r)| p.strip_prefix(r.strip_suffix('/').unwrap_or(r)))
+            .and_then(|rest| rest.strip_prefix('/'))
+        && !rest.is_empty()
+        && !rest.starts_with('/')
+        && !rest.ends_with('/')
+        && !rest.starts_with("./")
+        && !rest.contains("//")
+        && !rest.contains("/./")
+        && rest != "."
+        && !rest.ends_with("/.")
+    {
+        return Some(rest.to_owned());
+    }
     let rel = path.strip_prefix(root).ok()?;
     if rel.as_os_str().is_empty() {
         return None;
@@ -206,6 +227,41 @@ pub fn relative(root: &Path, path: &Path) -> Option<String> {
                 .map(|c| c.as_os_str().to_string_lossy().into_owned())
                 .collect();
             Some(parts.join("/"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    /// The byte fast path answers as `Path::strip_prefix` does, or leaves it the case.
+    #[test]
+    fn relative_agrees_with_strip_prefix() {
+        let slow = |root: &str, path: &str| {
+            let rel = Path::new(path).strip_prefix(root).ok()?;
+            (!rel.as_os_str().is_empty()).then(|| rel.to_str().unwrap_or_default().to_owned())
+        };
+        for (root, path) in [
+            ("/r", "/r/a/b.rs"),
+            ("/r/", "/r/a"),
+            ("/r", "/rx/a"),
+            ("/r", "/r"),
+            ("/r", "/r/"),
+            ("/", "/tmp/x"),
+            ("/r", "/r/a/../b"),
+            ("/r", "/r//a"),
+            ("/r", "/r/./a"),
+            ("/r", "/r/a/./b"),
+            ("/r", "/r/a/"),
+            ("/r/.", "/r/a"),
+            ("/r", "/other"),
+        ] {
+            assert_eq!(
+                super::relative(Path::new(root), Path::new(path)),
+                slow(root, path),
+                "{root} {path}"
+            );
         }
     }
 }

@@ -177,14 +177,22 @@ impl Workspace {
                         (!g.pattern.contains("**")).then(|| g.pattern.matches('/').count() + 1)
                     })
                     .try_fold(0, |most, d| d.map(|d| most.max(d)));
-                let mut dirs: Vec<&str> = files
-                    .iter()
-                    .flat_map(|f| {
+                // `files` is sorted, so a folder repeats in a run of files: each is kept
+                // once per run, and the sort below sees folders, not every file's.
+                let mut dirs: Vec<&str> = Vec::new();
+                let mut prev = "";
+                for f in files {
+                    let folder = f.rsplit_once('/').map_or("", |(d, _)| d);
+                    if folder == prev {
+                        continue;
+                    }
+                    prev = folder;
+                    dirs.extend(
                         f.match_indices('/')
                             .take(depth.unwrap_or(usize::MAX))
-                            .map(move |(i, _)| &f[..i])
-                    })
-                    .collect();
+                            .map(|(i, _)| &f[..i]),
+                    );
+                }
                 dirs.sort_unstable();
                 dirs.dedup();
                 for glob in wildcards {
