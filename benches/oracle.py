@@ -30,8 +30,17 @@ def strip(text):
     return TOKEN.sub(lambda m: '' if m.group(0).startswith('/') else '""', text)
 
 def main():
-    ws, binary = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-    timing_rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+    args = sys.argv[1:]
+    # --ab-tree DIR: write a copy of the workspace to DIR whose codemap lets each crate's
+    # layer import the members it declares (so a check renders nothing), for
+    # benches/ab-check.py, and stop.
+    ab_tree = None
+    if "--ab-tree" in args:
+        i = args.index("--ab-tree")
+        ab_tree = os.path.abspath(args[i + 1])
+        del args[i:i + 2]
+    ws, binary = os.path.abspath(args[0]), os.path.abspath(args[1])
+    timing_rounds = int(args[2]) if len(args) > 2 else 0
     meta = cargo_metadata(ws)
     root = meta["workspace_root"]
     members = set(meta["workspace_members"])
@@ -59,6 +68,19 @@ def main():
                 continue
             code_name = (dep.get("rename") or lib_of[target["name"]]).replace("-", "_")
             declared.setdefault((p["name"], target["name"]), set()).add(code_name)
+
+    if ab_tree:
+        shutil.copytree(ws, ab_tree, symlinks=True, ignore=shutil.ignore_patterns("target", ".git"))
+        os.makedirs(os.path.join(ab_tree, "agent"), exist_ok=True)
+        names = {p["name"]: f"c{i}" for i, p in enumerate(sorted(pkgs, key=lambda p: p["name"]))}
+        with open(os.path.join(ab_tree, "agent", "codemap.yml"), "w") as f:
+            f.write("version: 1\nname: oracle\nlayers:\n")
+            for p in sorted(pkgs, key=lambda p: p["name"]):
+                manifest = os.path.join(dir_of[p["name"]], "Cargo.toml") if dir_of[p["name"]] else "Cargo.toml"
+                allowed = sorted({names[b] for (a, b) in declared if a == p["name"]})
+                f.write(f"  {names[p['name']]}: {{paths: [{json.dumps(manifest)}], may_import: [{', '.join(allowed)}]}}\n")
+        print(f"wrote {ab_tree}")
+        return
 
     work = tempfile.mkdtemp(prefix="scaffold-oracle-")
     try:

@@ -4,6 +4,7 @@
 # `cargo metadata --no-deps --offline` (precision, recall, and every disagreement).
 #
 #   bash benches/oracle.sh <workspace> [timing rounds]
+#   bash benches/oracle.sh <workspace> 0 --ab-tree DIR   (a copy for benches/ab-check.py)
 #
 # The workspace is copied to a temporary folder first: it is not written to. With a round
 # count, also times `rg -c 'use '`, a cold and a warm `scaffold check` on the copy, paired
@@ -14,4 +15,4 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 ws=${1:?usage: benches/oracle.sh <workspace> [timing rounds]}
 cargo build --release --quiet --locked --manifest-path "$here/Cargo.toml" --bin scaffold
 bin="${CARGO_TARGET_DIR:-$here/target}/release/scaffold"
-exec python3 "$here/benches/oracle.py" "$ws" "$bin" "${2:-0}"
+exec python3 "$here/benches/oracle.py" "$ws" "$bin" "${2:-0}" "${@:3}"
