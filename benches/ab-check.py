@@ -43,3 +43,9 @@ for k, v in rows.items():
     if k == "rg" or not v:
         continue
     print(f"{k:9}: median {med(x for x, _ in v):7.1f} ms, {med(x / g for x, g in v):5.2f}x ripgrep (per-round ratio)")
+# B against A directly, round by round: the ratio a slow spell of the host moves least.
+for kind in ("cold", "warm", "staged"):
+    pairs = [b / a for (a, _), (b, _) in zip(rows[f"A {kind}"], rows[f"B {kind}"])]
+    if pairs:
+        q = statistics.quantiles(pairs, n=4) if len(pairs) > 1 else [pairs[0]] * 3
+        print(f"B/A {kind:6}: median {med(pairs):.3f} (quartiles {q[0]:.3f}-{q[2]:.3f})")
