@@ -286,6 +286,27 @@ fn change_set(root: &Path, args: &ChangeArgs) -> Result<Option<ChangeSet>, AppEr
     Ok(Some(changes::read(root, &source)?))
 }
 
+/// The files named on the command line as a change set: relative to the scaffold root
+/// (those outside it are left out), a file that is gone counted as deleted.
+fn named_changes(root: &Path, cwd: &Path, paths: &[String]) -> ChangeSet {
+    let mut changes: Vec<changes::Change> = paths
+        .iter()
+        .filter_map(|p| {
+            let rel = crate::repo::files::relative(root, &cwd.join(p))
+                .and_then(|r| crate::repo::workspace::join_rel("", &r))?;
+            let kind = if crate::repo::stat_in(root, &rel).is_some() {
+                changes::ChangeKind::Modified
+            } else {
+                changes::ChangeKind::Deleted
+            };
+            Some(changes::Change { path: rel, kind })
+        })
+        .collect();
+    changes.sort_by(|a, b| a.path.cmp(&b.path));
+    changes.dedup_by(|a, b| a.path == b.path);
+    ChangeSet { changes }
+}
+
 fn run_gates(
     global: &GlobalArgs,
     args: &GatesArgs,
@@ -397,7 +418,10 @@ fn run_check(
     recover(&root, "check")?;
     let root_display = relative_display(&cwd, &root);
     let style = style(global);
-    let changes = change_set(&root, &args.changes)?;
+    let changes = match change_set(&root, &args.changes)? {
+        None if !args.paths.is_empty() => Some(named_changes(&root, &cwd, &args.paths)),
+        changes => changes,
+    };
     // A pre-commit run whose staged files only per-file rules can see reads git's file
     // list instead of walking the tree, and parses the staged files only.
     let restricted = args.changes.staged
@@ -451,7 +475,10 @@ fn run_check(
         });
     }
     if args.write_baseline
-        && (!args.rules.is_empty() || args.changes.since.is_some() || args.changes.staged)
+        && (!args.rules.is_empty()
+            || args.changes.since.is_some()
+            || args.changes.staged
+            || !args.paths.is_empty())
     {
         return Err(AppError::PartialBaseline);
     }

@@ -132,6 +132,11 @@ pub struct CheckArgs {
     /// Write today's findings to the baseline (under CI=true it may only shrink).
     #[arg(long)]
     pub write_baseline: bool,
+    /// Report per-file findings only in these files (as `--staged` does for the staged
+    /// ones); repo-wide rules still see the whole tree. The pre-commit framework passes
+    /// the files of the commit, or every file under `--all-files`.
+    #[arg(value_name = "PATH", conflicts_with_all = ["since", "staged"])]
+    pub paths: Vec<String>,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -386,3 +386,130 @@ fn staged_per_file_changes_take_the_fast_path_with_the_same_findings() {
         full["summary"]["files_checked"]
     );
 }
+
+/// The files git tracks in `dir`, as `pre-commit run --all-files` lists them.
+fn tracked(dir: &Path) -> Vec<String> {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["ls-files", "-z"])
+        .output()
+        .expect("git runs");
+    String::from_utf8_lossy(&out.stdout)
+        .split('\0')
+        .filter(|p| !p.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The pre-commit framework's calling convention, scripted: the hook this repository's
+/// `.pre-commit-hooks.yaml` declares, its entry split as argv, then the files pre-commit
+/// passes (`pass_filenames`). Under `--all-files` that is every tracked file, and a
+/// repository with a finding fails; `check --staged`, the old entry, saw nothing staged
+/// and passed.
+#[test]
+fn pre_commit_all_files_fails_on_a_finding() {
+    #[derive(serde::Deserialize)]
+    struct Hook {
+        id: String,
+        entry: String,
+        pass_filenames: bool,
+        always_run: bool,
+    }
+    let manifest = std::fs::read_to_string(common::repo_root().join(".pre-commit-hooks.yaml"))
+        .expect("manifest");
+    let hooks: Vec<Hook> = serde_saphyr::from_str(&manifest).expect("manifest parses");
+    let hook = hooks
+        .iter()
+        .find(|h| h.id == "scaffold-check")
+        .expect("the hook");
+    assert!(hook.pass_filenames && hook.always_run);
+    let entry = shlex::split(&hook.entry).expect("entry splits");
+    assert_eq!(entry[0], "scaffold");
+    let repo = copy_fixture("rules/import-forbidden");
+    commit_all(repo.path());
+    let call = |files: &[String]| {
+        let mut args: Vec<&str> = entry[1..].iter().map(String::as_str).collect();
+        args.extend(["--format", "json"]);
+        args.extend(files.iter().map(String::as_str));
+        run_in(repo.path(), &args)
+    };
+    assert_eq!(
+        run_in(repo.path(), &["check", "--staged"]).code,
+        0,
+        "the old entry passes vacuously"
+    );
+
+    // `pre-commit run --all-files`.
+    let all = call(&tracked(repo.path()));
+    assert_eq!(all.code, 1, "{}", all.stdout);
+    let found = rules_of(&json(&all.stdout));
+    assert!(found.contains(&(
+        "import-forbidden".to_owned(),
+        "workers/maintenance/src/main.rs".to_owned()
+    )));
+
+    // A commit of one clean file: per-file findings elsewhere are not its business.
+    let clean = "workers/maintenance/Cargo.toml".to_owned();
+    let one = call(std::slice::from_ref(&clean));
+    assert_eq!(one.code, 0, "{}", one.stdout);
+    // A commit of the file with the finding.
+    let dirty = call(&["workers/maintenance/src/main.rs".to_owned()]);
+    assert_eq!(dirty.code, 1, "{}", dirty.stdout);
+    assert!(
+        rules_of(&json(&dirty.stdout))
+            .iter()
+            .all(|(_, p)| p == "workers/maintenance/src/main.rs")
+    );
+    // `always_run` with no file: the whole check.
+    assert_eq!(call(&[]).code, 1);
+}
+
+/// The real `pre-commit` (PyPI; `.ci/run` installs it) on a generated repository, with the
+/// hook its `.pre-commit-config.yaml` declares: `pre-commit run --all-files` fails on a
+/// committed finding, where the old `check --staged` entry passed with nothing staged.
+#[test]
+fn the_generated_pre_commit_config_fails_all_files_on_a_finding() {
+    let found = std::process::Command::new("pre-commit")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        eprintln!(
+            "SKIPPED the_generated_pre_commit_config_fails_all_files_on_a_finding: \
+             pre-commit is not installed (pip install pre-commit)"
+        );
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tmp");
+    let repo = common::init_repo(tmp.path(), false);
+    commit_all(&repo);
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_scaffold"));
+    let bin_dir = bin.parent().expect("the binary's folder");
+    let path = std::env::join_paths(std::iter::once(bin_dir.to_path_buf()).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .expect("PATH");
+    let all_files = || {
+        let out = std::process::Command::new("pre-commit")
+            .args(["run", "--all-files"])
+            .current_dir(&repo)
+            .env("PATH", &path)
+            .env("PRE_COMMIT_HOME", tmp.path().join("pre-commit-home"))
+            .env("NO_COLOR", "1")
+            .env_remove("CI")
+            .output()
+            .expect("pre-commit runs");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let (code, out) = all_files();
+    assert_eq!(code, Some(0), "a clean repository passes: {out}");
+    git(&repo, &["rm", "-q", "workers/maintenance/README.md"]);
+    git(&repo, &["commit", "-q", "-m", "a finding"]);
+    let (code, out) = all_files();
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("workers/maintenance"), "{out}");
+}
