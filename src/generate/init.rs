@@ -104,14 +104,29 @@ pub fn init(
         plan.create("Cargo.lock", lock.into_bytes(), None)?;
     }
     let shown = shell_word(&opts.dir.display().to_string());
-    let next = vec![
-        format!("cd {shown}"),
+    let mut next = vec![format!("cd {shown}")];
+    // `scaffold gates --since main` and `hook install` need a repository with a commit.
+    if !inside_git(&opts.dir) {
+        next.extend([
+            "git init -b main".to_owned(),
+            "git add -A".to_owned(),
+            "git commit -m 'scaffold init'".to_owned(),
+        ]);
+    }
+    next.extend([
         "cargo test --workspace".to_owned(),
         "scaffold check".to_owned(),
         "scaffold namespace <ns>".to_owned(),
         "scaffold worker maintenance <KIND> --namespace <ns>".to_owned(),
-    ];
+    ]);
     super::finish("init", txn, plan, opts.dry_run, next)
+}
+
+/// Whether `dir` or a folder above it holds `.git` (a work tree the new repository joins).
+fn inside_git(dir: &std::path::Path) -> bool {
+    let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    dir.ancestors()
+        .any(|a| std::fs::symlink_metadata(a.join(".git")).is_ok())
 }
 
 /// `s` as one shell word (single-quoted unless it is plainly safe), for the hints printed.

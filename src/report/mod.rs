@@ -252,6 +252,30 @@ pub fn recovered(err: &mut dyn Write, r: &crate::generate::txn::Recovered) -> io
     }
 }
 
+/// More files than fit a screen (a new repository's hundred) are listed by top folder with
+/// a count, so the commands printed after them stay in view; `--format json` lists each.
+const LISTED_ONE_BY_ONE: usize = 20;
+
+fn compact(paths: &[String]) -> Vec<String> {
+    if paths.len() <= LISTED_ONE_BY_ONE {
+        return paths.to_vec();
+    }
+    let mut folders: std::collections::BTreeMap<&str, usize> = Default::default();
+    let mut top: Vec<String> = Vec::new();
+    for p in paths {
+        match p.split_once('/') {
+            Some((folder, _)) => *folders.entry(folder).or_default() += 1,
+            None => top.push(p.clone()),
+        }
+    }
+    top.extend(
+        folders
+            .into_iter()
+            .map(|(f, n)| format!("{f}/ ({n} file{})", if n == 1 { "" } else { "s" })),
+    );
+    top
+}
+
 /// What a generator command created and changed (with `--dry-run`: the plan's diffs first),
 /// and the commands to run next.
 pub fn generated(
@@ -283,8 +307,8 @@ pub fn generated(
         "created"
     };
     writeln!(out, "{verb} {} file(s):", done.created.len())?;
-    for p in &done.created {
-        writeln!(out, "  {p}")?;
+    for line in compact(&done.created) {
+        writeln!(out, "  {line}")?;
     }
     if !done.changed.is_empty() {
         let verb = if done.dry_run {
