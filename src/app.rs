@@ -286,6 +286,18 @@ fn change_set(root: &Path, args: &ChangeArgs) -> Result<Option<ChangeSet>, AppEr
     Ok(Some(changes::read(root, &source)?))
 }
 
+/// For SARIF, the scaffold root's folder inside git's work tree (`platform/`): code
+/// scanning resolves a result's path from the checkout's root. Empty outside git, or for
+/// another format.
+fn sarif_prefix(format: Format, root: &Path) -> String {
+    if format != Format::Sarif {
+        return String::new();
+    }
+    changes::git(root, &["rev-parse", "--show-prefix"])
+        .map(|out| String::from_utf8_lossy(&out).trim().to_owned())
+        .unwrap_or_default()
+}
+
 /// The files named on the command line as a change set: relative to the scaffold root
 /// (those outside it are left out), a file that is gone counted as deleted.
 fn named_changes(root: &Path, cwd: &Path, paths: &[String]) -> ChangeSet {
@@ -389,14 +401,14 @@ fn manifest_problems(
     } else {
         Format::Human
     };
-    write_or_quiet(report::outcome(
-        out,
-        format,
-        style(global),
-        root,
-        &relative_display(cwd, root),
-        &outcome,
-    ))?;
+    let display = relative_display(cwd, root);
+    let in_git = sarif_prefix(format, root);
+    let at = report::Root {
+        path: root,
+        display: &display,
+        in_git: &in_git,
+    };
+    write_or_quiet(report::outcome(out, format, style(global), at, &outcome))?;
     Ok(ExitCode::from(EXIT_ERROR))
 }
 
@@ -545,14 +557,13 @@ fn run_check(
         ))?;
         return Ok(ExitCode::from(EXIT_OK));
     }
-    write_or_quiet(report::outcome(
-        out,
-        global.format,
-        style,
-        &root,
-        &root_display,
-        &outcome,
-    ))?;
+    let in_git = sarif_prefix(global.format, &root);
+    let at = report::Root {
+        path: &root,
+        display: &root_display,
+        in_git: &in_git,
+    };
+    write_or_quiet(report::outcome(out, global.format, style, at, &outcome))?;
     Ok(ExitCode::from(if outcome.errors() > 0 {
         EXIT_FINDINGS
     } else {

@@ -159,7 +159,18 @@ fn sarif_has_a_location_on_every_result_and_rules_with_help() {
         assert!(region["startLine"].as_u64().expect("startLine") >= 1);
         let idx = res["ruleIndex"].as_u64().expect("ruleIndex") as usize;
         assert_eq!(rules[idx]["id"], res["ruleId"]);
+        // Relative to git's work tree: the fixture's folder in this repository comes first.
+        let at = &res["locations"][0]["physicalLocation"]["artifactLocation"];
+        assert_eq!(at["uriBaseId"], "%SRCROOT%");
+        let uri = at["uri"].as_str().expect("uri");
+        assert!(uri.ends_with("/Cargo.toml"), "{uri}");
+        assert!(res["partialFingerprints"]["scaffold/v1"].is_string());
     }
+    assert!(run["originalUriBaseIds"]["%SRCROOT%"].is_object());
+    assert!(
+        !r.stdout.contains("scaffold.invalid"),
+        "no placeholder links"
+    );
 }
 
 #[test]
@@ -326,4 +337,79 @@ fn write_baseline_refuses_a_partial_run() {
         r.stderr
     );
     assert!(!tmp.path().join("agent/baseline.yml").exists());
+}
+
+/// The SARIF of every fixture, and of a tree whose paths hold `#`, `%`, a space and
+/// non-ASCII, validates against the official SARIF 2.1.0 schema (tests/sarif/) with its
+/// formats checked (`uri-reference`), by Python's jsonschema (`.ci/run` installs it; the
+/// test says SKIPPED without it).
+#[test]
+fn sarif_of_every_fixture_validates_against_the_official_schema() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let mut roots: Vec<std::path::PathBuf> = Vec::new();
+    let mut stack = vec![common::repo_root().join("fixtures")];
+    while let Some(dir) = stack.pop() {
+        if dir.join("agent/codemap.yml").is_file() {
+            roots.push(dir);
+            continue;
+        }
+        for e in std::fs::read_dir(&dir).expect("fixtures").flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(e.path());
+            }
+        }
+    }
+    roots.sort();
+    assert!(roots.len() > 20, "{roots:?}");
+    // Paths a URI must encode.
+    let odd = common::copy_fixture("rules/import-forbidden");
+    let src = odd.path().join("workers/maintenance/src");
+    std::fs::write(
+        src.join("we#ird 100% ü.rs"),
+        "pub fn f() { infra::resolve(); }\n",
+    )
+    .expect("write");
+    let main = std::fs::read_to_string(src.join("main.rs")).expect("main.rs");
+    std::fs::write(
+        src.join("main.rs"),
+        format!("#[path = \"we#ird 100% ü.rs\"]\nmod weird;\n{main}"),
+    )
+    .expect("write");
+    roots.push(odd.path().to_path_buf());
+    let mut files = Vec::new();
+    for (i, root) in roots.iter().enumerate() {
+        let r = run_in(root, &["check", "--format", "sarif"]);
+        // 2: a manifest problem, reported as findings too.
+        assert!(
+            matches!(r.code, 0..=2) && !r.stdout.is_empty(),
+            "{}: {}",
+            root.display(),
+            r.stderr
+        );
+        let file = tmp.path().join(format!("{i}.sarif"));
+        std::fs::write(&file, &r.stdout).expect("write");
+        files.push(file);
+    }
+    let odd_out = std::fs::read_to_string(files.last().expect("one")).expect("read");
+    assert!(
+        odd_out.contains("we%23ird%20100%25%20%C3%BC.rs"),
+        "the odd path, percent-encoded: {odd_out}"
+    );
+    let v = std::process::Command::new("python3")
+        .arg(common::repo_root().join("tests/sarif/validate.py"))
+        .arg(common::repo_root().join("tests/sarif/sarif-schema-2.1.0.json"))
+        .args(&files)
+        .output();
+    let v = match v {
+        Ok(v) if v.status.code() != Some(3) => v,
+        other => {
+            eprintln!(
+                "SKIPPED sarif_of_every_fixture_validates_against_the_official_schema: \
+                 python3 with jsonschema and rfc3986-validator is not available ({:?})",
+                other.map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            );
+            return;
+        }
+    };
+    assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stdout));
 }

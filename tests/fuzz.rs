@@ -43,8 +43,11 @@ fn check_everything(root: &Path) {
                 color: false,
                 width: 80,
             },
-            root,
-            ".",
+            report::Root {
+                path: root,
+                display: ".",
+                in_git: "",
+            },
             &outcome,
         )
         .expect("writing to memory succeeds");

@@ -22,20 +22,28 @@ pub struct Style {
     pub width: usize,
 }
 
-/// Prints a check outcome. `root` is the repository root (to show source snippets);
-/// `root_display` how the root is named in JSON (relative to where scaffold was started).
+/// Where a check's paths are reported from: the repository root (to show source
+/// snippets), how it is named in JSON (relative to where scaffold was started), and its
+/// folder inside git's work tree (`platform/`, or empty), which SARIF's paths start with.
+#[derive(Debug, Clone, Copy)]
+pub struct Root<'a> {
+    pub path: &'a Path,
+    pub display: &'a str,
+    pub in_git: &'a str,
+}
+
+/// Prints a check outcome.
 pub fn outcome(
     out: &mut dyn Write,
     format: Format,
     style: Style,
-    root: &Path,
-    root_display: &str,
+    root: Root<'_>,
     outcome: &Outcome,
 ) -> io::Result<()> {
     match format {
-        Format::Human => human::outcome(out, style, root, outcome),
-        Format::Json => json::outcome(out, root_display, outcome),
-        Format::Sarif => sarif::outcome(out, outcome),
+        Format::Human => human::outcome(out, style, root.path, outcome),
+        Format::Json => json::outcome(out, root.display, outcome),
+        Format::Sarif => sarif::outcome(out, root.in_git, outcome),
         Format::Github => github::outcome(out, outcome),
     }
 }

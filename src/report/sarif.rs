@@ -1,5 +1,6 @@
 use std::io::{self, Write};
 
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde_json::{Value, json};
 
 use crate::check::catalogue;
@@ -14,9 +15,30 @@ fn level(s: Severity) -> &'static str {
     }
 }
 
+/// What stays as it is in a URI path: RFC 3986's unreserved characters and `/`. Everything
+/// else (`#`, `%`, a space, `:`, every non-ASCII byte) is percent-encoded, so a path is
+/// always a uri-reference and code scanning does not cut it at a `#`.
+const PATH_KEEPS: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~')
+    .remove(b'/');
+
+/// The base every result's URI is relative to: the root of git's work tree.
+const SRCROOT: &str = "%SRCROOT%";
+
+fn uri(in_git: &str, path: &str) -> String {
+    utf8_percent_encode(&format!("{in_git}{path}"), PATH_KEEPS).to_string()
+}
+
 /// SARIF 2.1.0: every rule with its help text, every result with a physical location
 /// (line 1 of the file when a finding has no better place), so code scanning accepts it.
-pub fn outcome(out: &mut dyn Write, o: &Outcome) -> io::Result<()> {
+/// Paths are relative to `%SRCROOT%`, git's work tree, whose folder `in_git` holds the
+/// scaffold root. Each result carries a fingerprint of its rule, path and message (and
+/// which of identical ones it is), without the line, so a moved finding stays the same
+/// alert.
+pub fn outcome(out: &mut dyn Write, in_git: &str, o: &Outcome) -> io::Result<()> {
     let infos = catalogue::rules();
     let rule_objs: Vec<Value> = infos
         .iter()
@@ -28,13 +50,22 @@ pub fn outcome(out: &mut dyn Write, o: &Outcome) -> io::Result<()> {
                 "shortDescription": {"text": r.summary},
                 "fullDescription": {"text": r.summary},
                 "help": {"text": doc, "markdown": doc},
-                "helpUri": format!("https://scaffold.invalid/rules/{}", r.id),
                 "defaultConfiguration": {"level": level(r.severity)},
             })
         })
         .collect();
+    let mut seen: std::collections::HashMap<u128, usize> = std::collections::HashMap::new();
     let results: Vec<Value> = super::sorted(o)
         .map(|f| {
+            let mut key = Vec::new();
+            for part in [f.rule, f.path.as_str(), f.message.as_str()] {
+                key.extend_from_slice(part.as_bytes());
+                key.push(0);
+            }
+            let hash = xxhash_rust::xxh3::xxh3_128(&key);
+            let nth = seen.entry(hash).or_default();
+            *nth += 1;
+            let fingerprint = format!("{hash:032x}:{nth}");
             let index = infos.iter().position(|r| r.id == f.rule).unwrap_or(0);
             let mut text = f.message.clone();
             if !f.help.is_empty() {
@@ -48,10 +79,11 @@ pub fn outcome(out: &mut dyn Write, o: &Outcome) -> io::Result<()> {
                 "message": {"text": text},
                 "locations": [{
                     "physicalLocation": {
-                        "artifactLocation": {"uri": f.path},
+                        "artifactLocation": {"uri": uri(in_git, &f.path), "uriBaseId": SRCROOT},
                         "region": {"startLine": f.line.max(1), "startColumn": f.column.max(1)},
                     }
                 }],
+                "partialFingerprints": {"scaffold/v1": fingerprint},
             })
         })
         .collect();
@@ -62,8 +94,10 @@ pub fn outcome(out: &mut dyn Write, o: &Outcome) -> io::Result<()> {
             "tool": {"driver": {
                 "name": "scaffold",
                 "version": env!("CARGO_PKG_VERSION"),
-                "informationUri": "https://scaffold.invalid",
                 "rules": rule_objs,
+            }},
+            "originalUriBaseIds": {SRCROOT: {
+                "description": {"text": "The root of the repository's git work tree (the checkout)."},
             }},
             "columnKind": "unicodeCodePoints",
             "results": results,
