@@ -267,27 +267,19 @@ fn walk_crate(ws: &Workspace, index: &Index<'_, '_>, k: usize) -> CrateWalk {
                     }
                 }
                 None => {
-                    // `name.rs`, else `name/mod.rs` (rustc refuses both at once).
-                    let child_base = join(&dir, name);
-                    candidate.clear();
-                    candidate.push_str(&child_base);
-                    candidate.push_str(".rs");
-                    if let Some(child_base) = visit(
-                        &candidate,
-                        child_scope,
-                        Some(i),
-                        child_base,
-                        &mut queue,
-                        &mut out.missing,
-                    ) {
+                    // `name.rs`, else `name/mod.rs` (rustc refuses both at once); the
+                    // folder comes back when a candidate is no file.
+                    let mut child_base = Some(join(&dir, name));
+                    for suffix in [".rs", "/mod.rs"] {
+                        let Some(b) = child_base.take() else { break };
                         candidate.clear();
-                        candidate.push_str(&child_base);
-                        candidate.push_str("/mod.rs");
-                        visit(
+                        candidate.push_str(&b);
+                        candidate.push_str(suffix);
+                        child_base = visit(
                             &candidate,
                             child_scope,
                             Some(i),
-                            child_base,
+                            b,
                             &mut queue,
                             &mut out.missing,
                         );
