@@ -286,11 +286,11 @@ fn change_set(root: &Path, args: &ChangeArgs) -> Result<Option<ChangeSet>, AppEr
     Ok(Some(changes::read(root, &source)?))
 }
 
-/// For SARIF, the scaffold root's folder inside git's work tree (`platform/`): code
-/// scanning resolves a result's path from the checkout's root. Empty outside git, or for
-/// another format.
-fn sarif_prefix(format: Format, root: &Path) -> String {
-    if format != Format::Sarif {
+/// For SARIF and GitHub annotations, the scaffold root's folder inside git's work tree
+/// (`platform/`): code scanning and the annotations resolve a path from the checkout's
+/// root. Empty outside git, or for another format.
+fn git_prefix(format: Format, root: &Path) -> String {
+    if !matches!(format, Format::Sarif | Format::Github) {
         return String::new();
     }
     changes::git(root, &["rev-parse", "--show-prefix"])
@@ -402,7 +402,7 @@ fn manifest_problems(
         Format::Human
     };
     let display = relative_display(cwd, root);
-    let in_git = sarif_prefix(format, root);
+    let in_git = git_prefix(format, root);
     let at = report::Root {
         path: root,
         display: &display,
@@ -557,7 +557,7 @@ fn run_check(
         ))?;
         return Ok(ExitCode::from(EXIT_OK));
     }
-    let in_git = sarif_prefix(global.format, &root);
+    let in_git = git_prefix(global.format, &root);
     let at = report::Root {
         path: &root,
         display: &root_display,

@@ -4,8 +4,9 @@ use crate::check::finding::Severity;
 use crate::check::sink::Outcome;
 
 /// `::error file=…,line=…,col=…,title=<rule>::message` per finding, then a summary line
-/// (GitHub shows only the first 10 annotations of each level per step).
-pub fn outcome(out: &mut dyn Write, o: &Outcome) -> io::Result<()> {
+/// (GitHub shows only the first 10 annotations of each level per step). A file is named
+/// from the checkout's root: `in_git` is the scaffold root's folder there (`platform/`).
+pub fn outcome(out: &mut dyn Write, in_git: &str, o: &Outcome) -> io::Result<()> {
     for f in super::sorted(o) {
         let level = match f.severity {
             Severity::Error => "error",
@@ -19,7 +20,7 @@ pub fn outcome(out: &mut dyn Write, o: &Outcome) -> io::Result<()> {
         writeln!(
             out,
             "::{level} file={},line={},col={},title={}::{}",
-            property(&f.path),
+            property(&format!("{in_git}{}", f.path)),
             f.line,
             f.column,
             property(f.rule),

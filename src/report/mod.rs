@@ -24,7 +24,8 @@ pub struct Style {
 
 /// Where a check's paths are reported from: the repository root (to show source
 /// snippets), how it is named in JSON (relative to where scaffold was started), and its
-/// folder inside git's work tree (`platform/`, or empty), which SARIF's paths start with.
+/// folder inside git's work tree (`platform/`, or empty), which SARIF's and GitHub's paths
+/// start with.
 #[derive(Debug, Clone, Copy)]
 pub struct Root<'a> {
     pub path: &'a Path,
@@ -44,7 +45,7 @@ pub fn outcome(
         Format::Human => human::outcome(out, style, root.path, outcome),
         Format::Json => json::outcome(out, root.display, outcome),
         Format::Sarif => sarif::outcome(out, root.in_git, outcome),
-        Format::Github => github::outcome(out, outcome),
+        Format::Github => github::outcome(out, root.in_git, outcome),
     }
 }
 
