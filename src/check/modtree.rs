@@ -113,6 +113,18 @@ pub fn reach(ws: &Workspace, files: &[String], nodes: &[Node<'_>]) -> Walk {
     Walk { reached, missing }
 }
 
+/// The nodes below folder `dir` (every node for the root): one range, the nodes being
+/// sorted by path.
+fn below(nodes: &[Node<'_>], dir: &str) -> std::ops::Range<usize> {
+    if dir.is_empty() {
+        return 0..nodes.len();
+    }
+    let prefix = format!("{dir}/");
+    let start = nodes.partition_point(|n| n.path < prefix.as_str());
+    let len = nodes[start..].partition_point(|n| n.path.starts_with(&prefix));
+    start..start + len
+}
+
 /// What every crate's walk looks files up in.
 struct Index<'n, 'a> {
     files: &'n [String],
@@ -159,16 +171,8 @@ fn walk_crate(ws: &Workspace, index: &Index<'_, '_>, k: usize) -> CrateWalk {
     // rather than none.
     if krate.targets.is_empty() {
         // Its files are the ones below its folder (a tree walk is what reaches others).
-        let prefix = format!("{}/", krate.dir);
-        let start = if krate.dir.is_empty() {
-            0
-        } else {
-            nodes.partition_point(|n| n.path < prefix.as_str())
-        };
-        for (i, n) in nodes.iter().enumerate().skip(start) {
-            if !krate.dir.is_empty() && !n.path.starts_with(&prefix) {
-                break;
-            }
+        for i in below(nodes, &krate.dir) {
+            let n = &nodes[i];
             if n.krate == k {
                 let scope = fallback_scope(&krate.dir, n.path);
                 out.reached.insert(
@@ -229,16 +233,8 @@ fn walk_crate(ws: &Workspace, index: &Index<'_, '_>, k: usize) -> CrateWalk {
         let path = nodes[i].path;
         let Some(facts) = nodes[i].facts else {
             // Unread: what it declares is unknown, so everything below its folder.
-            let prefix = format!("{base}/");
-            let start = if base.is_empty() {
-                0
-            } else {
-                nodes.partition_point(|n| n.path < prefix.as_str())
-            };
-            for (j, n) in nodes.iter().enumerate().skip(start) {
-                if !base.is_empty() && !n.path.starts_with(&prefix) {
-                    break;
-                }
+            for j in below(nodes, &base) {
+                let n = &nodes[j];
                 if j != i && n.krate == k && !out.reached.contains_key(&j) {
                     queue.push_back((j, scope, Some(i), default_base(n.path)));
                 }
