@@ -53,14 +53,21 @@ pub struct Candidates {
     firsts: [u64; 4],
 }
 
+/// A name's filter bits: its length's bit, and its first byte's word and bit in `firsts`.
+fn filter_bits(name: &str) -> Option<(u64, usize, u64)> {
+    let &first = name.as_bytes().first()?;
+    Some((
+        1 << name.len().min(63),
+        usize::from(first >> 6),
+        1 << (first & 63),
+    ))
+}
+
 impl Candidates {
     pub fn contains(&self, name: &str) -> bool {
-        let Some(&first) = name.as_bytes().first() else {
-            return false;
-        };
-        self.lens & (1 << name.len().min(63)) != 0
-            && self.firsts[usize::from(first >> 6)] & (1 << (first & 63)) != 0
-            && self.names.contains(name)
+        filter_bits(name).is_some_and(|(len, word, bit)| {
+            self.lens & len != 0 && self.firsts[word] & bit != 0 && self.names.contains(name)
+        })
     }
 }
 
@@ -69,9 +76,9 @@ impl<S: Into<String>> FromIterator<S> for Candidates {
         let mut c = Candidates::default();
         for name in iter {
             let name: String = name.into();
-            if let Some(&first) = name.as_bytes().first() {
-                c.lens |= 1 << name.len().min(63);
-                c.firsts[usize::from(first >> 6)] |= 1 << (first & 63);
+            if let Some((len, word, bit)) = filter_bits(&name) {
+                c.lens |= len;
+                c.firsts[word] |= bit;
             }
             c.names.insert(name);
         }
