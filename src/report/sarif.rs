@@ -54,18 +54,15 @@ pub fn outcome(out: &mut dyn Write, in_git: &str, o: &Outcome) -> io::Result<()>
             })
         })
         .collect();
-    let mut seen: std::collections::HashMap<u128, usize> = std::collections::HashMap::new();
+    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     let results: Vec<Value> = super::sorted(o)
         .map(|f| {
-            let mut key = Vec::new();
-            for part in [f.rule, f.path.as_str(), f.message.as_str()] {
-                key.extend_from_slice(part.as_bytes());
-                key.push(0);
-            }
-            let hash = xxhash_rust::xxh3::xxh3_128(&key);
-            let nth = seen.entry(hash).or_default();
+            // The baseline's fingerprint without the line's text (as for a whole-file
+            // finding), and which of identical ones this is.
+            let hash = crate::check::baseline::fingerprint(f, "");
+            let nth = seen.entry(hash.clone()).or_default();
             *nth += 1;
-            let fingerprint = format!("{hash:032x}:{nth}");
+            let fingerprint = format!("{hash}:{nth}");
             let index = infos.iter().position(|r| r.id == f.rule).unwrap_or(0);
             let mut text = f.message.clone();
             if !f.help.is_empty() {
