@@ -298,14 +298,20 @@ fn git_prefix(format: Format, root: &Path) -> String {
         .unwrap_or_default()
 }
 
+/// A path given on the command line (relative to where scaffold was started) as a
+/// normalised root-relative path; `None` when it is not inside the root.
+fn root_relative(root: &Path, cwd: &Path, p: impl AsRef<Path>) -> Option<String> {
+    crate::repo::files::relative(root, &cwd.join(p))
+        .and_then(|r| crate::repo::workspace::join_rel("", &r))
+}
+
 /// The files named on the command line as a change set: relative to the scaffold root
 /// (those outside it are left out), a file that is gone counted as deleted.
 fn named_changes(root: &Path, cwd: &Path, paths: &[String]) -> ChangeSet {
     let mut changes: Vec<changes::Change> = paths
         .iter()
         .filter_map(|p| {
-            let rel = crate::repo::files::relative(root, &cwd.join(p))
-                .and_then(|r| crate::repo::workspace::join_rel("", &r))?;
+            let rel = root_relative(root, cwd, p)?;
             let kind = if crate::repo::stat_in(root, &rel).is_some() {
                 changes::ChangeKind::Modified
             } else {
@@ -341,9 +347,7 @@ fn run_gates(
             .paths
             .iter()
             .map(|p| {
-                let abs = cwd.join(p);
-                crate::repo::files::relative(&root, &abs)
-                    .and_then(|r| crate::repo::workspace::join_rel("", &r))
+                root_relative(&root, &cwd, p)
                     .unwrap_or_else(|| p.trim_start_matches("./").to_owned())
             })
             .collect(),
@@ -498,9 +502,9 @@ fn run_check(
         return Err(AppError::AgentWithoutChanges);
     }
     let baseline_rel = match &args.baseline {
-        Some(p) => crate::repo::files::relative(&root, &cwd.join(p))
-            .and_then(|r| crate::repo::workspace::join_rel("", &r))
-            .unwrap_or_else(|| p.to_string_lossy().into_owned()),
+        Some(p) => {
+            root_relative(&root, &cwd, p).unwrap_or_else(|| p.to_string_lossy().into_owned())
+        }
         None => check::baseline::BASELINE_PATH.to_owned(),
     };
     // A baseline named on the command line must be there (unless it is being written):
