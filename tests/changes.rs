@@ -475,9 +475,9 @@ fn the_generated_pre_commit_config_fails_all_files_on_a_finding() {
         .output()
         .is_ok_and(|o| o.status.success());
     if !found {
-        eprintln!(
-            "SKIPPED the_generated_pre_commit_config_fails_all_files_on_a_finding: \
-             pre-commit is not installed (pip install pre-commit)"
+        common::skipped(
+            "the_generated_pre_commit_config_fails_all_files_on_a_finding: \
+             pre-commit is not installed (pip install pre-commit)",
         );
         return;
     }

@@ -202,8 +202,8 @@ fn rustfmt_is_staged_inside_the_repository_never_under_tmpdir() {
         .output()
         .is_ok_and(|o| o.status.success())
     {
-        eprintln!(
-            "SKIPPED: rustfmt is not rustup's proxy here; a planted toolchain file cannot pick it"
+        common::skipped(
+            "rustfmt is not rustup's proxy here; a planted toolchain file cannot pick it",
         );
         return;
     }
@@ -496,7 +496,7 @@ fn init_does_not_run_a_rustfmt_chosen_by_another_users_toolchain_file() {
     let (planted, mark) = plant_toolchain(tmp.path(), &parent);
     // Another user's file: only root can make one here.
     if std::os::unix::fs::chown(&planted, Some(65534), Some(65534)).is_err() {
-        eprintln!("SKIPPED: cannot give the planted file to another user (not root)");
+        common::skipped("cannot give the planted file to another user (not root)");
         return;
     }
     let out = common::scaffold()

@@ -4,6 +4,14 @@ use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 
+/// Says loudly that a test did not run what it is for, and why: written to the process's
+/// stderr itself, which the test harness does not capture, so the line shows in CI's log
+/// even when the test passes (`eprintln!` would be captured and shown only on failure).
+pub fn skipped(why: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "SKIPPED {why}");
+}
+
 pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
