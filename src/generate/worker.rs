@@ -29,6 +29,7 @@ pub const DEV_SH: &str = "scripts/dev.sh";
 pub const COMPOSE: &str = "deployment/local/docker-compose.full.yml";
 pub const TF_ENVIRONMENT: &str = "deployment/terraform/modules/environment/main.tf";
 pub const TF_ACCOUNT_VARS: &str = "deployment/terraform/modules/account/variables.tf";
+pub const TF_REGISTRY: &str = "deployment/terraform/modules/registry/main.tf";
 pub const STAGING: &str = ".github/workflows/deploy-staging.yml";
 pub const PRODUCTION: &str = ".github/workflows/deploy-production.yml";
 pub const ENV_EXAMPLE: &str = ".env.example";
@@ -376,6 +377,19 @@ fn plan_new_worker(
             WORKERS_MARKER,
             workers_place,
             template,
+        )?;
+    }
+    // The image repositories: a repository made before the registry module existed, or
+    // whose registry is managed elsewhere, has no such file, and that is its choice.
+    if plan.text(TF_REGISTRY)?.is_some() {
+        insert_snippet(
+            plan,
+            templates,
+            ctx,
+            TF_REGISTRY,
+            WORKERS_MARKER,
+            workers_place,
+            "new-worker/images.j2",
         )?;
     }
     insert_snippet(
