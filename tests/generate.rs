@@ -3,6 +3,8 @@
 //! byte-identical. (Building and testing the generated repository is tests/e2e_generated.rs.)
 
 mod common;
+#[path = "generate/ecosystem.rs"]
+mod ecosystem;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -819,74 +821,10 @@ fn tool(test: &str, tool: &str, dir: &Path, args: &[&str]) -> Option<std::proces
     {
         Ok(out) => Some(out),
         Err(e) => {
-            eprintln!("SKIPPED {test} ({tool}): not installed ({e}); .ci/run installs it");
+            common::skipped(&format!(
+                "{test} ({tool}): not installed ({e}); .ci/run installs it"
+            ));
             None
         }
     }
-}
-
-/// The grown repository (a namespace, a kind, a lane, a new worker with `--container`)
-/// passes the ecosystem's own linters with 0 findings: hadolint on every Dockerfile,
-/// shellcheck on every shell script, `terraform fmt -check` on the Terraform. Each tool
-/// that is not installed is a SKIPPED line, never a silent pass.
-#[test]
-fn the_grown_repository_passes_hadolint_shellcheck_and_terraform_fmt() {
-    const TEST: &str = "the_grown_repository_passes_hadolint_shellcheck_and_terraform_fmt";
-    let (_tmp, dir) = repo();
-    ok(&run_in(&dir, &["namespace", "billing"]));
-    ok(&run_in(
-        &dir,
-        &["worker", "maintenance", "REINDEX", "--lane", "bulk"],
-    ));
-    ok(&run_in(
-        &dir,
-        &[
-            "worker",
-            "billing",
-            "CHARGE_CARD",
-            "--container",
-            "--role",
-            "scheduler",
-        ],
-    ));
-    let mut dockerfiles: Vec<String> = files(&dir)
-        .into_keys()
-        .filter(|p| p.ends_with(".Dockerfile"))
-        .collect();
-    dockerfiles.sort();
-    assert!(dockerfiles.len() >= 4, "{dockerfiles:?}");
-    let scripts: Vec<String> = files(&dir)
-        .into_keys()
-        .filter(|p| p.ends_with(".sh"))
-        .collect();
-    assert!(!scripts.is_empty());
-    let clean = |name: &str, out: Option<std::process::Output>| {
-        if let Some(out) = out {
-            assert!(
-                out.status.success(),
-                "{name} found something:\n{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-    };
-    let args: Vec<&str> = dockerfiles.iter().map(String::as_str).collect();
-    clean("hadolint", tool(TEST, "hadolint", &dir, &args));
-    let args: Vec<&str> = scripts.iter().map(String::as_str).collect();
-    clean("shellcheck", tool(TEST, "shellcheck", &dir, &args));
-    clean(
-        "terraform fmt",
-        tool(
-            TEST,
-            "terraform",
-            &dir,
-            &[
-                "fmt",
-                "-check",
-                "-recursive",
-                "-diff",
-                "deployment/terraform",
-            ],
-        ),
-    );
 }
