@@ -56,16 +56,65 @@ pub fn rename(lock: &str, name: &str) -> String {
 /// worker's, so it depends on the same packages); `None` when `template` has no `like` or
 /// `lock` already has `new`.
 pub fn add_member_like(lock: &str, template: &str, new: &str, like: &str) -> Option<String> {
-    let (header, mut packages) = parse(&lock.replace("\r\n", "\n"));
-    if packages.iter().any(|p| p.name == new) {
-        return None;
-    }
     let (_, template) = parse(&template.replace("\r\n", "\n"));
     let mut copy = template
         .into_iter()
         .find(|p| p.is_local && p.name == like)?;
     copy.name = new.to_owned();
-    packages.push(copy);
+    edit(lock, |packages| {
+        if packages.iter().any(|p| p.name == new) {
+            return false;
+        }
+        packages.push(copy);
+        true
+    })
+}
+
+/// `lock` with workspace package `new` added, depending on `deps`, with the other lines
+/// (the version) of workspace package `like` in `lock`; `None` when `lock` has no `like`
+/// or already has `new`.
+pub fn add_member(lock: &str, new: &str, like: &str, deps: &[String]) -> Option<String> {
+    edit(lock, |packages| {
+        if packages.iter().any(|p| p.name == new) {
+            return false;
+        }
+        let Some(like) = packages.iter().find(|p| p.is_local && p.name == like) else {
+            return false;
+        };
+        let mut copy = like.clone();
+        copy.name = new.to_owned();
+        copy.dependencies = (!deps.is_empty()).then(|| deps.to_vec());
+        packages.push(copy);
+        true
+    })
+}
+
+/// `lock` with `dep` among the dependencies of workspace package `package`; `None` when
+/// `lock` has no such package or it has `dep` already.
+pub fn add_dependency(lock: &str, package: &str, dep: &str) -> Option<String> {
+    edit(lock, |packages| {
+        let Some(p) = packages
+            .iter_mut()
+            .find(|p| p.is_local && p.name == package)
+        else {
+            return false;
+        };
+        let deps = p.dependencies.get_or_insert_with(Vec::new);
+        if deps.iter().any(|d| dep_key(d) == dep) {
+            return false;
+        }
+        deps.push(dep.to_owned());
+        true
+    })
+}
+
+/// `lock` parsed, changed by `change` (which says whether it changed anything), rendered
+/// back with its line endings.
+fn edit(lock: &str, change: impl FnOnce(&mut Vec<Package>) -> bool) -> Option<String> {
+    let (header, mut packages) = parse(&lock.replace("\r\n", "\n"));
+    if !change(&mut packages) {
+        return None;
+    }
     let out = render(&header, packages);
     Some(if lock.contains("\r\n") {
         out.replace('\n', "\r\n")
@@ -186,5 +235,29 @@ mod tests {
         let added =
             add_member_like(&crlf, LOCK, "acme-billing", "acme-maintenance").expect("added");
         assert!(added.contains("name = \"acme-billing\"\r\n"), "{added}");
+    }
+
+    #[test]
+    fn adds_a_member_with_its_dependencies_and_a_dependency_to_a_member() {
+        let deps = ["acme-om".to_owned(), "serde".to_owned()];
+        let added = add_member(LOCK, "acme-shipping-service", "acme-om", &deps).expect("added");
+        assert!(added.contains("[[package]]\nname = \"acme-shipping-service\"\nversion = \"0.1.0\"\ndependencies = [\n \"acme-om\",\n \"serde\",\n]\n\n[[package]]\nname = \"serde\""), "{added}");
+        assert!(add_member(LOCK, "acme-om", "acme-maintenance", &deps).is_none());
+        assert!(add_member(LOCK, "acme-x", "acme-missing", &deps).is_none());
+        let dep = add_dependency(LOCK, "acme-maintenance", "acme-shipping-service").expect("added");
+        assert!(
+            dep.contains(
+                "dependencies = [\n \"acme-om\",\n \"acme-shipping-service\",\n \"serde\",\n]"
+            ),
+            "{dep}"
+        );
+        assert!(add_dependency(&dep, "acme-maintenance", "acme-shipping-service").is_none());
+        let om = add_dependency(LOCK, "acme-om", "serde").expect("added");
+        assert!(
+            om.contains(
+                "name = \"acme-om\"\nversion = \"0.1.0\"\ndependencies = [\n \"serde\",\n]"
+            ),
+            "{om}"
+        );
     }
 }

@@ -34,6 +34,42 @@ pub fn add(path: &str, manifest: &str, member: &str) -> Result<String, GenerateE
     Ok(doc.to_string())
 }
 
+/// `manifest` with `name = { path = "<dir>" }` in `[workspace.dependencies]`, so members
+/// depend on it with `name.workspace = true`; unchanged when it is there.
+pub fn add_path_dependency(
+    path: &str,
+    manifest: &str,
+    name: &str,
+    dir: &str,
+) -> Result<String, GenerateError> {
+    let mut doc: DocumentMut =
+        manifest
+            .parse()
+            .map_err(|e: toml_edit::TomlError| GenerateError::Manifest {
+                path: path.to_owned(),
+                message: e.message().to_owned(),
+                help: "fix the TOML syntax; the generator edits it in place".to_owned(),
+            })?;
+    let deps = doc
+        .get_mut("workspace")
+        .and_then(Item::as_table_like_mut)
+        .and_then(|t| t.get_mut("dependencies"))
+        .and_then(Item::as_table_like_mut)
+        .ok_or_else(|| GenerateError::Manifest {
+            path: path.to_owned(),
+            message: "no `[workspace.dependencies]` table".to_owned(),
+            help: "the generated crates take their dependencies from the workspace's table"
+                .to_owned(),
+        })?;
+    if deps.contains_key(name) {
+        return Ok(manifest.to_owned());
+    }
+    let mut table = toml_edit::InlineTable::new();
+    table.insert("path", Value::from(dir));
+    deps.insert(name, Item::Value(Value::InlineTable(table)));
+    Ok(doc.to_string())
+}
+
 fn insert(members: &mut Array, member: &str) {
     let names: Vec<&str> = members
         .iter()

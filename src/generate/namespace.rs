@@ -19,6 +19,71 @@ pub const OM_LIB: &str = "om/src/lib.rs";
 /// The files of a namespace, by template (under `templates/namespace/`).
 const FILES: &[&str] = &["README.md", "kinds.rs", "mod.rs", "types/work.rs"];
 
+/// The files of a namespace's service, by template (under `templates/service/`).
+const SERVICE_FILES: &[&str] = &[
+    "Cargo.toml",
+    "README.md",
+    "src/lib.rs",
+    "src/manager.rs",
+    "src/records.rs",
+    "tests/manager.rs",
+];
+
+/// The workspace packages a service depends on (dev-dependencies included), besides the
+/// project's om: what its lock entry lists.
+const SERVICE_DEPS: &[&str] = &[
+    "scaffold-runtime",
+    "serde",
+    "serde_json",
+    "tempfile",
+    "tokio",
+];
+
+/// Where namespace `ns`'s service lives, and its package.
+pub fn service_dir(ns: &str) -> String {
+    format!("services/{ns}")
+}
+
+pub fn service_package(name: &str, ns: &str) -> String {
+    format!("{name}-{}-service", ns.replace('_', "-"))
+}
+
+/// The namespace's service (DESIGN §3): a crate under `services/` whose manager's write
+/// runs in one storage transaction with the work rows it starts; a workspace member and
+/// dependency, in the lock with what it depends on.
+fn plan_service(
+    plan: &mut Plan,
+    templates: &Templates,
+    ctx: &Value,
+    name: &str,
+    ns: &str,
+) -> Result<(), GenerateError> {
+    let dir = service_dir(ns);
+    for file in SERVICE_FILES {
+        create_from(
+            plan,
+            templates,
+            &format!("service/{file}.j2"),
+            &format!("{dir}/{file}"),
+            ctx,
+        )?;
+    }
+    let package = service_package(name, ns);
+    let manifest = plan.text("Cargo.toml")?.unwrap_or_default();
+    let manifest = super::members::add("Cargo.toml", &manifest, &dir)?;
+    let manifest = super::members::add_path_dependency("Cargo.toml", &manifest, &package, &dir)?;
+    plan.edit("Cargo.toml", manifest)?;
+    if let Some(lock) = plan.text("Cargo.lock")? {
+        let om = format!("{name}-om");
+        let mut deps: Vec<String> = SERVICE_DEPS.iter().map(|d| (*d).to_owned()).collect();
+        deps.push(om.clone());
+        if let Some(lock) = super::lockfile::add_member(&lock, &package, &om, &deps) {
+            plan.edit("Cargo.lock", lock)?;
+        }
+    }
+    Ok(())
+}
+
 /// Plans and (unless dry-run) writes a namespace.
 pub fn namespace(
     cwd: &Path,
@@ -76,6 +141,7 @@ pub fn namespace(
             &ctx,
         )?;
     }
+    plan_service(&mut plan, &templates, &ctx, &name, ns)?;
     let lib = plan
         .text(OM_LIB)?
         .ok_or_else(|| GenerateError::MarkerMissing {
@@ -95,6 +161,9 @@ pub fn namespace(
         format!(
             "edit om/src/{ns}/README.md: say what the {ns} namespace is in the product's language"
         ),
+        format!(
+            "edit services/{ns}/src/manager.rs: the namespace's writes; each lists the work it starts below `// scaffold:work-rows`"
+        ),
         format!("scaffold worker maintenance <KIND> --namespace {ns}"),
         "cargo test --workspace".to_owned(),
         "scaffold check".to_owned(),
@@ -112,6 +181,7 @@ pub(crate) fn namespace_vars(
         ("ns", Value::from(ns)),
         ("Ns", Value::from(names::camel(ns))),
         ("NS", Value::from(names::shouty(ns))),
+        ("ns_kebab", Value::from(ns.replace('_', "-"))),
     ]);
     vars
 }
