@@ -234,6 +234,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, AppError> {
                 lane: args.lane,
                 container: args.container,
                 role: args.role,
+                from: args.from,
                 dry_run: args.dry_run,
             };
             let done =

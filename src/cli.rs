@@ -190,6 +190,10 @@ pub struct WorkerArgs {
     /// The role of a new worker (default maintenance).
     #[arg(long)]
     pub role: Option<String>,
+    /// The write that starts the work, `<Manager>::<method>` of the namespace's service
+    /// (inferred when the service has one write).
+    #[arg(long, value_name = "MANAGER::METHOD")]
+    pub from: Option<String>,
     /// Print the plan as unified diffs; write nothing.
     #[arg(long)]
     pub dry_run: bool,

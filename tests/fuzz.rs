@@ -167,6 +167,7 @@ fn arbitrary_template_override_never_panics() {
         lane: None,
         container: false,
         role: None,
+        from: None,
         dry_run: true,
     };
     runner

@@ -5,6 +5,8 @@
 mod common;
 #[path = "generate/ecosystem.rs"]
 mod ecosystem;
+#[path = "generate/producer.rs"]
+mod producer;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -420,15 +422,19 @@ fn worker_adds_a_kind_to_an_existing_worker() {
         [
             "workers/maintenance/src/handlers/notify_shipment.rs",
             "workers/maintenance/tests/notify_shipment.rs",
+            "workers/maintenance/tests/notify_shipment_produced.rs",
         ]
     );
     assert_eq!(
         list("changed"),
         [
+            "Cargo.lock",
             "om/src/root.rs",
             "om/src/shipping/README.md",
             "om/src/shipping/kinds.rs",
             "om/src/shipping/types/work.rs",
+            "services/shipping/src/manager.rs",
+            "workers/maintenance/Cargo.toml",
             "workers/maintenance/src/handlers/mod.rs",
             "workers/maintenance/src/work_loop.rs",
         ]

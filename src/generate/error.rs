@@ -153,6 +153,31 @@ pub enum GenerateError {
         help("pass --namespace <ns>; the repository has {known}")
     )]
     AmbiguousNamespace { known: String },
+    #[error("{path} has no write `{from}`")]
+    #[diagnostic(
+        code(scaffold::unknown_producer),
+        help(
+            "name one of its writes (a `{manager}` method holding the `// scaffold:work-rows` marker): {known}"
+        )
+    )]
+    UnknownProducer {
+        from: String,
+        path: String,
+        manager: String,
+        known: String,
+    },
+    #[error("which write starts the kind? {path} has several")]
+    #[diagnostic(
+        code(scaffold::ambiguous_producer),
+        help("pass --from <Manager>::<method>, one of: {known}")
+    )]
+    AmbiguousProducer { path: String, known: String },
+    #[error("`{from}` is not <Manager>::<method>")]
+    #[diagnostic(
+        code(scaffold::invalid_name),
+        help("name the write as its impl does, e.g. --from ShippingManager::record")
+    )]
+    InvalidProducer { from: String },
     #[error("unknown role `{role}`")]
     #[diagnostic(code(scaffold::unknown_role), help("roles: {known}"))]
     UnknownRole { role: String, known: String },
@@ -235,7 +260,10 @@ impl GenerateError {
             | GenerateError::UnknownRole { .. }
             | GenerateError::RoleOfExistingWorker { .. }
             | GenerateError::ContainerOfExistingWorker { .. }
-            | GenerateError::NoWorkLoop { .. } => 1,
+            | GenerateError::NoWorkLoop { .. }
+            | GenerateError::UnknownProducer { .. }
+            | GenerateError::AmbiguousProducer { .. }
+            | GenerateError::InvalidProducer { .. } => 1,
             _ => 2,
         }
     }

@@ -84,7 +84,7 @@ pub fn find(
 
 /// The byte offsets where `text`'s line comments start, ascending (rustc's lexer, so a
 /// `//` inside a string or a block comment is not one).
-fn line_comments(text: &str) -> Vec<usize> {
+pub(crate) fn line_comments(text: &str) -> Vec<usize> {
     use ra_ap_rustc_lexer::{FrontmatterAllowed, TokenKind, tokenize};
     let mut at = 0usize;
     let mut out = Vec::new();

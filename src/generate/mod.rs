@@ -15,6 +15,7 @@ pub mod members;
 pub mod names;
 pub mod namespace;
 pub mod plan;
+pub mod producer;
 pub mod rustfmt;
 pub mod templates;
 pub mod txn;

@@ -22,6 +22,8 @@ pub struct WorkerOptions {
     pub lane: Option<String>,
     pub container: bool,
     pub role: Option<String>,
+    /// The write that starts the kind (`<Manager>::<method>`).
+    pub from: Option<String>,
     pub dry_run: bool,
 }
 
@@ -126,6 +128,7 @@ pub fn worker(
     }
     let templates = Templates::new(Some(&root));
     let mut plan = Plan::new(&root);
+    let producer = super::producer::resolve(&plan, &ns, opts.from.as_deref())?;
     let dev_sh = plan.text(DEV_SH)?.unwrap_or_default();
     let lane = match &opts.lane {
         Some(l) => l.clone(),
@@ -158,6 +161,22 @@ pub fn worker(
         plan_new_worker(&mut plan, &templates, &ctx, &name, worker, opts.container)?;
     }
     plan_handler(&mut plan, &templates, &ctx, worker, &opts.kind)?;
+    if let Some(write) = &producer {
+        let mut vars = vars.clone();
+        vars.push(("method", Value::from(write.1.method.clone())));
+        super::producer::plan(
+            &mut plan,
+            &templates,
+            &context(&vars),
+            write,
+            (
+                &format!("{name}-{worker}"),
+                &super::namespace::service_package(&name, &ns),
+            ),
+            &worker_dir,
+            &format!("{}_produced.rs", names::snake(&opts.kind)),
+        )?;
+    }
     if !is_new && opts.lane.is_some() && !served_lanes(&dev_sh, &name, worker).contains(&lane) {
         let replica = format!("{worker}-{lane}");
         if root
@@ -177,14 +196,22 @@ pub fn worker(
         }
         plan_replica(&mut plan, &templates, &ctx, worker)?;
     }
-    let next = vec![
-        format!(
-            "edit workers/{worker}/src/handlers/{}.rs: do the work inside ctx.once",
-            names::snake(&opts.kind)
+    let mut next = vec![format!(
+        "edit workers/{worker}/src/handlers/{}.rs: do the work inside ctx.once",
+        names::snake(&opts.kind)
+    )];
+    next.push(match &producer {
+        Some((path, write)) => format!(
+            "edit {path}: {} starts {} (its payload is filled from the record)",
+            write.name(),
+            opts.kind
         ),
-        format!("cargo test -p {name}-{worker}"),
-        "scaffold check".to_owned(),
-    ];
+        None => format!(
+            "the {ns} namespace has no service write: have its producer add the work row in the transaction of its write (Store::enqueue_in)"
+        ),
+    });
+    next.push(format!("cargo test -p {name}-{worker}"));
+    next.push("scaffold check".to_owned());
     super::finish("worker", txn, plan, opts.dry_run, next)
 }
 

@@ -1,0 +1,255 @@
+//! The write that starts a kind's work (seed 001, Procedure 4): a method of the namespace's
+//! service manager (`services/<ns>/src/manager.rs`) holding the `// scaffold:work-rows`
+//! marker. `--from <Manager>::<method>` names it; without it, the service's one write is
+//! taken, and several are refused with the list. The kind's work row goes below the
+//! marker, in the write's own transaction; the worker's test drives that write.
+
+use minijinja::Value;
+
+use super::GenerateError;
+use super::plan::Plan;
+use super::templates::Templates;
+
+/// The marker a write's work rows are listed below.
+pub const WORK_ROWS_MARKER: &str = "// scaffold:work-rows";
+
+/// One write: `<Manager>::<method>`, and the byte range of its marker line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Write {
+    pub manager: String,
+    pub method: String,
+    marker: (usize, usize),
+}
+
+impl Write {
+    pub fn name(&self) -> String {
+        format!("{}::{}", self.manager, self.method)
+    }
+}
+
+/// The manager file of namespace `ns`'s service.
+pub fn manager_path(ns: &str) -> String {
+    format!("{}/src/manager.rs", super::namespace::service_dir(ns))
+}
+
+/// The writes in a manager file: every method of an `impl …Manager` block whose body holds
+/// the marker as a line comment of its own. A file that does not parse has none (the
+/// checker's `source-unparsed` says why).
+pub fn writes(text: &str) -> Vec<Write> {
+    let Ok(file) = syn::parse_file(text) else {
+        return Vec::new();
+    };
+    let line_starts: Vec<usize> = std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+        .collect();
+    // Only a line comment of its own counts: the same text in a string is data.
+    let comments = super::markers::line_comments(text);
+    let markers: Vec<(usize, (usize, usize))> = line_starts
+        .iter()
+        .enumerate()
+        .filter_map(|(n, &start)| {
+            let end = line_starts.get(n + 1).copied().unwrap_or(text.len());
+            let line = &text[start..end];
+            let at = start + (line.len() - line.trim_start().len());
+            (line.trim() == WORK_ROWS_MARKER && comments.binary_search(&at).is_ok())
+                .then_some((n + 1, (start, end)))
+        })
+        .collect();
+    let mut out = Vec::new();
+    for item in &file.items {
+        let syn::Item::Impl(imp) = item else { continue };
+        let syn::Type::Path(ty) = &*imp.self_ty else {
+            continue;
+        };
+        let Some(manager) = ty.path.segments.last().map(|s| s.ident.to_string()) else {
+            continue;
+        };
+        if !manager.ends_with("Manager") || imp.trait_.is_some() {
+            continue;
+        }
+        for it in &imp.items {
+            let syn::ImplItem::Fn(f) = it else { continue };
+            let span = syn::spanned::Spanned::span(&f.block);
+            let (first, last) = (span.start().line, span.end().line);
+            let inside: Vec<(usize, usize)> = markers
+                .iter()
+                .filter(|(line, _)| (first..=last).contains(line))
+                .map(|(_, range)| *range)
+                .collect();
+            if let [marker] = inside[..] {
+                out.push(Write {
+                    manager: manager.clone(),
+                    method: f.sig.ident.to_string(),
+                    marker,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The write `from` names, or the one write there is; `Ok(None)` when the namespace has
+/// no service writes and none was named (a repository made before services, or one whose
+/// producer is written by hand).
+pub fn resolve(
+    plan: &Plan,
+    ns: &str,
+    from: Option<&str>,
+) -> Result<Option<(String, Write)>, GenerateError> {
+    if let Some(from) = from {
+        let valid = from.split_once("::").is_some_and(|(m, f)| {
+            syn::parse_str::<syn::Ident>(m).is_ok() && syn::parse_str::<syn::Ident>(f).is_ok()
+        });
+        if !valid {
+            return Err(GenerateError::InvalidProducer {
+                from: from.to_owned(),
+            });
+        }
+    }
+    let path = manager_path(ns);
+    let text = plan.text(&path)?.unwrap_or_default();
+    let found = writes(&text);
+    let known = || {
+        if found.is_empty() {
+            format!("{path} has none")
+        } else {
+            found.iter().map(Write::name).collect::<Vec<_>>().join(", ")
+        }
+    };
+    match from {
+        Some(from) => found
+            .iter()
+            .find(|w| w.name() == from)
+            .cloned()
+            .map(|w| Some((path.clone(), w)))
+            .ok_or_else(|| GenerateError::UnknownProducer {
+                from: from.to_owned(),
+                manager: from.split("::").next().unwrap_or(from).to_owned(),
+                path: path.clone(),
+                known: known(),
+            }),
+        None => match &found[..] {
+            [] => Ok(None),
+            [one] => Ok(Some((path, one.clone()))),
+            _ => Err(GenerateError::AmbiguousProducer {
+                known: known(),
+                path,
+            }),
+        },
+    }
+}
+
+/// Adds the kind's work row below `write`'s marker in `path`, the worker's dependency on
+/// the service (manifest and lock), and its test of the producer path.
+pub fn plan(
+    plan: &mut Plan,
+    templates: &Templates,
+    ctx: &Value,
+    (path, write): &(String, Write),
+    package: (&str, &str),
+    worker_dir: &str,
+    test: &str,
+) -> Result<(), GenerateError> {
+    let text = plan.text(path)?.unwrap_or_default();
+    let (start, end) = write.marker;
+    let indent: String = text[start..end]
+        .chars()
+        .take_while(|c| *c == ' ' || *c == '\t')
+        .collect();
+    let eol = if text[start..end].ends_with("\r\n") {
+        "\r\n"
+    } else {
+        "\n"
+    };
+    let row = templates.render("kind/work-row.j2", ctx)?.text;
+    let mut insert = String::new();
+    if !text[start..end].ends_with('\n') {
+        insert.push_str(eol);
+    }
+    for line in row.lines() {
+        if !line.is_empty() {
+            insert.push_str(&indent);
+            insert.push_str(line);
+        }
+        insert.push_str(eol);
+    }
+    let mut out = String::with_capacity(text.len() + insert.len());
+    out.push_str(&text[..end]);
+    out.push_str(&insert);
+    out.push_str(&text[end..]);
+    plan.edit(path, out)?;
+
+    let (worker_package, service_package) = package;
+    let manifest_path = format!("{worker_dir}/Cargo.toml");
+    let manifest = plan.text(&manifest_path)?.unwrap_or_default();
+    let manifest = dev_dependency(&manifest_path, &manifest, service_package)?;
+    plan.edit(&manifest_path, manifest)?;
+    if let Some(lock) = plan.text("Cargo.lock")?
+        && let Some(lock) = super::lockfile::add_dependency(&lock, worker_package, service_package)
+    {
+        plan.edit("Cargo.lock", lock)?;
+    }
+    let r = templates.render("kind/produced.rs.j2", ctx)?;
+    plan.create(
+        &format!("{worker_dir}/tests/{test}"),
+        r.text.into_bytes(),
+        Some((r.template, r.overridden)),
+    )
+}
+
+/// `manifest` with `package.workspace = true` among its `[dev-dependencies]` (or its
+/// dependencies already).
+fn dev_dependency(path: &str, manifest: &str, package: &str) -> Result<String, GenerateError> {
+    let mut doc: toml_edit::DocumentMut =
+        manifest
+            .parse()
+            .map_err(|e: toml_edit::TomlError| GenerateError::Manifest {
+                path: path.to_owned(),
+                message: e.message().to_owned(),
+                help: "fix the TOML syntax; the generator edits it in place".to_owned(),
+            })?;
+    let has = |table: &str| {
+        doc.get(table)
+            .and_then(toml_edit::Item::as_table_like)
+            .is_some_and(|t| t.contains_key(package))
+    };
+    if has("dependencies") || has("dev-dependencies") {
+        return Ok(manifest.to_owned());
+    }
+    let dev = doc
+        .entry("dev-dependencies")
+        .or_insert_with(toml_edit::table)
+        .as_table_like_mut()
+        .ok_or_else(|| GenerateError::Manifest {
+            path: path.to_owned(),
+            message: "`dev-dependencies` is not a table".to_owned(),
+            help: "make it a `[dev-dependencies]` table".to_owned(),
+        })?;
+    let mut entry = toml_edit::Table::new();
+    entry.set_dotted(true);
+    entry.insert("workspace", toml_edit::value(true));
+    dev.insert(package, toml_edit::Item::Table(entry));
+    Ok(doc.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MANAGER: &str = "impl<R: Records> ShippingManager<R> {\n    pub async fn record(&self) {\n        let rows = [\n            // scaffold:work-rows\n        ];\n    }\n    pub async fn cancel(&self) {\n        let rows = [\n            // scaffold:work-rows\n        ];\n    }\n    fn helper(&self) {}\n}\nimpl Other {\n    fn record(&self) {\n        // scaffold:work-rows\n    }\n}\n";
+
+    #[test]
+    fn a_write_is_a_manager_method_holding_the_marker() {
+        let names: Vec<String> = writes(MANAGER).iter().map(Write::name).collect();
+        assert_eq!(
+            names,
+            ["ShippingManager::record", "ShippingManager::cancel"]
+        );
+        assert!(writes("fn broken(").is_empty());
+        let in_string = "impl AManager { fn f(&self) { let s = \"\n// scaffold:work-rows\n\"; } }";
+        assert!(
+            writes(in_string).is_empty(),
+            "a marker inside a string is data"
+        );
+    }
+}
