@@ -51,7 +51,7 @@ pub use item::{
 };
 pub use outbox::{Relay, Tx};
 pub use retry::RetryPolicy;
-pub use spec::{Registry, WorkKindSpec};
+pub use spec::{OrchestrationKindSpec, OrchestrationRegistry, Registry, WorkKindSpec};
 pub use store::{Backend, Store};
 pub use time::{Clock, DatabaseClock, ManualClock, MonotonicClock, SystemClock, Timestamp};
 pub use work_loop::{LoopEvent, LoopState, WorkLoop, WorkLoopBuilder, shutdown_signal};
