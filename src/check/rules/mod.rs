@@ -23,6 +23,7 @@ pub mod lane_undeployed;
 pub mod manager_enqueues;
 pub mod manifest_invalid;
 pub mod namespace_bare;
+pub mod orchestration_unmapped;
 pub mod ownership_forbidden;
 pub mod ownership_outside_writable;
 pub mod runtime_drift;
@@ -96,6 +97,7 @@ pub static RULES: &[Rule] = &[
     rule!(kind_duplicate, Some(kind_duplicate::run)),
     rule!(lane_undeployed, Some(lane_undeployed::run)),
     rule!(manager_enqueues, Some(manager_enqueues::run)),
+    rule!(orchestration_unmapped, Some(orchestration_unmapped::run)),
     rule!(handler_builds_context, Some(handler_builds_context::run)),
     rule!(namespace_bare, Some(namespace_bare::run)),
     rule!(settings_undocumented, Some(settings_undocumented::run)),

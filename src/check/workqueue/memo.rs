@@ -54,6 +54,7 @@ fn version_key() -> u128 {
         include_str!("handlers.rs"),
         include_str!("exec.rs"),
         include_str!("services.rs"),
+        include_str!("orchestrations.rs"),
         include_str!("settings.rs"),
         include_str!("../finding.rs"),
         include_str!("../cfg_test.rs"),

@@ -12,6 +12,7 @@ pub mod exec;
 pub mod handlers;
 pub mod lanes;
 pub mod memo;
+pub mod orchestrations;
 pub mod registry;
 pub mod services;
 pub mod settings;

@@ -1,0 +1,245 @@
+//! Orchestration kinds and their step mappings (seed 001, Procedure 3): every
+//! `OrchestrationKindSpec { name: … }` under `om/src/`, and every name a worker's
+//! `ORCHESTRATION` handler maps to steps — the string-literal (or same-file const) arms of
+//! a `match` on the payload's `orchestration`.
+//!
+//! A name written another way is unresolved (`None`), and the rule stays silent about the
+//! direction it would decide (a blind spot, not a guess).
+
+use std::collections::{BTreeSet, HashMap};
+
+use rayon::prelude::*;
+use syn::visit::{self, Visit};
+
+use super::{Model, is_test_code, loc, str_lit};
+use crate::check::context::Context;
+use crate::check::finding::Location;
+use crate::source::SourceFile;
+
+/// The kind whose handler maps orchestrations to their steps.
+pub const ORCHESTRATION: &str = "ORCHESTRATION";
+
+/// One orchestration name, where it is written.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Named {
+    pub path: String,
+    pub at: Location,
+    /// `None` when it is not written as a string literal or a const of its file.
+    pub name: Option<String>,
+}
+
+/// The specs and the mappings of a repository.
+#[derive(Debug, Clone, Default)]
+pub struct Orchestrations {
+    pub specs: Vec<Named>,
+    pub mapped: Vec<Named>,
+}
+
+/// Reads the repository's orchestration specs and mappings.
+pub fn find(ctx: &Context<'_>) -> Orchestrations {
+    let specs = collect(
+        ctx,
+        super::sources_under(ctx, "om/src/", &["OrchestrationKindSpec"]),
+        "orchestration-specs",
+        specs_in,
+    );
+    let handler_files: BTreeSet<&str> = Model::of(ctx)
+        .handlers
+        .iter()
+        .filter(|h| h.kind.as_deref() == Some(ORCHESTRATION))
+        .map(|h| h.path.as_str())
+        .collect();
+    let sources = ctx
+        .sources
+        .iter()
+        .filter(|s| handler_files.contains(s.path.as_str()) && s.facts.is_ok())
+        .collect();
+    let mapped = collect(ctx, sources, "orchestration-arms", arms_in);
+    Orchestrations { specs, mapped }
+}
+
+fn collect(
+    ctx: &Context<'_>,
+    sources: Vec<&crate::check::context::Source>,
+    extractor: &str,
+    f: fn(&SourceFile, &syn::File) -> Vec<Named>,
+) -> Vec<Named> {
+    let mut out: Vec<Named> = sources
+        .par_iter()
+        .filter_map(|s| ctx.memo.parsed(extractor, s, 0, |tree| f(s.file(), tree)))
+        .flatten()
+        .collect();
+    out.sort_by(|a, b| (&a.path, a.at.offset).cmp(&(&b.path, b.at.offset)));
+    out
+}
+
+/// The file's `const X: &str = "…";` items, by name (`None` when two disagree).
+fn file_consts(tree: &syn::File) -> HashMap<String, Option<String>> {
+    struct Consts(HashMap<String, Option<String>>);
+    impl<'ast> Visit<'ast> for Consts {
+        fn visit_item_const(&mut self, c: &'ast syn::ItemConst) {
+            if let Some(v) = str_lit(&c.expr) {
+                self.0
+                    .entry(c.ident.to_string())
+                    .and_modify(|old| {
+                        if old.as_deref() != Some(v.as_str()) {
+                            *old = None;
+                        }
+                    })
+                    .or_insert(Some(v));
+            }
+        }
+    }
+    let mut v = Consts(HashMap::new());
+    v.visit_file(tree);
+    v.0
+}
+
+fn resolve(e: &syn::Expr, consts: &HashMap<String, Option<String>>) -> Option<String> {
+    if let Some(s) = str_lit(e) {
+        return Some(s);
+    }
+    match super::peel(e) {
+        syn::Expr::Path(p) if p.path.segments.len() == 1 => consts
+            .get(&p.path.segments[0].ident.to_string())
+            .cloned()
+            .flatten(),
+        _ => None,
+    }
+}
+
+fn specs_in(file: &SourceFile, tree: &syn::File) -> Vec<Named> {
+    struct Specs<'a> {
+        file: &'a SourceFile,
+        consts: HashMap<String, Option<String>>,
+        out: Vec<Named>,
+    }
+    impl<'ast> Visit<'ast> for Specs<'_> {
+        fn visit_item(&mut self, i: &'ast syn::Item) {
+            if !is_test_code(crate::check::cfg_test::item_attrs(i)) {
+                visit::visit_item(self, i);
+            }
+        }
+        fn visit_expr_struct(&mut self, s: &'ast syn::ExprStruct) {
+            let is_spec = s
+                .path
+                .segments
+                .last()
+                .is_some_and(|l| l.ident == "OrchestrationKindSpec");
+            if is_spec {
+                let name = s
+                    .fields
+                    .iter()
+                    .find(|f| matches!(&f.member, syn::Member::Named(n) if n == "name"));
+                if let Some(f) = name {
+                    let value = resolve(&f.expr, &self.consts);
+                    // `DEFAULT`'s empty name is the template, not a kind.
+                    if value.as_deref() != Some("") {
+                        self.out.push(Named {
+                            path: self.file.path.clone(),
+                            at: loc(self.file, syn::spanned::Spanned::span(&f.expr)),
+                            name: value,
+                        });
+                    }
+                }
+            }
+            visit::visit_expr_struct(self, s);
+        }
+    }
+    let mut v = Specs {
+        file,
+        consts: file_consts(tree),
+        out: Vec::new(),
+    };
+    v.visit_file(tree);
+    v.out
+}
+
+fn arms_in(file: &SourceFile, tree: &syn::File) -> Vec<Named> {
+    struct Arms<'a> {
+        file: &'a SourceFile,
+        consts: HashMap<String, Option<String>>,
+        out: Vec<Named>,
+    }
+    impl<'ast> Visit<'ast> for Arms<'_> {
+        fn visit_item(&mut self, i: &'ast syn::Item) {
+            if !is_test_code(crate::check::cfg_test::item_attrs(i)) {
+                visit::visit_item(self, i);
+            }
+        }
+        fn visit_expr_match(&mut self, m: &'ast syn::ExprMatch) {
+            if names_orchestration(&m.expr) {
+                for arm in &m.arms {
+                    self.pat(&arm.pat);
+                }
+            }
+            visit::visit_expr_match(self, m);
+        }
+    }
+    impl Arms<'_> {
+        fn pat(&mut self, p: &syn::Pat) {
+            let at = loc(self.file, syn::spanned::Spanned::span(p));
+            let name = match p {
+                syn::Pat::Or(o) => {
+                    for c in &o.cases {
+                        self.pat(c);
+                    }
+                    return;
+                }
+                syn::Pat::Lit(l) => match &l.lit {
+                    syn::Lit::Str(s) => Some(s.value()),
+                    _ => None,
+                },
+                syn::Pat::Path(p) if p.path.segments.len() == 1 => self
+                    .consts
+                    .get(&p.path.segments[0].ident.to_string())
+                    .cloned()
+                    .flatten(),
+                // A bare identifier is a const when the file has one of that name (syn
+                // cannot tell), else a binding: the arm for every name no other arm takes.
+                syn::Pat::Ident(i) if i.subpat.is_none() && i.by_ref.is_none() => {
+                    let ident = i.ident.to_string();
+                    match self.consts.get(&ident) {
+                        Some(value) => value.clone(),
+                        None if i.mutability.is_none()
+                            && ident.chars().all(|c| {
+                                c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'
+                            }) =>
+                        {
+                            None
+                        }
+                        None => return,
+                    }
+                }
+                syn::Pat::Wild(_) => return,
+                _ => None,
+            };
+            self.out.push(Named {
+                path: self.file.path.clone(),
+                at,
+                name,
+            });
+        }
+    }
+    let mut v = Arms {
+        file,
+        consts: file_consts(tree),
+        out: Vec::new(),
+    };
+    v.visit_file(tree);
+    v.out
+}
+
+/// Whether a `match` scrutinee reads an `orchestration` field (`item.payload.orchestration`,
+/// `….orchestration.as_str()`).
+fn names_orchestration(e: &syn::Expr) -> bool {
+    match super::peel(e) {
+        syn::Expr::Field(f) => {
+            matches!(&f.member, syn::Member::Named(n) if n == "orchestration")
+                || names_orchestration(&f.base)
+        }
+        syn::Expr::MethodCall(m) => names_orchestration(&m.receiver),
+        syn::Expr::Reference(r) => names_orchestration(&r.expr),
+        _ => false,
+    }
+}
