@@ -235,6 +235,8 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, AppError> {
                 container: args.container,
                 role: args.role,
                 from: args.from,
+                orchestration: args.orchestration,
+                long_held: args.long_held,
                 dry_run: args.dry_run,
             };
             let done =

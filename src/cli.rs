@@ -192,8 +192,16 @@ pub struct WorkerArgs {
     pub role: Option<String>,
     /// The write that starts the work, `<Manager>::<method>` of the namespace's service
     /// (inferred when the service has one write).
-    #[arg(long, value_name = "MANAGER::METHOD")]
+    #[arg(long, value_name = "MANAGER::METHOD", conflicts_with = "orchestration")]
     pub from: Option<String>,
+    /// A long-running kind: an OrchestrationKindSpec whose named steps the worker's
+    /// orchestration handler maps (no lane of its own).
+    #[arg(long, conflicts_with = "long_held")]
+    pub orchestration: bool,
+    /// A long-running work kind whose lease the worker renews while it works in
+    /// checkpointed chunks (may have its own lane).
+    #[arg(long)]
+    pub long_held: bool,
     /// Print the plan as unified diffs; write nothing.
     #[arg(long)]
     pub dry_run: bool,

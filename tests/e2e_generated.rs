@@ -1,9 +1,11 @@
 //! End to end: the repository `scaffold init` writes is green from its first minute, and
 //! stays green as the generator grows it — `cargo fmt --check`, `cargo test --workspace
 //! --locked` and `scaffold check` after init, after `scaffold namespace shipping`, after
-//! `scaffold worker maintenance NOTIFY_SHIPMENT`, after a kind with a lane of its own (a
-//! replica of the maintenance worker), and after a new worker with its own lane, container
-//! and role. The generated workspace builds into one shared target directory
+//! `scaffold worker maintenance NOTIFY_SHIPMENT` (whose test drives the namespace service's
+//! write, the outbox relay and the worker's loop), after a kind with a lane of its own (a
+//! replica of the maintenance worker), an orchestration kind (resumed after a kill between
+//! its steps), a long-held kind, and a new worker with its own lane, container and role.
+//! The generated workspace builds into one shared target directory
 //! (`target/e2e-generated`) to keep the time down.
 
 mod common;
@@ -78,6 +80,12 @@ fn the_generated_repository_stays_green_as_it_grows() {
     );
     green(&dir, "worker maintenance NOTIFY_SHIPMENT");
 
+    assert!(
+        dir.join("workers/maintenance/tests/notify_shipment_produced.rs")
+            .is_file(),
+        "the producer path: ShippingManager::record → outbox → relay → the handler, once"
+    );
+
     run_ok(
         &dir,
         &[
@@ -89,6 +97,42 @@ fn the_generated_repository_stays_green_as_it_grows() {
         ],
     );
     green(&dir, "worker maintenance REINDEX_SHIPMENTS --lane bulk");
+
+    // A long-running kind as named steps, killed between them and resumed by its test.
+    run_ok(
+        &dir,
+        &[
+            "worker",
+            "maintenance",
+            "RECONCILE_SHIPMENTS",
+            "--orchestration",
+        ],
+    );
+    assert!(
+        dir.join("workers/maintenance/tests/reconcile_shipments.rs")
+            .is_file()
+    );
+    green(
+        &dir,
+        "worker maintenance RECONCILE_SHIPMENTS --orchestration",
+    );
+
+    // A long-held work kind on the bulk lane: chunks under a renewed lease.
+    run_ok(
+        &dir,
+        &[
+            "worker",
+            "maintenance",
+            "REBUILD_SHIPMENTS",
+            "--long-held",
+            "--lane",
+            "bulk",
+        ],
+    );
+    green(
+        &dir,
+        "worker maintenance REBUILD_SHIPMENTS --long-held --lane bulk",
+    );
 
     run_ok(
         &dir,

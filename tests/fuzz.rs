@@ -168,6 +168,8 @@ fn arbitrary_template_override_never_panics() {
         container: false,
         role: None,
         from: None,
+        orchestration: false,
+        long_held: false,
         dry_run: true,
     };
     runner

@@ -5,6 +5,8 @@
 mod common;
 #[path = "generate/ecosystem.rs"]
 mod ecosystem;
+#[path = "generate/long_running.rs"]
+mod long_running;
 #[path = "generate/producer.rs"]
 mod producer;
 
@@ -715,6 +717,7 @@ fn a_lane_on_an_existing_worker_adds_a_replica_everywhere_it_runs() {
 fn a_new_worker_gets_every_file_it_needs() {
     let (_tmp, dir) = repo();
     ok(&run_in(&dir, &["namespace", "billing"]));
+    let original = fs::read_to_string(dir.join("Cargo.toml")).expect("Cargo.toml");
     let r = run_in(
         &dir,
         &[
@@ -747,7 +750,6 @@ fn a_new_worker_gets_every_file_it_needs() {
         .collect();
     insta::assert_snapshot!("worker_new_billing_created", created.join("\n"));
     let manifest = fs::read_to_string(dir.join("Cargo.toml")).expect("Cargo.toml");
-    let original = fs::read_to_string(pristine().join("Cargo.toml")).expect("Cargo.toml");
     let expected = original.replace(
         "    \"verification\",\n",
         "    \"verification\",\n    \"workers/billing\",\n",

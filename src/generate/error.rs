@@ -178,6 +178,30 @@ pub enum GenerateError {
         help("name the write as its impl does, e.g. --from ShippingManager::record")
     )]
     InvalidProducer { from: String },
+    #[error("an orchestration kind has no lane of its own: --orchestration with --lane {lane}")]
+    #[diagnostic(
+        code(scaffold::orchestration_lane),
+        help(
+            "every orchestration's steps ride WorkKind::ORCHESTRATION's lane; a long-running kind that needs its own capacity is a long-held work kind whose lease the worker renews: `scaffold worker {worker} {kind} --long-held --lane {lane}`"
+        )
+    )]
+    OrchestrationLane {
+        worker: String,
+        kind: String,
+        lane: String,
+    },
+    #[error("worker `{worker}` runs no orchestrations: {path} does not exist")]
+    #[diagnostic(
+        code(scaffold::orchestration_worker),
+        help(
+            "orchestrations run in the worker whose handler takes ORCHESTRATION items: `scaffold worker maintenance {kind} --orchestration`"
+        )
+    )]
+    OrchestrationWorker {
+        worker: String,
+        kind: String,
+        path: String,
+    },
     #[error("unknown role `{role}`")]
     #[diagnostic(code(scaffold::unknown_role), help("roles: {known}"))]
     UnknownRole { role: String, known: String },
@@ -263,7 +287,9 @@ impl GenerateError {
             | GenerateError::NoWorkLoop { .. }
             | GenerateError::UnknownProducer { .. }
             | GenerateError::AmbiguousProducer { .. }
-            | GenerateError::InvalidProducer { .. } => 1,
+            | GenerateError::InvalidProducer { .. }
+            | GenerateError::OrchestrationLane { .. }
+            | GenerateError::OrchestrationWorker { .. } => 1,
             _ => 2,
         }
     }

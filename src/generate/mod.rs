@@ -14,6 +14,7 @@ pub mod markers;
 pub mod members;
 pub mod names;
 pub mod namespace;
+pub mod orchestration;
 pub mod plan;
 pub mod producer;
 pub mod rustfmt;

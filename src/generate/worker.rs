@@ -24,6 +24,10 @@ pub struct WorkerOptions {
     pub role: Option<String>,
     /// The write that starts the kind (`<Manager>::<method>`).
     pub from: Option<String>,
+    /// A long-running kind run as named steps (`OrchestrationKindSpec`).
+    pub orchestration: bool,
+    /// A long-running work kind whose lease the worker renews.
+    pub long_held: bool,
     pub dry_run: bool,
 }
 
@@ -35,7 +39,7 @@ pub const TF_REGISTRY: &str = "deployment/terraform/modules/registry/main.tf";
 pub const STAGING: &str = ".github/workflows/deploy-staging.yml";
 pub const PRODUCTION: &str = ".github/workflows/deploy-production.yml";
 pub const ENV_EXAMPLE: &str = ".env.example";
-const ROOT_RS: &str = "om/src/root.rs";
+pub(super) const ROOT_RS: &str = "om/src/root.rs";
 /// Worker names whose package the workspace already has (`<name>-om`, …).
 const RESERVED_WORKERS: &[&str] = &["om", "verification", "runtime"];
 const WORKERS_MARKER: &str = "# scaffold:workers";
@@ -54,6 +58,15 @@ pub fn worker(
     }
     if let Some(lane) = &opts.lane {
         names::validate(NameKind::Lane, lane)?;
+    }
+    if opts.orchestration
+        && let Some(lane) = &opts.lane
+    {
+        return Err(GenerateError::OrchestrationLane {
+            worker: opts.worker.clone(),
+            kind: opts.kind.clone(),
+            lane: lane.clone(),
+        });
     }
     if let Some(role) = &opts.role {
         let roles = &crate::check::catalogue::roles().roles;
@@ -111,6 +124,17 @@ pub fn worker(
             });
         }
     }
+    if opts.orchestration
+        && !root
+            .join(super::orchestration::handler_path(worker))
+            .is_file()
+    {
+        return Err(GenerateError::OrchestrationWorker {
+            worker: worker.to_owned(),
+            kind: opts.kind.clone(),
+            path: super::orchestration::handler_path(worker),
+        });
+    }
     if !is_new && !root.join(&worker_dir).join("src/work_loop.rs").is_file() {
         return Err(GenerateError::NoWorkLoop {
             worker: worker.to_owned(),
@@ -128,7 +152,11 @@ pub fn worker(
     }
     let templates = Templates::new(Some(&root));
     let mut plan = Plan::new(&root);
-    let producer = super::producer::resolve(&plan, &ns, opts.from.as_deref())?;
+    let producer = if opts.orchestration {
+        None
+    } else {
+        super::producer::resolve(&plan, &ns, opts.from.as_deref())?
+    };
     let dev_sh = plan.text(DEV_SH)?.unwrap_or_default();
     let lane = match &opts.lane {
         Some(l) => l.clone(),
@@ -154,13 +182,37 @@ pub fn worker(
     };
     vars.push(("service_snake", Value::from(names::snake(&service))));
     vars.push(("service", Value::from(service)));
+    vars.push(("long_held", Value::from(opts.long_held)));
     let ctx = context(&vars);
 
+    if opts.orchestration {
+        super::orchestration::plan(&mut plan, &templates, &ctx, &ns, worker, &opts.kind)?;
+        let next = vec![
+            format!(
+                "edit workers/{worker}/src/handlers/{}.rs: the steps, each inside ctx.step",
+                names::snake(&opts.kind)
+            ),
+            format!(
+                "start it with an ORCHESTRATION item whose payload names `{}`",
+                opts.kind
+            ),
+            format!("cargo test -p {name}-{worker}"),
+            "scaffold check".to_owned(),
+        ];
+        return super::finish("worker", txn, plan, opts.dry_run, next);
+    }
     plan_kind(&mut plan, &templates, &ctx, &ns)?;
     if is_new {
         plan_new_worker(&mut plan, &templates, &ctx, &name, worker, opts.container)?;
     }
-    plan_handler(&mut plan, &templates, &ctx, worker, &opts.kind)?;
+    plan_handler(
+        &mut plan,
+        &templates,
+        &ctx,
+        worker,
+        &opts.kind,
+        opts.long_held,
+    )?;
     if let Some(write) = &producer {
         let mut vars = vars.clone();
         vars.push(("method", Value::from(write.1.method.clone())));
@@ -240,7 +292,7 @@ fn lane_var(name: &str, worker: &str) -> String {
 }
 
 /// Renders snippet `template` and inserts its lines below `marker` in `path`.
-fn insert_snippet(
+pub(super) fn insert_snippet(
     plan: &mut Plan,
     templates: &Templates,
     ctx: &Value,
@@ -320,20 +372,26 @@ fn plan_handler(
     ctx: &Value,
     worker: &str,
     kind: &str,
+    long_held: bool,
 ) -> Result<(), GenerateError> {
     let snake = names::snake(kind);
     let dir = format!("workers/{worker}");
+    let (handler, test) = if long_held {
+        ("kind/long-held.rs.j2", "kind/long-held-test.rs.j2")
+    } else {
+        ("kind/handler.rs.j2", "kind/test.rs.j2")
+    };
     create_from(
         plan,
         templates,
-        "kind/handler.rs.j2",
+        handler,
         &format!("{dir}/src/handlers/{snake}.rs"),
         ctx,
     )?;
     create_from(
         plan,
         templates,
-        "kind/test.rs.j2",
+        test,
         &format!("{dir}/tests/{snake}.rs"),
         ctx,
     )?;
@@ -504,7 +562,7 @@ fn compose_has_service(text: &str, worker: &str) -> bool {
 }
 
 /// Whether `ident` appears in `text` as a whole identifier.
-fn mentions_ident(text: &str, ident: &str) -> bool {
+pub(super) fn mentions_ident(text: &str, ident: &str) -> bool {
     text.match_indices(ident).any(|(i, _)| {
         let before = text[..i].chars().next_back();
         let after = text[i + ident.len()..].chars().next();

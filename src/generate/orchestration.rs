@@ -1,0 +1,103 @@
+//! `scaffold worker <worker> <KIND> --orchestration` (seed 001, Procedure 3): a long-running
+//! kind as an `OrchestrationKindSpec` in the namespace's `kinds.rs` (registered in
+//! `om::root::ORCHESTRATION_KINDS` with the namespace's first one), its input type, its
+//! steps in a module of the worker, mapped by name in the worker's orchestration handler,
+//! and a test that kills it between steps and resumes it. Not a handler that loops.
+
+use minijinja::Value;
+
+use super::names;
+use super::plan::Plan;
+use super::templates::Templates;
+use super::worker::{ROOT_RS, insert_snippet, mentions_ident};
+use super::{GenerateError, create_from};
+
+/// The worker file that maps orchestrations by name; a worker without it runs none.
+pub fn handler_path(worker: &str) -> String {
+    format!("workers/{worker}/src/handlers/orchestration.rs")
+}
+
+/// Plans the orchestration kind `ctx` describes in namespace `ns`, run by `worker`.
+pub fn plan(
+    plan: &mut Plan,
+    templates: &Templates,
+    ctx: &Value,
+    ns: &str,
+    worker: &str,
+    kind: &str,
+) -> Result<(), GenerateError> {
+    insert_snippet(
+        plan,
+        templates,
+        ctx,
+        &format!("om/src/{ns}/kinds.rs"),
+        "// scaffold:orchestrations",
+        "the namespace's orchestration specs (scaffold namespace writes them)",
+        "orchestration/spec.j2",
+    )?;
+    insert_snippet(
+        plan,
+        templates,
+        ctx,
+        &format!("om/src/{ns}/types/work.rs"),
+        "// scaffold:payloads",
+        "the namespace's types/work.rs",
+        "orchestration/input.j2",
+    )?;
+    insert_snippet(
+        plan,
+        templates,
+        ctx,
+        &format!("om/src/{ns}/README.md"),
+        "<!-- scaffold:kinds -->",
+        "the namespace README's list of kinds",
+        "orchestration/readme.j2",
+    )?;
+    let root_rs = plan.text(ROOT_RS)?.unwrap_or_default();
+    let slice = format!("{}_ORCHESTRATIONS", names::shouty(ns));
+    if !mentions_ident(&root_rs, &slice) {
+        insert_snippet(
+            plan,
+            templates,
+            ctx,
+            ROOT_RS,
+            "// scaffold:orchestration-kinds",
+            "the ORCHESTRATION_KINDS registry of om/src/root.rs",
+            "orchestration/root.j2",
+        )?;
+    }
+    let snake = names::snake(kind);
+    let dir = format!("workers/{worker}");
+    create_from(
+        plan,
+        templates,
+        "orchestration/steps.rs.j2",
+        &format!("{dir}/src/handlers/{snake}.rs"),
+        ctx,
+    )?;
+    create_from(
+        plan,
+        templates,
+        "orchestration/test.rs.j2",
+        &format!("{dir}/tests/{snake}.rs"),
+        ctx,
+    )?;
+    insert_snippet(
+        plan,
+        templates,
+        ctx,
+        &format!("{dir}/src/handlers/mod.rs"),
+        "// scaffold:handlers",
+        "the worker's list of handler modules",
+        "kind/handler-mod.j2",
+    )?;
+    insert_snippet(
+        plan,
+        templates,
+        ctx,
+        &handler_path(worker),
+        "// scaffold:orchestrations",
+        "the orchestration handler's mapping of names to steps",
+        "orchestration/arm.j2",
+    )
+}
