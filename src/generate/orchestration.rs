@@ -9,7 +9,7 @@ use minijinja::Value;
 use super::names;
 use super::plan::Plan;
 use super::templates::Templates;
-use super::worker::{ROOT_RS, insert_snippet, mentions_ident};
+use super::worker::{NamespaceEntry, insert_snippet, plan_namespace_entry};
 use super::{GenerateError, create_from};
 
 /// The worker file that maps orchestrations by name; a worker without it runs none.
@@ -35,37 +35,20 @@ pub fn plan(
         "the namespace's orchestration specs (scaffold namespace writes them)",
         "orchestration/spec.j2",
     )?;
-    insert_snippet(
+    plan_namespace_entry(
         plan,
         templates,
         ctx,
-        &format!("om/src/{ns}/types/work.rs"),
-        "// scaffold:payloads",
-        "the namespace's types/work.rs",
-        "orchestration/input.j2",
+        ns,
+        &NamespaceEntry {
+            payload: "orchestration/input.j2",
+            readme: "orchestration/readme.j2",
+            slice: format!("{}_ORCHESTRATIONS", names::shouty(ns)),
+            root_marker: "// scaffold:orchestration-kinds",
+            root_place: "the ORCHESTRATION_KINDS registry of om/src/root.rs",
+            root_template: "orchestration/root.j2",
+        },
     )?;
-    insert_snippet(
-        plan,
-        templates,
-        ctx,
-        &format!("om/src/{ns}/README.md"),
-        "<!-- scaffold:kinds -->",
-        "the namespace README's list of kinds",
-        "orchestration/readme.j2",
-    )?;
-    let root_rs = plan.text(ROOT_RS)?.unwrap_or_default();
-    let slice = format!("{}_ORCHESTRATIONS", names::shouty(ns));
-    if !mentions_ident(&root_rs, &slice) {
-        insert_snippet(
-            plan,
-            templates,
-            ctx,
-            ROOT_RS,
-            "// scaffold:orchestration-kinds",
-            "the ORCHESTRATION_KINDS registry of om/src/root.rs",
-            "orchestration/root.j2",
-        )?;
-    }
     let snake = names::snake(kind);
     let dir = format!("workers/{worker}");
     create_from(

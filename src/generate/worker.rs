@@ -39,7 +39,7 @@ pub const TF_REGISTRY: &str = "deployment/terraform/modules/registry/main.tf";
 pub const STAGING: &str = ".github/workflows/deploy-staging.yml";
 pub const PRODUCTION: &str = ".github/workflows/deploy-production.yml";
 pub const ENV_EXAMPLE: &str = ".env.example";
-pub(super) const ROOT_RS: &str = "om/src/root.rs";
+const ROOT_RS: &str = "om/src/root.rs";
 /// Worker names whose package the workspace already has (`<name>-om`, …).
 const RESERVED_WORKERS: &[&str] = &["om", "verification", "runtime"];
 const WORKERS_MARKER: &str = "# scaffold:workers";
@@ -331,6 +331,41 @@ fn plan_kind(
     ] {
         insert_snippet(plan, templates, ctx, &kinds, marker, place, template)?;
     }
+    plan_namespace_entry(
+        plan,
+        templates,
+        ctx,
+        ns,
+        &NamespaceEntry {
+            payload: "kind/payload.j2",
+            readme: "kind/readme.j2",
+            slice: format!("{}_KINDS", names::shouty(ns)),
+            root_marker: "// scaffold:kinds",
+            root_place: "the KINDS registry of om/src/root.rs",
+            root_template: "kind/root.j2",
+        },
+    )
+}
+
+/// What a kind adds to its namespace besides its spec: its payload (or input) type, its
+/// README line and, with the namespace's first kind of its sort, the root's registration
+/// of the namespace's slice.
+pub(super) struct NamespaceEntry<'a> {
+    pub payload: &'a str,
+    pub readme: &'a str,
+    pub slice: String,
+    pub root_marker: &'a str,
+    pub root_place: &'static str,
+    pub root_template: &'a str,
+}
+
+pub(super) fn plan_namespace_entry(
+    plan: &mut Plan,
+    templates: &Templates,
+    ctx: &Value,
+    ns: &str,
+    entry: &NamespaceEntry<'_>,
+) -> Result<(), GenerateError> {
     insert_snippet(
         plan,
         templates,
@@ -338,7 +373,7 @@ fn plan_kind(
         &format!("om/src/{ns}/types/work.rs"),
         "// scaffold:payloads",
         "the namespace's types/work.rs",
-        "kind/payload.j2",
+        entry.payload,
     )?;
     insert_snippet(
         plan,
@@ -347,19 +382,18 @@ fn plan_kind(
         &format!("om/src/{ns}/README.md"),
         "<!-- scaffold:kinds -->",
         "the namespace README's list of kinds",
-        "kind/readme.j2",
+        entry.readme,
     )?;
     let root_rs = plan.text(ROOT_RS)?.unwrap_or_default();
-    let slice = format!("{}_KINDS", names::shouty(ns));
-    if !mentions_ident(&root_rs, &slice) {
+    if !mentions_ident(&root_rs, &entry.slice) {
         insert_snippet(
             plan,
             templates,
             ctx,
             ROOT_RS,
-            "// scaffold:kinds",
-            "the KINDS registry of om/src/root.rs",
-            "kind/root.j2",
+            entry.root_marker,
+            entry.root_place,
+            entry.root_template,
         )?;
     }
     Ok(())
@@ -562,7 +596,7 @@ fn compose_has_service(text: &str, worker: &str) -> bool {
 }
 
 /// Whether `ident` appears in `text` as a whole identifier.
-pub(super) fn mentions_ident(text: &str, ident: &str) -> bool {
+fn mentions_ident(text: &str, ident: &str) -> bool {
     text.match_indices(ident).any(|(i, _)| {
         let before = text[..i].chars().next_back();
         let after = text[i + ident.len()..].chars().next();
