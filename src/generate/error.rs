@@ -172,6 +172,18 @@ pub enum GenerateError {
         help("pass --from <Manager>::<method>, one of: {known}")
     )]
     AmbiguousProducer { path: String, known: String },
+    #[error("the generator cannot fill a work row in `{write}` ({path})")]
+    #[diagnostic(
+        code(scaffold::unfillable_producer),
+        help(
+            "it fills rows in writes of `{manager}` that take `record: Record` (the payload's id comes from it); name one of those with --from, or pass --from none and add the row to your write by hand, below its `// scaffold:work-rows`"
+        )
+    )]
+    UnfillableProducer {
+        write: String,
+        path: String,
+        manager: String,
+    },
     #[error("`{from}` is not <Manager>::<method>")]
     #[diagnostic(
         code(scaffold::invalid_name),
@@ -288,6 +300,7 @@ impl GenerateError {
             | GenerateError::UnknownProducer { .. }
             | GenerateError::AmbiguousProducer { .. }
             | GenerateError::InvalidProducer { .. }
+            | GenerateError::UnfillableProducer { .. }
             | GenerateError::OrchestrationLane { .. }
             | GenerateError::OrchestrationWorker { .. } => 1,
             _ => 2,

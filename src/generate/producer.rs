@@ -13,12 +13,14 @@ use super::templates::Templates;
 /// The marker a write's work rows are listed below.
 pub const WORK_ROWS_MARKER: &str = "// scaffold:work-rows";
 
-/// One write: `<Manager>::<method>`, and the byte range of its marker line.
+/// One write: `<Manager>::<method>`, the byte range of its marker line, and whether it
+/// takes the `record: Record` its work rows are filled from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Write {
     pub manager: String,
     pub method: String,
     marker: (usize, usize),
+    takes_record: bool,
 }
 
 impl Write {
@@ -36,9 +38,20 @@ pub fn manager_path(ns: &str) -> String {
 /// the marker as a line comment of its own. A file that does not parse has none (the
 /// checker's `source-unparsed` says why).
 pub fn writes(text: &str) -> Vec<Write> {
-    let Ok(file) = syn::parse_file(text) else {
+    // A pull request can commit a manager nested deep enough to overflow syn's stack: past
+    // the checker's depth budget the file has no writes (`source-unparsed` says why).
+    if crate::check::rust_refs::depth::past_budget_of(text).is_some() {
         return Vec::new();
-    };
+    }
+    let parsed = syn::parse_file(text);
+    let out = parsed
+        .map(|file| writes_in(text, &file))
+        .unwrap_or_default();
+    proc_macro2::extra::invalidate_current_thread_spans();
+    out
+}
+
+fn writes_in(text: &str, file: &syn::File) -> Vec<Write> {
     let line_starts: Vec<usize> = std::iter::once(0)
         .chain(text.match_indices('\n').map(|(i, _)| i + 1))
         .collect();
@@ -81,6 +94,7 @@ pub fn writes(text: &str) -> Vec<Write> {
                     manager: manager.clone(),
                     method: f.sig.ident.to_string(),
                     marker,
+                    takes_record: takes_record(&f.sig),
                 });
             }
         }
@@ -88,14 +102,35 @@ pub fn writes(text: &str) -> Vec<Write> {
     out
 }
 
+/// Whether `sig` has a parameter `record` of type `Record` (the work row's payload is
+/// filled from it).
+fn takes_record(sig: &syn::Signature) -> bool {
+    sig.inputs.iter().any(|arg| match arg {
+        syn::FnArg::Typed(t) => {
+            matches!(&*t.pat, syn::Pat::Ident(i) if i.ident == "record")
+                && matches!(&*t.ty, syn::Type::Path(p)
+                    if p.path.segments.last().is_some_and(|s| s.ident == "Record"))
+        }
+        syn::FnArg::Receiver(_) => false,
+    })
+}
+
+/// What `--from none` says: no write starts the kind (it is scheduled, or started by hand).
+pub const NONE: &str = "none";
+
 /// The write `from` names, or the one write there is; `Ok(None)` when the namespace has
 /// no service writes and none was named (a repository made before services, or one whose
-/// producer is written by hand).
+/// producer is written by hand), or when `from` is `none`. A write the generator cannot
+/// fill a row in (not of the namespace's own manager, or without its `record: Record`)
+/// is refused with the reason.
 pub fn resolve(
     plan: &Plan,
     ns: &str,
     from: Option<&str>,
 ) -> Result<Option<(String, Write)>, GenerateError> {
+    if from == Some(NONE) {
+        return Ok(None);
+    }
     if let Some(from) = from {
         let valid = from.split_once("::").is_some_and(|(m, f)| {
             syn::parse_str::<syn::Ident>(m).is_ok() && syn::parse_str::<syn::Ident>(f).is_ok()
@@ -116,27 +151,48 @@ pub fn resolve(
             found.iter().map(Write::name).collect::<Vec<_>>().join(", ")
         }
     };
-    match from {
-        Some(from) => found
-            .iter()
-            .find(|w| w.name() == from)
-            .cloned()
-            .map(|w| Some((path.clone(), w)))
-            .ok_or_else(|| GenerateError::UnknownProducer {
-                from: from.to_owned(),
-                manager: from.split("::").next().unwrap_or(from).to_owned(),
-                path: path.clone(),
-                known: known(),
-            }),
+    let chosen = match from {
+        Some(from) => {
+            let named: Vec<&Write> = found.iter().filter(|w| w.name() == from).collect();
+            match named[..] {
+                [one] => one.clone(),
+                [] => {
+                    return Err(GenerateError::UnknownProducer {
+                        from: from.to_owned(),
+                        manager: from.split("::").next().unwrap_or(from).to_owned(),
+                        path: path.clone(),
+                        known: known(),
+                    });
+                }
+                // Two impls (`impl M<A>`, `impl M<B>`) with a write of one name.
+                _ => {
+                    return Err(GenerateError::AmbiguousProducer {
+                        known: known(),
+                        path,
+                    });
+                }
+            }
+        }
         None => match &found[..] {
-            [] => Ok(None),
-            [one] => Ok(Some((path, one.clone()))),
-            _ => Err(GenerateError::AmbiguousProducer {
-                known: known(),
-                path,
-            }),
+            [] => return Ok(None),
+            [one] => one.clone(),
+            _ => {
+                return Err(GenerateError::AmbiguousProducer {
+                    known: known(),
+                    path,
+                });
+            }
         },
+    };
+    let manager = format!("{}Manager", super::names::camel(ns));
+    if chosen.manager != manager || !chosen.takes_record {
+        return Err(GenerateError::UnfillableProducer {
+            write: chosen.name(),
+            path,
+            manager,
+        });
     }
+    Ok(Some((path, chosen)))
 }
 
 /// Adds the kind's work row below `write`'s marker in `path`, the worker's dependency on
@@ -236,14 +292,25 @@ fn dev_dependency(path: &str, manifest: &str, package: &str) -> Result<String, G
 mod tests {
     use super::*;
 
-    const MANAGER: &str = "impl<R: Records> ShippingManager<R> {\n    pub async fn record(&self) {\n        let rows = [\n            // scaffold:work-rows\n        ];\n    }\n    pub async fn cancel(&self) {\n        let rows = [\n            // scaffold:work-rows\n        ];\n    }\n    fn helper(&self) {}\n}\nimpl Other {\n    fn record(&self) {\n        // scaffold:work-rows\n    }\n}\n";
+    const MANAGER: &str = "impl<R: Records> ShippingManager<R> {\n    pub async fn record(&self, record: Record) {\n        let rows = [\n            // scaffold:work-rows\n        ];\n    }\n    pub async fn cancel(&self) {\n        let rows = [\n            // scaffold:work-rows\n        ];\n    }\n    fn helper(&self) {}\n}\nimpl Other {\n    fn record(&self) {\n        // scaffold:work-rows\n    }\n}\n";
 
     #[test]
     fn a_write_is_a_manager_method_holding_the_marker() {
-        let names: Vec<String> = writes(MANAGER).iter().map(Write::name).collect();
+        let found = writes(MANAGER);
+        let names: Vec<String> = found.iter().map(Write::name).collect();
         assert_eq!(
             names,
             ["ShippingManager::record", "ShippingManager::cancel"]
+        );
+        assert!(found[0].takes_record && !found[1].takes_record);
+        let deep = format!(
+            "fn f() {{ {}1{} }}",
+            "(".repeat(100_000),
+            ")".repeat(100_000)
+        );
+        assert!(
+            writes(&deep).is_empty(),
+            "past the depth budget: no writes, no overflow"
         );
         assert!(writes("fn broken(").is_empty());
         let in_string = "impl AManager { fn f(&self) { let s = \"\n// scaffold:work-rows\n\"; } }";

@@ -216,6 +216,9 @@ pub fn worker(
     if let Some(write) = &producer {
         let mut vars = vars.clone();
         vars.push(("method", Value::from(write.1.method.clone())));
+        // A raw identifier (`r#match`) is called as written, named without its `r#`.
+        let plain = write.1.method.trim_start_matches("r#").to_owned();
+        vars.push(("method_name", Value::from(plain)));
         super::producer::plan(
             &mut plan,
             &templates,

@@ -129,7 +129,7 @@ fn a_missing_or_unplain_producer_is_refused_with_the_tree_unchanged() {
     // A second write: which one starts the kind is no longer plain.
     let path = dir.join(MANAGER);
     let text = fs::read_to_string(&path).expect("manager");
-    let second = "\n    /// Cancels a shipment.\n    pub async fn cancel(&self) -> Result<Started, StoreError> {\n        let rows: [scaffold_runtime::NewItem; 0] = [\n            // scaffold:work-rows\n        ];\n        let _ = rows;\n        Ok(Vec::new())\n    }\n}\n\n/// Adds";
+    let second = "\n    /// Cancels a shipment.\n    pub async fn cancel(&self, record: Record) -> Result<Started, StoreError> {\n        let rows: [scaffold_runtime::NewItem; 0] = [\n            // scaffold:work-rows\n        ];\n        let _ = (rows, record);\n        Ok(Vec::new())\n    }\n\n    /// Archives everything.\n    pub async fn archive(&self) -> Result<Started, StoreError> {\n        let rows: [scaffold_runtime::NewItem; 0] = [\n            // scaffold:work-rows\n        ];\n        let _ = rows;\n        Ok(Vec::new())\n    }\n}\n\n/// Adds";
     let text = text.replacen("}\n\n/// Adds", second, 1);
     assert!(
         text.contains("pub async fn cancel"),
@@ -145,8 +145,13 @@ fn a_missing_or_unplain_producer_is_refused_with_the_tree_unchanged() {
         r.stderr
     );
     assert!(
-        r.stderr
-            .contains("ShippingManager::record, ShippingManager::cancel"),
+        [
+            "ShippingManager::record,",
+            "ShippingManager::cancel,",
+            "ShippingManager::archive"
+        ]
+        .iter()
+        .all(|w| r.stderr.contains(w)),
         "{}",
         r.stderr
     );
@@ -154,6 +159,38 @@ fn a_missing_or_unplain_producer_is_refused_with_the_tree_unchanged() {
         &tree(&dir),
         &before,
         "an ambiguous producer changed the tree",
+    );
+
+    // A write without the `record` its row is filled from: refused, with the way out.
+    let r = run_in(
+        &dir,
+        &[
+            "worker",
+            "maintenance",
+            "NOTIFY_SHIPMENT",
+            "--from",
+            "ShippingManager::archive",
+        ],
+    );
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("cannot fill a work row"), "{}", r.stderr);
+    assert!(r.stderr.contains("--from none"), "{}", r.stderr);
+    assert_same(
+        &tree(&dir),
+        &before,
+        "an unfillable producer changed the tree",
+    );
+
+    // `--from none`: a kind no write starts; the manager is left alone.
+    let manager_before = fs::read_to_string(&path).expect("manager");
+    ok(&run_in(
+        &dir,
+        &["worker", "maintenance", "SCHEDULED_AUDIT", "--from", "none"],
+    ));
+    assert_eq!(fs::read_to_string(&path).expect("manager"), manager_before);
+    assert!(
+        !dir.join("workers/maintenance/tests/scheduled_audit_produced.rs")
+            .exists()
     );
     ok(&run_in(
         &dir,
