@@ -191,7 +191,7 @@ pub struct WorkerArgs {
     #[arg(long)]
     pub role: Option<String>,
     /// The write that starts the work, `<Manager>::<method>` of the namespace's service
-    /// (inferred when the service has one write).
+    /// (inferred when the service has one write); `none` when no write starts it.
     #[arg(long, value_name = "MANAGER::METHOD", conflicts_with = "orchestration")]
     pub from: Option<String>,
     /// A long-running kind: an OrchestrationKindSpec whose named steps the worker's

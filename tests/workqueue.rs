@@ -96,6 +96,70 @@ fn near_misses_turned_real_fire() {
     }
 }
 
+/// `orchestration-unmapped` stays silent where it cannot know: a handler that maps names
+/// without a `match` on them (a lookup table, a binding matched later), a spec file that
+/// does not parse, and a repository made before `OrchestrationKindSpec` existed, whose
+/// `retry-dead`-style arms have no spec to be held to.
+#[test]
+fn orchestration_unmapped_is_silent_where_it_cannot_know() {
+    let handler = "workers/maintenance/src/handlers/orchestration.rs";
+    let kinds = "om/src/work/kinds.rs";
+    let edit = |dir: &Path, file: &str, from: &str, to: &str| {
+        let path = dir.join(file);
+        let text = std::fs::read_to_string(&path).expect("fixture file");
+        assert!(text.contains(from), "{file} lacks {from:?}");
+        std::fs::write(&path, text.replacen(from, to, 1)).expect("write");
+    };
+    let rule = ["--rule", "orchestration-unmapped"];
+
+    // The arm's name fixed, the spec still unmapped: a match read through a binding.
+    let tmp = copy_fixture("rules/orchestration-unmapped");
+    edit(
+        tmp.path(),
+        handler,
+        "match item.payload.orchestration.as_str() {",
+        "let name = item.payload.orchestration.as_str();\n        match name {",
+    );
+    let found = findings(tmp.path(), &rule);
+    assert!(found.is_empty(), "{:#?}", rules_of(&found));
+
+    // A spec file that does not parse: its side is unknown, the misspelt arm unreported.
+    let tmp = copy_fixture("rules/orchestration-unmapped");
+    std::fs::write(
+        tmp.path().join("om/src/work/extra_kinds.rs"),
+        "use scaffold_runtime::OrchestrationKindSpec;\npub const X: OrchestrationKindSpec = (",
+    )
+    .expect("write");
+    edit(
+        tmp.path(),
+        "om/src/work/mod.rs",
+        "",
+        "pub mod extra_kinds;\n",
+    );
+    let found = findings(tmp.path(), &rule);
+    let unmapped: Vec<String> = rules_of(&found)
+        .into_iter()
+        .filter(|r| r.contains("handlers/orchestration.rs"))
+        .collect();
+    assert!(unmapped.is_empty(), "{unmapped:#?}");
+
+    // No OrchestrationKindSpec anywhere: a repository made before them.
+    let tmp = copy_fixture("near-miss/workqueue");
+    let path = tmp.path().join(kinds);
+    let text = std::fs::read_to_string(&path).expect("kinds");
+    let cut = text.find("/// A const name").expect("the specs");
+    std::fs::write(
+        &path,
+        text[..cut].replace(
+            "use scaffold_runtime::{OrchestrationKindSpec, WorkKindSpec};",
+            "use scaffold_runtime::WorkKindSpec;",
+        ),
+    )
+    .expect("write");
+    let found = findings(tmp.path(), &[]);
+    assert!(found.is_empty(), "{:#?}", rules_of(&found));
+}
+
 #[test]
 fn a_lane_served_only_in_terraform_names_the_missing_places() {
     let found = findings(&fixture("rules/lane-undeployed"), &[]);

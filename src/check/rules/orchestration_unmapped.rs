@@ -8,7 +8,10 @@
 //!
 //! Names are read as string literals or consts of the same file. When one is written
 //! another way, it could be any name, and this rule says nothing about what it would decide
-//! (a blind spot, not a guess).
+//! (a blind spot, not a guess); nor when a file of either side does not parse, a handler's
+//! kind is not resolved, or the orchestration handler maps names without a `match` on
+//! them. A repository that declares no `OrchestrationKindSpec` at all (made before they
+//! existed) is not told its mappings are for no kind.
 //!
 //! ## Why
 //! An orchestration kind nobody maps is started and then dies at once as "unknown
@@ -43,15 +46,20 @@ pub const ID: &str = "orchestration-unmapped";
 
 pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
     let o = orchestrations::find(ctx);
-    let declared: Option<HashSet<&str>> = o.specs.iter().map(|s| s.name.as_deref()).collect();
-    let mapped: Option<HashSet<&str>> = o.mapped.iter().map(|m| m.name.as_deref()).collect();
+    let specs = o.specs.as_deref().unwrap_or_default();
+    let arms = o.mapped.as_deref().unwrap_or_default();
+    let names = |v: &[orchestrations::Named]| -> Option<HashSet<String>> {
+        v.iter().map(|n| n.name.clone()).collect()
+    };
+    let declared = o.specs.as_deref().and_then(names).filter(|d| !d.is_empty());
+    let mapped = o.mapped.as_deref().and_then(names);
     if let Some(mapped) = &mapped {
         let mut seen = HashSet::new();
-        for spec in &o.specs {
+        for spec in specs {
             let Some(name) = spec.name.as_deref() else {
                 continue;
             };
-            if mapped.contains(name) || !seen.insert(name) {
+            if mapped.contains(name) || !seen.insert(name.to_owned()) {
                 continue;
             }
             sink.push(
@@ -67,7 +75,7 @@ pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
         }
     }
     if let Some(declared) = &declared {
-        for arm in &o.mapped {
+        for arm in arms {
             let Some(name) = arm.name.as_deref() else {
                 continue;
             };

@@ -4,7 +4,10 @@
 //! a `match` on the payload's `orchestration`.
 //!
 //! A name written another way is unresolved (`None`), and the rule stays silent about the
-//! direction it would decide (a blind spot, not a guess).
+//! direction it would decide (a blind spot, not a guess). So is a side with a file that
+//! does not parse, a handler whose kind is not resolved, or an `ORCHESTRATION` handler with
+//! no `match` on the orchestration's name (it maps names some other way): that side is
+//! unknown (`None`).
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -12,7 +15,7 @@ use rayon::prelude::*;
 use syn::visit::{self, Visit};
 
 use super::{Model, is_test_code, loc, str_lit};
-use crate::check::context::Context;
+use crate::check::context::{Context, Source};
 use crate::check::finding::Location;
 use crate::source::SourceFile;
 
@@ -28,49 +31,71 @@ pub struct Named {
     pub name: Option<String>,
 }
 
-/// The specs and the mappings of a repository.
+/// The specs and the mappings of a repository; `None` where they cannot all be known.
 #[derive(Debug, Clone, Default)]
 pub struct Orchestrations {
-    pub specs: Vec<Named>,
-    pub mapped: Vec<Named>,
+    pub specs: Option<Vec<Named>>,
+    pub mapped: Option<Vec<Named>>,
 }
+
+/// What one file holds: its names, and whether it holds what was looked for at all (for a
+/// handler file, a `match` on the orchestration's name).
+type Found = (bool, Vec<Named>);
 
 /// Reads the repository's orchestration specs and mappings.
 pub fn find(ctx: &Context<'_>) -> Orchestrations {
-    let specs = collect(
-        ctx,
-        super::sources_under(ctx, "om/src/", &["OrchestrationKindSpec"]),
-        "orchestration-specs",
-        specs_in,
-    );
-    let handler_files: BTreeSet<&str> = Model::of(ctx)
-        .handlers
-        .iter()
-        .filter(|h| h.kind.as_deref() == Some(ORCHESTRATION))
-        .map(|h| h.path.as_str())
-        .collect();
-    let sources = ctx
+    let spec_files: Vec<&Source> = ctx
         .sources
         .iter()
-        .filter(|s| handler_files.contains(s.path.as_str()) && s.facts.is_ok())
+        .filter(|s| s.path.starts_with("om/src/") && s.mentions("OrchestrationKindSpec"))
         .collect();
-    let mapped = collect(ctx, sources, "orchestration-arms", arms_in);
+    let specs = collect(ctx, &spec_files, "orchestration-specs", specs_in);
+    let model = Model::of(ctx);
+    let mapped = if model.handlers.iter().any(|h| h.kind.is_none()) {
+        None
+    } else {
+        let handler_files: BTreeSet<&str> = model
+            .handlers
+            .iter()
+            .filter(|h| h.kind.as_deref() == Some(ORCHESTRATION))
+            .map(|h| h.path.as_str())
+            .collect();
+        let sources: Vec<&Source> = ctx
+            .sources
+            .iter()
+            .filter(|s| handler_files.contains(s.path.as_str()))
+            .collect();
+        collect(ctx, &sources, "orchestration-arms", arms_in)
+    };
     Orchestrations { specs, mapped }
 }
 
+/// Every name in `sources`, sorted; `None` when a file does not parse or does not hold
+/// what was looked for.
 fn collect(
     ctx: &Context<'_>,
-    sources: Vec<&crate::check::context::Source>,
+    sources: &[&Source],
     extractor: &str,
-    f: fn(&SourceFile, &syn::File) -> Vec<Named>,
-) -> Vec<Named> {
-    let mut out: Vec<Named> = sources
+    f: fn(&SourceFile, &syn::File) -> Found,
+) -> Option<Vec<Named>> {
+    let found: Option<Vec<Found>> = sources
         .par_iter()
-        .filter_map(|s| ctx.memo.parsed(extractor, s, 0, |tree| f(s.file(), tree)))
-        .flatten()
+        .map(|s| {
+            if s.facts.is_err() {
+                return None;
+            }
+            ctx.memo.parsed(extractor, s, 0, |tree| f(s.file(), tree))
+        })
         .collect();
+    let mut out = Vec::new();
+    for (holds, names) in found? {
+        if !holds {
+            return None;
+        }
+        out.extend(names);
+    }
     out.sort_by(|a, b| (&a.path, a.at.offset).cmp(&(&b.path, b.at.offset)));
-    out
+    Some(out)
 }
 
 /// The file's `const X: &str = "…";` items, by name (`None` when two disagree).
@@ -108,7 +133,7 @@ fn resolve(e: &syn::Expr, consts: &HashMap<String, Option<String>>) -> Option<St
     }
 }
 
-fn specs_in(file: &SourceFile, tree: &syn::File) -> Vec<Named> {
+fn specs_in(file: &SourceFile, tree: &syn::File) -> Found {
     struct Specs<'a> {
         file: &'a SourceFile,
         consts: HashMap<String, Option<String>>,
@@ -152,13 +177,14 @@ fn specs_in(file: &SourceFile, tree: &syn::File) -> Vec<Named> {
         out: Vec::new(),
     };
     v.visit_file(tree);
-    v.out
+    (true, v.out)
 }
 
-fn arms_in(file: &SourceFile, tree: &syn::File) -> Vec<Named> {
+fn arms_in(file: &SourceFile, tree: &syn::File) -> Found {
     struct Arms<'a> {
         file: &'a SourceFile,
         consts: HashMap<String, Option<String>>,
+        matches: usize,
         out: Vec<Named>,
     }
     impl<'ast> Visit<'ast> for Arms<'_> {
@@ -169,6 +195,7 @@ fn arms_in(file: &SourceFile, tree: &syn::File) -> Vec<Named> {
         }
         fn visit_expr_match(&mut self, m: &'ast syn::ExprMatch) {
             if names_orchestration(&m.expr) {
+                self.matches += 1;
                 for arm in &m.arms {
                     self.pat(&arm.pat);
                 }
@@ -224,10 +251,11 @@ fn arms_in(file: &SourceFile, tree: &syn::File) -> Vec<Named> {
     let mut v = Arms {
         file,
         consts: file_consts(tree),
+        matches: 0,
         out: Vec::new(),
     };
     v.visit_file(tree);
-    v.out
+    (v.matches > 0, v.out)
 }
 
 /// Whether a `match` scrutinee reads an `orchestration` field (`item.payload.orchestration`,
@@ -240,6 +268,8 @@ fn names_orchestration(e: &syn::Expr) -> bool {
         }
         syn::Expr::MethodCall(m) => names_orchestration(&m.receiver),
         syn::Expr::Reference(r) => names_orchestration(&r.expr),
+        syn::Expr::Unary(u) => names_orchestration(&u.expr),
+        syn::Expr::Index(i) => names_orchestration(&i.expr),
         _ => false,
     }
 }
