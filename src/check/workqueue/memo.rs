@@ -174,6 +174,28 @@ fn decode(bytes: Vec<u8>) -> Option<HashMap<u128, Kept>> {
 mod tests {
     use super::*;
 
+    /// Every file of the work-queue model that memoises through `parsed` is part of the
+    /// version key: an extractor changed without it would reuse an older build's results.
+    #[test]
+    fn every_extractor_file_is_in_the_version_key() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/check/workqueue");
+        let this = include_str!("memo.rs");
+        let mut missing = Vec::new();
+        let mut entries: Vec<_> = std::fs::read_dir(&dir)
+            .expect("src/check/workqueue")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".rs"))
+            .collect();
+        entries.sort();
+        for name in entries {
+            let text = std::fs::read_to_string(dir.join(&name)).expect("read");
+            if text.contains(".parsed(") && !this.contains(&format!("include_str!(\"{name}\")")) {
+                missing.push(name);
+            }
+        }
+        assert!(missing.is_empty(), "not in version_key: {missing:?}");
+    }
+
     #[test]
     fn keeps_no_result_for_text_that_changed_since_it_was_hashed() {
         let dir = tempfile::tempdir().expect("tmp");
