@@ -14,7 +14,12 @@ pub fn insert_below(
     place: &'static str,
     lines: &[String],
 ) -> Result<String, GenerateError> {
-    let (line_start, line_end) = find(path, text, marker, place)?;
+    Ok(insert_at(text, find(path, text, marker, place)?, lines))
+}
+
+/// `text` with `lines` inserted below the marker line at byte range `line` (as [`find`] or
+/// [`find_all`] give it), with the marker's indentation and the file's line ending.
+pub fn insert_at(text: &str, (line_start, line_end): (usize, usize), lines: &[String]) -> String {
     let marker_line = &text[line_start..line_end];
     let indent: String = marker_line
         .chars()
@@ -39,7 +44,7 @@ pub fn insert_below(
     out.push_str(&text[..at]);
     out.push_str(&insert);
     out.push_str(&text[at..]);
-    Ok(out)
+    out
 }
 
 /// The byte range of the marker's line (end includes its line ending).
@@ -49,24 +54,7 @@ pub fn find(
     marker: &str,
     place: &'static str,
 ) -> Result<(usize, usize), GenerateError> {
-    // In Rust, only a marker that is a line comment of its own counts: the same text
-    // inside a string literal or a block comment is data (an insertion there would land
-    // inside the string).
-    let comments = (path.ends_with(".rs") && marker.starts_with("//")).then(|| line_comments(text));
-    let mut found = Vec::new();
-    let mut offset = 0;
-    for line in text.split_inclusive('\n') {
-        if line.trim() == marker {
-            let at = offset + (line.len() - line.trim_start().len());
-            if comments
-                .as_ref()
-                .is_none_or(|c| c.binary_search(&at).is_ok())
-            {
-                found.push((offset, offset + line.len()));
-            }
-        }
-        offset += line.len();
-    }
+    let found = find_all(path, text, marker);
     match found.len() {
         0 => Err(GenerateError::MarkerMissing {
             path: path.to_owned(),
@@ -82,9 +70,31 @@ pub fn find(
     }
 }
 
+/// The byte range of every line that is `marker` (end includes its line ending). In Rust,
+/// only a marker that is a line comment of its own counts: the same text inside a string
+/// literal or a block comment is data (an insertion there would land inside the string).
+pub fn find_all(path: &str, text: &str, marker: &str) -> Vec<(usize, usize)> {
+    let comments = (path.ends_with(".rs") && marker.starts_with("//")).then(|| line_comments(text));
+    let mut found = Vec::new();
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        if line.trim() == marker {
+            let at = offset + (line.len() - line.trim_start().len());
+            if comments
+                .as_ref()
+                .is_none_or(|c| c.binary_search(&at).is_ok())
+            {
+                found.push((offset, offset + line.len()));
+            }
+        }
+        offset += line.len();
+    }
+    found
+}
+
 /// The byte offsets where `text`'s line comments start, ascending (rustc's lexer, so a
 /// `//` inside a string or a block comment is not one).
-pub(crate) fn line_comments(text: &str) -> Vec<usize> {
+fn line_comments(text: &str) -> Vec<usize> {
     use ra_ap_rustc_lexer::{FrontmatterAllowed, TokenKind, tokenize};
     let mut at = 0usize;
     let mut out = Vec::new();

@@ -8,14 +8,7 @@ use super::GenerateError;
 
 /// `manifest` with `member` in `[workspace] members`.
 pub fn add(path: &str, manifest: &str, member: &str) -> Result<String, GenerateError> {
-    let mut doc: DocumentMut =
-        manifest
-            .parse()
-            .map_err(|e: toml_edit::TomlError| GenerateError::Manifest {
-                path: path.to_owned(),
-                message: e.message().to_owned(),
-                help: "fix the TOML syntax; the generator edits it in place".to_owned(),
-            })?;
+    let mut doc = parse(path, manifest)?;
     let missing = || GenerateError::Manifest {
         path: path.to_owned(),
         message: "no `[workspace] members = [...]` list".to_owned(),
@@ -42,14 +35,7 @@ pub fn add_path_dependency(
     name: &str,
     dir: &str,
 ) -> Result<String, GenerateError> {
-    let mut doc: DocumentMut =
-        manifest
-            .parse()
-            .map_err(|e: toml_edit::TomlError| GenerateError::Manifest {
-                path: path.to_owned(),
-                message: e.message().to_owned(),
-                help: "fix the TOML syntax; the generator edits it in place".to_owned(),
-            })?;
+    let mut doc = parse(path, manifest)?;
     let deps = doc
         .get_mut("workspace")
         .and_then(Item::as_table_like_mut)
@@ -68,6 +54,17 @@ pub fn add_path_dependency(
     table.insert("path", Value::from(dir));
     deps.insert(name, Item::Value(Value::InlineTable(table)));
     Ok(doc.to_string())
+}
+
+/// `manifest` (the file at `path`) as an editable document.
+pub fn parse(path: &str, manifest: &str) -> Result<DocumentMut, GenerateError> {
+    manifest
+        .parse()
+        .map_err(|e: toml_edit::TomlError| GenerateError::Manifest {
+            path: path.to_owned(),
+            message: e.message().to_owned(),
+            help: "fix the TOML syntax; the generator edits it in place".to_owned(),
+        })
 }
 
 fn insert(members: &mut Array, member: &str) {

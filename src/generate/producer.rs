@@ -52,22 +52,9 @@ pub fn writes(text: &str) -> Vec<Write> {
 }
 
 fn writes_in(text: &str, file: &syn::File) -> Vec<Write> {
-    let line_starts: Vec<usize> = std::iter::once(0)
-        .chain(text.match_indices('\n').map(|(i, _)| i + 1))
-        .collect();
-    // Only a line comment of its own counts: the same text in a string is data.
-    let comments = super::markers::line_comments(text);
-    let markers: Vec<(usize, (usize, usize))> = line_starts
-        .iter()
-        .enumerate()
-        .filter_map(|(n, &start)| {
-            let end = line_starts.get(n + 1).copied().unwrap_or(text.len());
-            let line = &text[start..end];
-            let at = start + (line.len() - line.trim_start().len());
-            (line.trim() == WORK_ROWS_MARKER && comments.binary_search(&at).is_ok())
-                .then_some((n + 1, (start, end)))
-        })
-        .collect();
+    let markers = super::markers::find_all("manager.rs", text, WORK_ROWS_MARKER);
+    // syn parses the text without its byte-order mark, so its offsets are that much short.
+    let bom = if text.starts_with('\u{feff}') { 3 } else { 0 };
     let mut out = Vec::new();
     for item in &file.items {
         let syn::Item::Impl(imp) = item else { continue };
@@ -82,12 +69,12 @@ fn writes_in(text: &str, file: &syn::File) -> Vec<Write> {
         }
         for it in &imp.items {
             let syn::ImplItem::Fn(f) = it else { continue };
-            let span = syn::spanned::Spanned::span(&f.block);
-            let (first, last) = (span.start().line, span.end().line);
+            let body = syn::spanned::Spanned::span(&f.block).byte_range();
+            let body = body.start + bom..body.end + bom;
             let inside: Vec<(usize, usize)> = markers
                 .iter()
-                .filter(|(line, _)| (first..=last).contains(line))
-                .map(|(_, range)| *range)
+                .filter(|(start, _)| body.contains(start))
+                .copied()
                 .collect();
             if let [marker] = inside[..] {
                 out.push(Write {
@@ -207,32 +194,9 @@ pub fn plan(
     test: &str,
 ) -> Result<(), GenerateError> {
     let text = plan.text(path)?.unwrap_or_default();
-    let (start, end) = write.marker;
-    let indent: String = text[start..end]
-        .chars()
-        .take_while(|c| *c == ' ' || *c == '\t')
-        .collect();
-    let eol = if text[start..end].ends_with("\r\n") {
-        "\r\n"
-    } else {
-        "\n"
-    };
     let row = templates.render("kind/work-row.j2", ctx)?.text;
-    let mut insert = String::new();
-    if !text[start..end].ends_with('\n') {
-        insert.push_str(eol);
-    }
-    for line in row.lines() {
-        if !line.is_empty() {
-            insert.push_str(&indent);
-            insert.push_str(line);
-        }
-        insert.push_str(eol);
-    }
-    let mut out = String::with_capacity(text.len() + insert.len());
-    out.push_str(&text[..end]);
-    out.push_str(&insert);
-    out.push_str(&text[end..]);
+    let lines: Vec<String> = row.lines().map(str::to_owned).collect();
+    let out = super::markers::insert_at(&text, write.marker, &lines);
     plan.edit(path, out)?;
 
     let (worker_package, service_package) = package;
@@ -256,14 +220,7 @@ pub fn plan(
 /// `manifest` with `package.workspace = true` among its `[dev-dependencies]` (or its
 /// dependencies already).
 fn dev_dependency(path: &str, manifest: &str, package: &str) -> Result<String, GenerateError> {
-    let mut doc: toml_edit::DocumentMut =
-        manifest
-            .parse()
-            .map_err(|e: toml_edit::TomlError| GenerateError::Manifest {
-                path: path.to_owned(),
-                message: e.message().to_owned(),
-                help: "fix the TOML syntax; the generator edits it in place".to_owned(),
-            })?;
+    let mut doc = super::members::parse(path, manifest)?;
     let has = |table: &str| {
         doc.get(table)
             .and_then(toml_edit::Item::as_table_like)
@@ -311,6 +268,13 @@ mod tests {
         assert!(
             writes(&deep).is_empty(),
             "past the depth budget: no writes, no overflow"
+        );
+        let with_bom = format!("\u{feff}{MANAGER}");
+        let bommed = writes(&with_bom);
+        assert_eq!(bommed.len(), 2, "a byte-order mark shifts nothing");
+        assert_eq!(
+            &with_bom[bommed[0].marker.0..bommed[0].marker.1].trim(),
+            &WORK_ROWS_MARKER
         );
         assert!(writes("fn broken(").is_empty());
         let in_string = "impl AManager { fn f(&self) { let s = \"\n// scaffold:work-rows\n\"; } }";
