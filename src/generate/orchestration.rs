@@ -6,11 +6,13 @@
 
 use minijinja::Value;
 
+use super::GenerateError;
 use super::names;
 use super::plan::Plan;
 use super::templates::Templates;
-use super::worker::{NamespaceEntry, insert_snippet, plan_namespace_entry};
-use super::{GenerateError, create_from};
+use super::worker::{
+    HandlerFiles, NamespaceEntry, insert_snippet, plan_handler, plan_namespace_entry,
+};
 
 /// The worker file that maps orchestrations by name; a worker without it runs none.
 pub fn handler_path(worker: &str) -> String {
@@ -49,38 +51,19 @@ pub fn plan(
             root_template: "orchestration/root.j2",
         },
     )?;
-    let snake = names::snake(kind);
-    let dir = format!("workers/{worker}");
-    create_from(
-        plan,
-        templates,
-        "orchestration/steps.rs.j2",
-        &format!("{dir}/src/handlers/{snake}.rs"),
-        ctx,
-    )?;
-    create_from(
-        plan,
-        templates,
-        "orchestration/test.rs.j2",
-        &format!("{dir}/tests/{snake}.rs"),
-        ctx,
-    )?;
-    insert_snippet(
+    plan_handler(
         plan,
         templates,
         ctx,
-        &format!("{dir}/src/handlers/mod.rs"),
-        "// scaffold:handlers",
-        "the worker's list of handler modules",
-        "kind/handler-mod.j2",
-    )?;
-    insert_snippet(
-        plan,
-        templates,
-        ctx,
-        &handler_path(worker),
-        "// scaffold:orchestrations",
-        "the orchestration handler's mapping of names to steps",
-        "orchestration/arm.j2",
+        worker,
+        kind,
+        &HandlerFiles {
+            module: "orchestration/steps.rs.j2",
+            test: "orchestration/test.rs.j2",
+            register_in: handler_path(worker),
+            marker: "// scaffold:orchestrations",
+            place: "the orchestration handler's mapping of names to steps",
+            register: "orchestration/arm.j2",
+        },
     )
 }

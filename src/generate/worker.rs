@@ -211,7 +211,7 @@ pub fn worker(
         &ctx,
         worker,
         &opts.kind,
-        opts.long_held,
+        &work_kind_handler(worker, opts.long_held),
     )?;
     if let Some(write) = &producer {
         let mut vars = vars.clone();
@@ -402,33 +402,56 @@ pub(super) fn plan_namespace_entry(
     Ok(())
 }
 
-/// The handler, its module line, its registration in the work loop, and its test.
-fn plan_handler(
+/// A kind's code in its worker: the module under `src/handlers/` (from template `module`),
+/// its test (from `test`), and the snippet that registers it below `marker` in `register_in`.
+pub(super) struct HandlerFiles<'a> {
+    pub module: &'a str,
+    pub test: &'a str,
+    pub register_in: String,
+    pub marker: &'a str,
+    pub place: &'static str,
+    pub register: &'a str,
+}
+
+/// A work kind's handler (or a long-held one), registered in the worker's loop.
+fn work_kind_handler(worker: &str, long_held: bool) -> HandlerFiles<'static> {
+    let (module, test) = if long_held {
+        ("kind/long-held.rs.j2", "kind/long-held-test.rs.j2")
+    } else {
+        ("kind/handler.rs.j2", "kind/test.rs.j2")
+    };
+    HandlerFiles {
+        module,
+        test,
+        register_in: format!("workers/{worker}/src/work_loop.rs"),
+        marker: "// scaffold:handlers",
+        place: "the handler list of the worker's work loop",
+        register: "kind/register.j2",
+    }
+}
+
+/// The kind's module and its line in `handlers/mod.rs`, its test, and its registration.
+pub(super) fn plan_handler(
     plan: &mut Plan,
     templates: &Templates,
     ctx: &Value,
     worker: &str,
     kind: &str,
-    long_held: bool,
+    files: &HandlerFiles<'_>,
 ) -> Result<(), GenerateError> {
     let snake = names::snake(kind);
     let dir = format!("workers/{worker}");
-    let (handler, test) = if long_held {
-        ("kind/long-held.rs.j2", "kind/long-held-test.rs.j2")
-    } else {
-        ("kind/handler.rs.j2", "kind/test.rs.j2")
-    };
     create_from(
         plan,
         templates,
-        handler,
+        files.module,
         &format!("{dir}/src/handlers/{snake}.rs"),
         ctx,
     )?;
     create_from(
         plan,
         templates,
-        test,
+        files.test,
         &format!("{dir}/tests/{snake}.rs"),
         ctx,
     )?;
@@ -445,10 +468,10 @@ fn plan_handler(
         plan,
         templates,
         ctx,
-        &format!("{dir}/src/work_loop.rs"),
-        "// scaffold:handlers",
-        "the handler list of the worker's work loop",
-        "kind/register.j2",
+        &files.register_in,
+        files.marker,
+        files.place,
+        files.register,
     )
 }
 
