@@ -9,11 +9,12 @@
 //! no `match` on the orchestration's name (it maps names some other way): that side is
 //! unknown (`None`).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 use rayon::prelude::*;
 use syn::visit::{self, Visit};
 
+use super::registry::{StrExpr, Strings};
 use super::{Model, is_test_code, loc, str_lit};
 use crate::check::context::{Context, Source};
 use crate::check::finding::Location;
@@ -98,45 +99,25 @@ fn collect(
     Some(out)
 }
 
-/// The file's `const X: &str = "…";` items, by name (`None` when two disagree).
-fn file_consts(tree: &syn::File) -> HashMap<String, Option<String>> {
-    struct Consts(HashMap<String, Option<String>>);
+/// The file's `const X: &str = "…";` items (two that disagree resolve to nothing).
+fn file_consts(tree: &syn::File) -> Strings {
+    struct Consts(Strings);
     impl<'ast> Visit<'ast> for Consts {
         fn visit_item_const(&mut self, c: &'ast syn::ItemConst) {
             if let Some(v) = str_lit(&c.expr) {
-                self.0
-                    .entry(c.ident.to_string())
-                    .and_modify(|old| {
-                        if old.as_deref() != Some(v.as_str()) {
-                            *old = None;
-                        }
-                    })
-                    .or_insert(Some(v));
+                self.0.add_const(c.ident.to_string(), v);
             }
         }
     }
-    let mut v = Consts(HashMap::new());
+    let mut v = Consts(Strings::default());
     v.visit_file(tree);
     v.0
-}
-
-fn resolve(e: &syn::Expr, consts: &HashMap<String, Option<String>>) -> Option<String> {
-    if let Some(s) = str_lit(e) {
-        return Some(s);
-    }
-    match super::peel(e) {
-        syn::Expr::Path(p) if p.path.segments.len() == 1 => consts
-            .get(&p.path.segments[0].ident.to_string())
-            .cloned()
-            .flatten(),
-        _ => None,
-    }
 }
 
 fn specs_in(file: &SourceFile, tree: &syn::File) -> Found {
     struct Specs<'a> {
         file: &'a SourceFile,
-        consts: HashMap<String, Option<String>>,
+        consts: Strings,
         out: Vec<Named>,
     }
     impl<'ast> Visit<'ast> for Specs<'_> {
@@ -157,7 +138,7 @@ fn specs_in(file: &SourceFile, tree: &syn::File) -> Found {
                     .iter()
                     .find(|f| matches!(&f.member, syn::Member::Named(n) if n == "name"));
                 if let Some(f) = name {
-                    let value = resolve(&f.expr, &self.consts);
+                    let value = self.consts.resolve(&StrExpr::of(&f.expr), None);
                     // `DEFAULT`'s empty name is the template, not a kind.
                     if value.as_deref() != Some("") {
                         self.out.push(Named {
@@ -183,7 +164,7 @@ fn specs_in(file: &SourceFile, tree: &syn::File) -> Found {
 fn arms_in(file: &SourceFile, tree: &syn::File) -> Found {
     struct Arms<'a> {
         file: &'a SourceFile,
-        consts: HashMap<String, Option<String>>,
+        consts: Strings,
         matches: usize,
         out: Vec<Named>,
     }
@@ -219,15 +200,13 @@ fn arms_in(file: &SourceFile, tree: &syn::File) -> Found {
                 },
                 syn::Pat::Path(p) if p.path.segments.len() == 1 => self
                     .consts
-                    .get(&p.path.segments[0].ident.to_string())
-                    .cloned()
-                    .flatten(),
+                    .resolve(&StrExpr::Const(p.path.segments[0].ident.to_string()), None),
                 // A bare identifier is a const when the file has one of that name (syn
                 // cannot tell), else a binding: the arm for every name no other arm takes.
                 syn::Pat::Ident(i) if i.subpat.is_none() && i.by_ref.is_none() => {
                     let ident = i.ident.to_string();
-                    match self.consts.get(&ident) {
-                        Some(value) => value.clone(),
+                    match self.consts.resolve(&StrExpr::Const(ident.clone()), None) {
+                        Some(value) => Some(value),
                         None if i.mutability.is_none()
                             && ident.chars().all(|c| {
                                 c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'
