@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::error::WorkError;
 use crate::item::{Fence, ItemId};
+use crate::resources::{ResourceError, Resources};
 use crate::store::Store;
 
 /// The context of one claim. Built by the work loop (or the testing helpers) from the claim;
@@ -25,6 +26,7 @@ struct Inner {
     id: ItemId,
     fence: Fence,
     checkpoint: Mutex<Option<Value>>,
+    resources: Resources,
 }
 
 impl WorkContext {
@@ -36,8 +38,41 @@ impl WorkContext {
                 id,
                 fence,
                 checkpoint: Mutex::new(checkpoint),
+                resources: Resources::new(),
             }),
         }
+    }
+
+    /// This context with `resources` (the loop's) for [`resource`](Self::resource).
+    pub fn with_resources(self, resources: Resources) -> Self {
+        let inner = Arc::try_unwrap(self.inner).unwrap_or_else(|shared| Inner {
+            store: shared.store.clone(),
+            id: shared.id,
+            fence: shared.fence,
+            checkpoint: Mutex::new(
+                shared
+                    .checkpoint
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .clone(),
+            ),
+            resources: Resources::new(),
+        });
+        WorkContext {
+            inner: Arc::new(Inner { resources, ..inner }),
+        }
+    }
+
+    /// The resource of type `T` registered on the loop: a provider's client, which a
+    /// handler calls instead of the provider itself (so its test runs on the twin). A type
+    /// the loop does not hold is `Permanent` (declare it in `WorkHandler::needs` and `build`
+    /// refuses the loop instead); one whose setup fails is `Transient`, retried once the
+    /// setting is fixed.
+    pub fn resource<T: Send + Sync + 'static>(&self) -> Result<Arc<T>, WorkError> {
+        self.inner.resources.get::<T>().map_err(|e| match e {
+            ResourceError::Missing { .. } => WorkError::Permanent(e.to_string()),
+            ResourceError::Failed { .. } => WorkError::Transient(e.to_string()),
+        })
     }
 
     /// The item's id.

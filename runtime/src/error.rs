@@ -196,4 +196,11 @@ pub enum BuildError {
     DuplicateKind { kind: String },
     #[error("concurrency must be at least 1")]
     ZeroConcurrency,
+    #[error(
+        "the handler for `{kind}` takes the resource `{resource}`, which is not registered on the loop (`.resource(…)` or `.resource_with(…)`)"
+    )]
+    MissingResource {
+        kind: String,
+        resource: &'static str,
+    },
 }

@@ -8,6 +8,7 @@ use serde::de::DeserializeOwned;
 use crate::context::WorkContext;
 use crate::error::WorkError;
 use crate::item::{Fence, Item, ItemRecord};
+use crate::resources::Needs;
 use crate::store::BoxFuture;
 
 /// Handles the items of one kind. Implement it with `async fn handle`:
@@ -34,6 +35,12 @@ pub trait WorkHandler: Send + Sync + 'static {
     /// The permissions the handler's calls take; must include its spec's permission.
     const REQUIRES: &'static [&'static str];
 
+    /// Declares the resources ([`WorkContext::resource`]) the handler takes, so the loop
+    /// refuses to build without them: `needs.add::<MailerClient>();`. None by default.
+    fn needs(needs: &mut Needs) {
+        let _ = needs;
+    }
+
     /// Handles one item. Runs under the context of the claim; handling an item twice must
     /// change nothing (use [`WorkContext::once`] for effects).
     fn handle(
@@ -47,6 +54,7 @@ pub trait WorkHandler: Send + Sync + 'static {
 pub(crate) trait DynHandler: Send + Sync {
     fn kind(&self) -> &'static str;
     fn requires(&self) -> &'static [&'static str];
+    fn needs(&self) -> Needs;
     fn call<'a>(
         &'a self,
         ctx: &'a WorkContext,
@@ -64,6 +72,12 @@ impl<H: WorkHandler> DynHandler for Erased<H> {
 
     fn requires(&self) -> &'static [&'static str] {
         H::REQUIRES
+    }
+
+    fn needs(&self) -> Needs {
+        let mut needs = Needs::default();
+        H::needs(&mut needs);
+        needs
     }
 
     fn call<'a>(

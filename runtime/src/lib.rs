@@ -34,6 +34,7 @@ pub mod handler;
 pub mod item;
 pub mod metrics;
 pub mod outbox;
+pub mod resources;
 pub mod retry;
 pub mod spec;
 pub mod store;
@@ -50,6 +51,7 @@ pub use item::{
     WorkerState,
 };
 pub use outbox::{Relay, Tx};
+pub use resources::{Needs, ResourceError, Resources};
 pub use retry::RetryPolicy;
 pub use spec::{OrchestrationKindSpec, OrchestrationRegistry, Registry, WorkKindSpec};
 pub use store::{Backend, Store};

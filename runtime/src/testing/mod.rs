@@ -14,6 +14,7 @@ use crate::context::WorkContext;
 use crate::error::{StoreError, WorkError};
 use crate::handler::{WorkHandler, decode};
 use crate::item::{ItemRecord, NewItem};
+use crate::resources::Resources;
 use crate::store::Store;
 use crate::store::memory::MemoryBackend;
 use crate::time::ManualClock;
@@ -23,6 +24,9 @@ use crate::time::ManualClock;
 pub struct MemoryContainer {
     pub store: Store,
     pub clock: Arc<ManualClock>,
+    /// What [`run_twice`]'s contexts give handlers through `WorkContext::resource`: a
+    /// provider's twin, registered with [`with_resource`](Self::with_resource).
+    pub resources: Resources,
 }
 
 impl MemoryContainer {
@@ -31,7 +35,17 @@ impl MemoryContainer {
     pub fn new() -> Self {
         let clock = ManualClock::starting_now();
         let store = Store::from_backend(Arc::new(MemoryBackend::new()), clock.clone());
-        MemoryContainer { store, clock }
+        MemoryContainer {
+            store,
+            clock,
+            resources: Resources::new(),
+        }
+    }
+
+    /// This container with `value` as the resource of type `T` (a provider's twin).
+    pub fn with_resource<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.resources.insert(value);
+        self
     }
 }
 
@@ -72,7 +86,8 @@ pub async fn run_twice<H: WorkHandler>(
             id,
             claimed.fence,
             claimed.item.checkpoint.clone(),
-        );
+        )
+        .with_resources(container.resources.clone());
         let typed = decode::<H::Payload>(&claimed.item, claimed.fence)?;
         handler.handle(&ctx, &typed).await?;
         if run == 0 {

@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::error::BuildError;
 use crate::handler::{DynHandler, Erased, WorkHandler};
 use crate::item::DEFAULT_LANE;
+use crate::resources::Resources;
 use crate::retry::RetryPolicy;
 use crate::spec::WorkKindSpec;
 use crate::store::Store;
@@ -21,6 +22,7 @@ pub struct WorkLoopBuilder {
     lanes: Vec<String>,
     config: Config,
     observer: Option<Observer>,
+    resources: Resources,
 }
 
 impl std::fmt::Debug for WorkLoopBuilder {
@@ -32,6 +34,7 @@ impl std::fmt::Debug for WorkLoopBuilder {
                 &self.handlers.iter().map(|h| h.kind()).collect::<Vec<_>>(),
             )
             .field("config", &self.config)
+            .field("resources", &self.resources)
             .finish_non_exhaustive()
     }
 }
@@ -45,6 +48,7 @@ impl WorkLoopBuilder {
             lanes: Vec::new(),
             config: Config::default(),
             observer: None,
+            resources: Resources::new(),
         }
     }
 
@@ -155,9 +159,28 @@ impl WorkLoopBuilder {
         self
     }
 
+    /// Registers `value` as the resource of type `T` that handlers reach with
+    /// [`WorkContext::resource`](crate::WorkContext::resource).
+    pub fn resource<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.resources.insert(value);
+        self
+    }
+
+    /// Registers `init` as what builds the resource of type `T` on first use (or at
+    /// [`WorkLoop::init_resources`]), so building the loop reads no setting.
+    pub fn resource_with<T, F>(mut self, init: F) -> Self
+    where
+        T: Send + Sync + 'static,
+        F: Fn() -> Result<T, String> + Send + Sync + 'static,
+    {
+        self.resources.insert_with(init);
+        self
+    }
+
     /// Checks the handlers against the registry and builds the loop. Refuses a handler for a
     /// kind the registry does not hold, a kind registered on a lane this loop serves with no
-    /// handler, and a handler whose `REQUIRES` lacks its spec's permission.
+    /// handler, a handler whose `REQUIRES` lacks its spec's permission, and a handler that
+    /// needs a resource not registered.
     pub fn build(self) -> Result<WorkLoop, BuildError> {
         if self.config.concurrency == 0 {
             return Err(BuildError::ZeroConcurrency);
@@ -181,6 +204,12 @@ impl WorkLoopBuilder {
                     kind: kind.to_owned(),
                     permission: spec.permission.to_owned(),
                     requires: h.requires().iter().map(|s| (*s).to_owned()).collect(),
+                });
+            }
+            if let Some(resource) = h.needs().first_missing(&self.resources) {
+                return Err(BuildError::MissingResource {
+                    kind: kind.to_owned(),
+                    resource,
                 });
             }
             if handlers.insert(kind, h).is_some() {
@@ -216,6 +245,7 @@ impl WorkLoopBuilder {
             lanes.into_iter().collect(),
             self.config,
             self.observer,
+            self.resources,
         ))
     }
 }

@@ -101,7 +101,8 @@ async fn run_item(shared: Arc<Shared>, claimed: Claimed, mut ch: Channels) {
         lease_expires_at,
     } = claimed;
     let id = record.id;
-    let ctx = WorkContext::new(shared.store.clone(), id, fence, record.checkpoint.clone());
+    let ctx = WorkContext::new(shared.store.clone(), id, fence, record.checkpoint.clone())
+        .with_resources(shared.resources.clone());
     let outcome = match shared.handlers.get(record.kind.as_str()) {
         None => Some(Outcome::Dead {
             error: format!("unknown kind `{}`", record.kind),

@@ -160,6 +160,8 @@ pub(crate) struct Shared {
     pub worker_id: String,
     pub counters: LoopCounters,
     pub observer: Option<Observer>,
+    /// What handlers reach through [`WorkContext::resource`](crate::WorkContext::resource).
+    pub resources: crate::resources::Resources,
     /// Items claimed and not yet written back.
     pub inflight: AtomicUsize,
     /// Items claimed whose handler has not finished (running or waiting for a slot): what
@@ -209,6 +211,7 @@ impl WorkLoop {
         lanes: Vec<String>,
         config: Config,
         observer: Option<Observer>,
+        resources: crate::resources::Resources,
     ) -> Self {
         let worker_id = config.worker_id.clone().unwrap_or_else(|| {
             let salt = crate::retry::random_u64() & 0xff_ffff;
@@ -229,6 +232,7 @@ impl WorkLoop {
                 worker_id,
                 counters: LoopCounters::default(),
                 observer,
+                resources,
                 inflight: AtomicUsize::new(0),
                 unfinished: AtomicUsize::new(0),
                 room: Notify::new(),
@@ -239,6 +243,13 @@ impl WorkLoop {
     /// The worker's id.
     pub fn worker_id(&self) -> &str {
         &self.shared.worker_id
+    }
+
+    /// Builds every resource registered with `resource_with` that is not built yet. A
+    /// worker calls it before [`run`](Self::run), so a provider it cannot set up (a missing
+    /// setting) stops it at start rather than failing items.
+    pub fn init_resources(&self) -> Result<(), crate::resources::ResourceError> {
+        self.shared.resources.init_all()
     }
 
     /// The lanes served.
