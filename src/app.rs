@@ -237,6 +237,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, AppError> {
                 from: args.from,
                 orchestration: args.orchestration,
                 long_held: args.long_held,
+                integration: args.integration.clone(),
                 dry_run: args.dry_run,
             };
             let done =

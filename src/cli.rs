@@ -202,6 +202,14 @@ pub struct WorkerArgs {
     /// checkpointed chunks (may have its own lane).
     #[arg(long)]
     pub long_held: bool,
+    /// The outside provider the handler calls, through a client under
+    /// `integrations/<provider>/` (made once, reused by the provider's other kinds).
+    #[arg(
+        long,
+        value_name = "PROVIDER",
+        conflicts_with_all = ["orchestration", "long_held"]
+    )]
+    pub integration: Option<String>,
     /// Print the plan as unified diffs; write nothing.
     #[arg(long)]
     pub dry_run: bool,

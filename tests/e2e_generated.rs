@@ -4,7 +4,9 @@
 //! `scaffold worker maintenance NOTIFY_SHIPMENT` (whose test drives the namespace service's
 //! write, the outbox relay and the worker's loop), after a kind with a lane of its own (a
 //! replica of the maintenance worker), an orchestration kind (resumed after a kill between
-//! its steps), a long-held kind, and a new worker with its own lane, container and role.
+//! its steps), a long-held kind, a kind calling an outside provider (its client crate, the
+//! handler's test on the twin), and a new worker with its own lane, container and role
+//! whose kind reuses that provider's crate.
 //! The generated workspace builds into one shared target directory
 //! (`target/e2e-generated`) to keep the time down.
 
@@ -134,6 +136,30 @@ fn the_generated_repository_stays_green_as_it_grows() {
         "worker maintenance REBUILD_SHIPMENTS --long-held --lane bulk",
     );
 
+    // A kind calling an outside provider: the client crate under integrations/carrier/
+    // (trait, HTTP client tested against a local server, twin), the handler's tests on
+    // the twin, the worker starting only with ACME_CARRIER_IMPL set.
+    run_ok(
+        &dir,
+        &[
+            "worker",
+            "maintenance",
+            "BOOK_PICKUP",
+            "--integration",
+            "carrier",
+        ],
+    );
+    for f in [
+        "integrations/carrier/src/lib.rs",
+        "integrations/carrier/src/http.rs",
+        "integrations/carrier/src/twin.rs",
+        "integrations/carrier/tests/http.rs",
+    ] {
+        assert!(dir.join(f).is_file(), "{f}");
+    }
+    green(&dir, "worker maintenance BOOK_PICKUP --integration carrier");
+    let carrier = std::fs::read(dir.join("integrations/carrier/src/lib.rs")).expect("lib.rs");
+
     run_ok(
         &dir,
         &[
@@ -145,7 +171,14 @@ fn the_generated_repository_stays_green_as_it_grows() {
             "--container",
             "--role",
             "scheduler",
+            "--integration",
+            "carrier",
         ],
+    );
+    assert_eq!(
+        std::fs::read(dir.join("integrations/carrier/src/lib.rs")).expect("lib.rs"),
+        carrier,
+        "the second kind reuses the provider's crate"
     );
     for f in [
         "workers/billing/Cargo.toml",
@@ -158,6 +191,6 @@ fn the_generated_repository_stays_green_as_it_grows() {
     }
     green(
         &dir,
-        "worker billing CHARGE_CARD --lane payments --container --role scheduler",
+        "worker billing CHARGE_CARD --lane payments --container --role scheduler --integration carrier",
     );
 }

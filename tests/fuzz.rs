@@ -170,6 +170,7 @@ fn arbitrary_template_override_never_panics() {
         from: None,
         orchestration: false,
         long_held: false,
+        integration: None,
         dry_run: true,
     };
     runner

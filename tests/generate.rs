@@ -5,6 +5,8 @@
 mod common;
 #[path = "generate/ecosystem.rs"]
 mod ecosystem;
+#[path = "generate/integration.rs"]
+mod integration;
 #[path = "generate/long_running.rs"]
 mod long_running;
 #[path = "generate/producer.rs"]

@@ -107,6 +107,20 @@ impl Resources {
         );
     }
 
+    /// Puts `value` in the place of the registered resource of type `T` (built or not), for
+    /// every holder of these resources: a test gives a loop built by the worker's own
+    /// `build` the provider's twin. `Missing` when no resource of type `T` is registered.
+    pub fn set<T: Send + Sync + 'static>(&self, value: T) -> Result<(), ResourceError> {
+        let slot = self
+            .slots
+            .get(&TypeId::of::<T>())
+            .ok_or(ResourceError::Missing {
+                resource: type_name::<T>(),
+            })?;
+        *slot.value.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(value));
+        Ok(())
+    }
+
     /// Whether a resource of type `id` is registered (built or not).
     pub fn contains(&self, id: TypeId) -> bool {
         self.slots.contains_key(&id)
@@ -213,6 +227,17 @@ mod tests {
             2,
             "built once after the failure"
         );
+    }
+
+    #[test]
+    fn set_replaces_a_registered_resource_for_every_clone_and_refuses_an_unregistered_one() {
+        let mut r = Resources::new();
+        r.insert_with(|| -> Result<Client, String> { Err("unset".to_owned()) });
+        let shared = r.clone();
+        r.set(Client("twin")).expect("registered");
+        assert_eq!(*shared.get::<Client>().expect("set"), Client("twin"));
+        shared.init_all().expect("nothing left to build");
+        assert!(r.set(String::new()).is_err());
     }
 
     #[test]

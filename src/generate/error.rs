@@ -184,6 +184,27 @@ pub enum GenerateError {
         path: String,
         manager: String,
     },
+    #[error("{path} holds `{found}`, not the {provider} integration `{package}`")]
+    #[diagnostic(
+        code(scaffold::integration_foreign),
+        help(
+            "integrations/<provider>/ is where `--integration {provider}` puts its client crate; name the provider differently, or move that crate"
+        )
+    )]
+    IntegrationForeign {
+        provider: String,
+        path: String,
+        found: String,
+        package: String,
+    },
+    #[error("Cargo.lock has other entries than scaffold resolved for {packages}")]
+    #[diagnostic(
+        code(scaffold::lock_diverged),
+        help(
+            "the integration's HTTP client (reqwest) was resolved against the lock `scaffold init` writes; run `cargo update -p {first}` to bring it back first, or add the integration and let cargo resolve the lock (`cargo generate-lockfile`)"
+        )
+    )]
+    LockDiverged { packages: String, first: String },
     #[error("`{from}` is not <Manager>::<method>")]
     #[diagnostic(
         code(scaffold::invalid_name),
@@ -302,7 +323,9 @@ impl GenerateError {
             | GenerateError::InvalidProducer { .. }
             | GenerateError::UnfillableProducer { .. }
             | GenerateError::OrchestrationLane { .. }
-            | GenerateError::OrchestrationWorker { .. } => 1,
+            | GenerateError::OrchestrationWorker { .. }
+            | GenerateError::IntegrationForeign { .. }
+            | GenerateError::LockDiverged { .. } => 1,
             _ => 2,
         }
     }

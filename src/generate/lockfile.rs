@@ -14,6 +14,22 @@ struct Package {
     lines: Vec<String>,
     dependencies: Option<Vec<String>>,
     is_local: bool,
+    /// Taken from the lock merged in by [`merge_registry`] (its bare names mean its versions).
+    from_with: bool,
+}
+
+impl Package {
+    fn version(&self) -> &str {
+        self.lines
+            .iter()
+            .find_map(|l| l.strip_prefix("version = "))
+            .map_or("", |v| v.trim_matches('"'))
+    }
+
+    /// `name version`, how cargo names one of several versions.
+    fn id(&self) -> String {
+        format!("{} {}", self.name, self.version())
+    }
 }
 
 /// `lock` with the workspace packages `acme-*` renamed to `<name>-*`, sorted by name.
@@ -108,6 +124,85 @@ pub fn add_dependency(lock: &str, package: &str, dep: &str) -> Option<String> {
     })
 }
 
+/// `lock` with the registry packages of `with` it lacks, and the dependency lists `with`
+/// changed from `without` (two locks resolved from one base: `with` adds a dependency, as
+/// the embedded integration lock adds reqwest to the embedded lock). A dependency named
+/// bare that now has two versions is pinned to the version it meant. `Ok(None)` when
+/// `lock` has them all already; `Err` names the packages whose entry in `lock` is neither
+/// `without`'s nor `with`'s (a lock edited since: merging would guess).
+pub fn merge_registry(
+    lock: &str,
+    without: &str,
+    with: &str,
+) -> Result<Option<String>, Vec<String>> {
+    let (_, without) = parse(&without.replace("\r\n", "\n"));
+    let (_, with) = parse(&with.replace("\r\n", "\n"));
+    let mut conflicts = Vec::new();
+    let result = edit(lock, |packages| {
+        let before = unique_versions(packages);
+        let from_with = unique_versions(&with);
+        let mut changed = false;
+        for w in with.iter().filter(|p| !p.is_local) {
+            let base = without.iter().find(|b| !b.is_local && b.id() == w.id());
+            match packages
+                .iter_mut()
+                .find(|p| !p.is_local && p.id() == w.id())
+            {
+                None => {
+                    let mut added = w.clone();
+                    added.from_with = true;
+                    packages.push(added);
+                    changed = true;
+                }
+                Some(p) if p.dependencies == w.dependencies => {}
+                Some(p) if base.is_some_and(|b| b.dependencies == p.dependencies) => {
+                    p.dependencies.clone_from(&w.dependencies);
+                    p.from_with = true;
+                    changed = true;
+                }
+                Some(p) => conflicts.push(p.id()),
+            }
+        }
+        if !conflicts.is_empty() || !changed {
+            return false;
+        }
+        let mut count: std::collections::BTreeMap<String, usize> = Default::default();
+        for p in packages.iter() {
+            *count.entry(p.name.clone()).or_default() += 1;
+        }
+        for p in packages.iter_mut() {
+            let meant = if p.from_with { &from_with } else { &before };
+            for d in p.dependencies.iter_mut().flatten() {
+                if !d.contains(' ')
+                    && count.get(d.as_str()).is_some_and(|n| *n > 1)
+                    && let Some(version) = meant.get(d.as_str())
+                {
+                    *d = format!("{d} {version}");
+                }
+            }
+        }
+        true
+    });
+    if conflicts.is_empty() {
+        Ok(result)
+    } else {
+        Err(conflicts)
+    }
+}
+
+/// Each crate name with a single version in `packages`, and that version.
+fn unique_versions(packages: &[Package]) -> std::collections::BTreeMap<String, String> {
+    let mut seen: std::collections::BTreeMap<String, Option<String>> = Default::default();
+    for p in packages {
+        seen.entry(p.name.clone())
+            .and_modify(|v| *v = None)
+            .or_insert_with(|| Some(p.version().to_owned()));
+    }
+    seen.into_iter()
+        .filter_map(|(n, v)| v.map(|v| (n, v)))
+        .collect()
+}
+
 /// `lock` parsed, changed by `change` (which says whether it changed anything), rendered
 /// back with its line endings.
 fn edit(lock: &str, change: impl FnOnce(&mut Vec<Package>) -> bool) -> Option<String> {
@@ -135,9 +230,12 @@ fn render(header: &str, mut packages: Vec<Package>) -> String {
             deps.sort_by(|a, b| dep_key(a).cmp(dep_key(b)));
         }
     }
-    // Cargo orders packages by name, then version and source; a stable sort by name keeps
-    // the embedded lock's order among versions of one crate.
-    packages.sort_by(|a, b| a.name.cmp(&b.name));
+    // Cargo orders packages by name, then version.
+    packages.sort_by(|a, b| {
+        a.name
+            .cmp(&b.name)
+            .then_with(|| version_key(a.version()).cmp(&version_key(b.version())))
+    });
     let mut out = header.to_owned();
     for p in &packages {
         out.push_str("\n\n[[package]]\n");
@@ -158,6 +256,17 @@ fn render(header: &str, mut packages: Vec<Package>) -> String {
     }
     out.push('\n');
     out
+}
+
+/// A version's numeric parts, compared as numbers (`0.9.0` before `0.10.0`); a pre-release
+/// suffix sorts after its numbers (rare in a lock, and only among one crate's versions).
+fn version_key(v: &str) -> Vec<(u64, String)> {
+    v.split(['.', '-', '+'])
+        .map(|part| {
+            part.parse::<u64>()
+                .map_or_else(|_| (u64::MAX, part.to_owned()), |n| (n, String::new()))
+        })
+        .collect()
 }
 
 fn dep_key(d: &str) -> &str {
@@ -201,6 +310,7 @@ fn parse_package(block: &str) -> Package {
         lines,
         dependencies,
         is_local,
+        from_with: false,
     }
 }
 
@@ -259,5 +369,87 @@ mod tests {
             ),
             "{om}"
         );
+    }
+
+    fn pkg(name: &str, version: &str, deps: &[&str]) -> String {
+        let mut out = format!(
+            "\n\n[[package]]\nname = \"{name}\"\nversion = \"{version}\"\nsource = \"registry+https://github.com/rust-lang/crates.io-index\"\nchecksum = \"ab\"\n"
+        );
+        if !deps.is_empty() {
+            out.push_str("dependencies = [\n");
+            for d in deps {
+                out.push_str(&format!(" \"{d}\",\n"));
+            }
+            out.push_str("]\n");
+        }
+        out.pop();
+        out
+    }
+
+    fn lock(packages: &[String]) -> String {
+        format!("version = 4{}\n", packages.concat())
+    }
+
+    #[test]
+    fn merging_adds_what_the_wider_lock_has_and_pins_names_that_gain_a_version() {
+        let without = lock(&[
+            pkg("base64", "0.22.1", &[]),
+            pkg("getrandom", "0.2.0", &["libc"]),
+            pkg("libc", "0.2.0", &[]),
+            pkg("postgres", "0.19.0", &["base64"]),
+        ]);
+        let with = lock(&[
+            pkg("base64", "0.22.1", &[]),
+            pkg("base64", "0.23.1", &[]),
+            pkg("getrandom", "0.2.0", &["js-sys", "libc"]),
+            pkg("js-sys", "0.3.0", &[]),
+            pkg("libc", "0.2.0", &[]),
+            pkg("postgres", "0.19.0", &["base64 0.22.1"]),
+            pkg("reqwest", "0.12.0", &["base64 0.23.1", "getrandom"]),
+        ]);
+        // The user's lock: the base plus a workspace member depending on base64.
+        let mine = format!(
+            "{}\n[[package]]\nname = \"zeta-api\"\nversion = \"0.1.0\"\ndependencies = [\n \"base64\",\n]\n",
+            without
+        );
+        let merged = merge_registry(&mine, &without, &with)
+            .expect("no conflict")
+            .expect("changed");
+        let expected = format!(
+            "version = 4{}\n\n[[package]]\nname = \"zeta-api\"\nversion = \"0.1.0\"\ndependencies = [\n \"base64 0.22.1\",\n]\n",
+            [
+                pkg("base64", "0.22.1", &[]),
+                pkg("base64", "0.23.1", &[]),
+                pkg("getrandom", "0.2.0", &["js-sys", "libc"]),
+                pkg("js-sys", "0.3.0", &[]),
+                pkg("libc", "0.2.0", &[]),
+                pkg("postgres", "0.19.0", &["base64 0.22.1"]),
+                pkg("reqwest", "0.12.0", &["base64 0.23.1", "getrandom"]),
+            ]
+            .concat()
+        );
+        assert_eq!(merged, expected);
+        assert_eq!(
+            merge_registry(&merged, &without, &with),
+            Ok(None),
+            "merged once"
+        );
+
+        let edited = mine.replace(
+            "dependencies = [\n \"libc\",",
+            "dependencies = [\n \"libc\",\n \"wasi\",",
+        );
+        assert_eq!(
+            merge_registry(&edited, &without, &with),
+            Err(vec!["getrandom 0.2.0".to_owned()]),
+            "a lock edited since is not merged by guesswork"
+        );
+    }
+
+    #[test]
+    fn versions_sort_as_numbers() {
+        let mut v = vec!["0.10.0", "0.9.1", "0.9.0-rc.1", "1.0.0"];
+        v.sort_by_key(|v| version_key(v));
+        assert_eq!(v, ["0.9.0-rc.1", "0.9.1", "0.10.0", "1.0.0"]);
     }
 }

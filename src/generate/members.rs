@@ -56,6 +56,72 @@ pub fn add_path_dependency(
     Ok(doc.to_string())
 }
 
+/// `manifest` (a member's) with `package.workspace = true` in `table` (`dependencies` or
+/// `dev-dependencies`); unchanged when it has `package` there already, or as a normal
+/// dependency when `table` is `dev-dependencies`.
+pub fn add_workspace_dependency(
+    path: &str,
+    manifest: &str,
+    package: &str,
+    table: &str,
+) -> Result<String, GenerateError> {
+    let mut doc = parse(path, manifest)?;
+    let has = |t: &str| {
+        doc.get(t)
+            .and_then(Item::as_table_like)
+            .is_some_and(|t| t.contains_key(package))
+    };
+    if has("dependencies") || has(table) {
+        return Ok(manifest.to_owned());
+    }
+    let deps = doc
+        .entry(table)
+        .or_insert_with(toml_edit::table)
+        .as_table_like_mut()
+        .ok_or_else(|| GenerateError::Manifest {
+            path: path.to_owned(),
+            message: format!("`{table}` is not a table"),
+            help: format!("make it a `[{table}]` table"),
+        })?;
+    let mut entry = toml_edit::Table::new();
+    entry.set_dotted(true);
+    entry.insert("workspace", toml_edit::value(true));
+    deps.insert(package, Item::Table(entry));
+    Ok(doc.to_string())
+}
+
+/// `manifest` with `name = <spec>` (an inline table, as TOML) in `[workspace.dependencies]`;
+/// unchanged when it has `name` there.
+pub fn add_registry_dependency(
+    path: &str,
+    manifest: &str,
+    name: &str,
+    spec: &str,
+) -> Result<String, GenerateError> {
+    let mut doc = parse(path, manifest)?;
+    let deps = doc
+        .get_mut("workspace")
+        .and_then(Item::as_table_like_mut)
+        .and_then(|t| t.get_mut("dependencies"))
+        .and_then(Item::as_table_like_mut)
+        .ok_or_else(|| GenerateError::Manifest {
+            path: path.to_owned(),
+            message: "no `[workspace.dependencies]` table".to_owned(),
+            help: "the generated crates take their dependencies from the workspace's table"
+                .to_owned(),
+        })?;
+    if deps.contains_key(name) {
+        return Ok(manifest.to_owned());
+    }
+    let value: Value = spec.parse().map_err(|e| GenerateError::Manifest {
+        path: path.to_owned(),
+        message: format!("the generator's own spec for `{name}` does not parse: {e}"),
+        help: "report this as a bug in scaffold".to_owned(),
+    })?;
+    deps.insert(name, Item::Value(value));
+    Ok(doc.to_string())
+}
+
 /// `manifest` (the file at `path`) as an editable document.
 pub fn parse(path: &str, manifest: &str) -> Result<DocumentMut, GenerateError> {
     manifest

@@ -8,6 +8,7 @@
 
 mod error;
 pub mod init;
+pub mod integration;
 pub mod lock;
 pub mod lockfile;
 pub mod markers;

@@ -22,6 +22,7 @@ pub enum NameKind {
     Kind,
     Namespace,
     Lane,
+    Provider,
 }
 
 impl NameKind {
@@ -32,12 +33,13 @@ impl NameKind {
             NameKind::Kind => "kind",
             NameKind::Namespace => "namespace",
             NameKind::Lane => "lane",
+            NameKind::Provider => "provider name",
         }
     }
 
     fn rule(self) -> &'static str {
         match self {
-            NameKind::Project | NameKind::Worker | NameKind::Lane => {
+            NameKind::Project | NameKind::Worker | NameKind::Lane | NameKind::Provider => {
                 "lower-case letters, digits and single hyphens, starting with a letter, at most 41 characters (e.g. `billing`, `order-sync`)"
             }
             NameKind::Kind => {
@@ -62,7 +64,9 @@ fn invalid(kind: NameKind, name: &str, reason: impl Into<String>) -> GenerateErr
 /// Checks `name` against the rule for `kind`; the error says what is wrong with it.
 pub fn validate(kind: NameKind, name: &str) -> Result<(), GenerateError> {
     let (sep, max, upper) = match kind {
-        NameKind::Project | NameKind::Worker | NameKind::Lane => ('-', 41, false),
+        NameKind::Project | NameKind::Worker | NameKind::Lane | NameKind::Provider => {
+            ('-', 41, false)
+        }
         NameKind::Kind => ('_', 64, true),
         NameKind::Namespace => ('_', 41, false),
     };

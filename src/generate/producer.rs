@@ -202,7 +202,12 @@ pub fn plan(
     let (worker_package, service_package) = package;
     let manifest_path = format!("{worker_dir}/Cargo.toml");
     let manifest = plan.text(&manifest_path)?.unwrap_or_default();
-    let manifest = dev_dependency(&manifest_path, &manifest, service_package)?;
+    let manifest = super::members::add_workspace_dependency(
+        &manifest_path,
+        &manifest,
+        service_package,
+        "dev-dependencies",
+    )?;
     plan.edit(&manifest_path, manifest)?;
     if let Some(lock) = plan.text("Cargo.lock")?
         && let Some(lock) = super::lockfile::add_dependency(&lock, worker_package, service_package)
@@ -215,34 +220,6 @@ pub fn plan(
         r.text.into_bytes(),
         Some((r.template, r.overridden)),
     )
-}
-
-/// `manifest` with `package.workspace = true` among its `[dev-dependencies]` (or its
-/// dependencies already).
-fn dev_dependency(path: &str, manifest: &str, package: &str) -> Result<String, GenerateError> {
-    let mut doc = super::members::parse(path, manifest)?;
-    let has = |table: &str| {
-        doc.get(table)
-            .and_then(toml_edit::Item::as_table_like)
-            .is_some_and(|t| t.contains_key(package))
-    };
-    if has("dependencies") || has("dev-dependencies") {
-        return Ok(manifest.to_owned());
-    }
-    let dev = doc
-        .entry("dev-dependencies")
-        .or_insert_with(toml_edit::table)
-        .as_table_like_mut()
-        .ok_or_else(|| GenerateError::Manifest {
-            path: path.to_owned(),
-            message: "`dev-dependencies` is not a table".to_owned(),
-            help: "make it a `[dev-dependencies]` table".to_owned(),
-        })?;
-    let mut entry = toml_edit::Table::new();
-    entry.set_dotted(true);
-    entry.insert("workspace", toml_edit::value(true));
-    dev.insert(package, toml_edit::Item::Table(entry));
-    Ok(doc.to_string())
 }
 
 #[cfg(test)]

@@ -28,6 +28,8 @@ pub struct WorkerOptions {
     pub orchestration: bool,
     /// A long-running work kind whose lease the worker renews.
     pub long_held: bool,
+    /// The outside provider the handler calls (`integrations/<provider>/`).
+    pub integration: Option<String>,
     pub dry_run: bool,
 }
 
@@ -58,6 +60,9 @@ pub fn worker(
     }
     if let Some(lane) = &opts.lane {
         names::validate(NameKind::Lane, lane)?;
+    }
+    if let Some(provider) = &opts.integration {
+        names::validate(NameKind::Provider, provider)?;
     }
     if opts.orchestration
         && let Some(lane) = &opts.lane
@@ -183,6 +188,7 @@ pub fn worker(
     vars.push(("service_snake", Value::from(names::snake(&service))));
     vars.push(("service", Value::from(service)));
     vars.push(("long_held", Value::from(opts.long_held)));
+    vars.extend(super::integration::vars(opts.integration.as_deref()));
     let ctx = context(&vars);
 
     if opts.orchestration {
@@ -213,6 +219,9 @@ pub fn worker(
         &opts.kind,
         &work_kind_handler(worker, opts.long_held),
     )?;
+    if let Some(provider) = &opts.integration {
+        super::integration::plan(&mut plan, &templates, &ctx, (&name, worker), provider)?;
+    }
     if let Some(write) = &producer {
         let mut vars = vars.clone();
         vars.push(("method", Value::from(write.1.method.clone())));
@@ -265,6 +274,13 @@ pub fn worker(
             "the {ns} namespace has no service write: have its producer add the work row in the transaction of its write (Store::enqueue_in)"
         ),
     });
+    if let Some(provider) = &opts.integration {
+        next.push(format!(
+            "edit integrations/{provider}/src/http.rs if the provider's API is not JSON POSTs; set {}_{}_IMPL (and _BASE_URL, _TOKEN) where the worker is deployed: it does not start without it",
+            names::shouty(&name),
+            names::shouty(provider)
+        ));
+    }
     next.push(format!("cargo test -p {name}-{worker}"));
     next.push("scaffold check".to_owned());
     super::finish("worker", txn, plan, opts.dry_run, next)
@@ -278,6 +294,7 @@ fn kind_vars(kind: &str, ns: &str, lane: &str) -> Vec<(&'static str, Value)> {
         ("Kind", Value::from(names::camel(kind))),
         ("kind_snake", Value::from(snake.clone())),
         ("kind_words", Value::from(snake.replace('_', " "))),
+        ("kind_kebab", Value::from(snake.replace('_', "-"))),
         ("permission", Value::from(format!("{ns}.{snake}"))),
         ("lane", Value::from(lane)),
         ("lane_snake", Value::from(names::snake(lane))),

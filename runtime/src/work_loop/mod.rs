@@ -252,6 +252,15 @@ impl WorkLoop {
         self.shared.resources.init_all()
     }
 
+    /// Puts `value` in the place of the registered resource of type `T`: a test runs the
+    /// worker's own loop on a provider's twin.
+    pub fn set_resource<T: Send + Sync + 'static>(
+        &self,
+        value: T,
+    ) -> Result<(), crate::resources::ResourceError> {
+        self.shared.resources.set(value)
+    }
+
     /// The lanes served.
     pub fn lanes(&self) -> &[String] {
         &self.shared.lanes

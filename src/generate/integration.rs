@@ -1,0 +1,252 @@
+//! `scaffold worker <w> <KIND> --integration <provider>` (seed 001, Procedure 2): the
+//! provider's client crate under `integrations/<provider>/` — a trait, an HTTP client, a
+//! deterministic twin, and the setting that picks one — made once and reused by every kind
+//! that names the provider; the worker's dependency on it, its registration on the
+//! worker's loop, and its settings in `.env.example`.
+
+use minijinja::Value;
+
+use super::names;
+use super::plan::Plan;
+use super::templates::Templates;
+use super::{GenerateError, create_from};
+
+/// The crate's files, under `integrations/<provider>/`, from `templates/integration/`.
+const FILES: &[&str] = &[
+    "Cargo.toml",
+    "README.md",
+    "src/lib.rs",
+    "src/http.rs",
+    "src/settings.rs",
+    "src/twin.rs",
+    "tests/http.rs",
+];
+
+/// The embedded lock with an integration crate added: the embedded lock plus reqwest and
+/// what it needs, resolved once by cargo.
+pub const INTEGRATION_LOCK: &str = "Cargo.lock.acme-integration";
+/// The integration package in [`INTEGRATION_LOCK`].
+const LOCK_PACKAGE: &str = "acme-mailer-integration";
+
+/// The HTTP client's entry in `[workspace.dependencies]`: rustls with its webpki roots (the
+/// crypto provider the runtime's PostgreSQL TLS already builds), no HTTP/2 or proxy lookup.
+const REQWEST: &str =
+    r#"{ version = "0.12", default-features = false, features = ["json", "rustls-tls"] }"#;
+
+const ENV_MARKER: &str = "# scaffold:settings";
+/// Where `cargo test` and `cargo run` get the twin as the provider's default.
+pub const CARGO_CONFIG: &str = ".cargo/config.toml";
+const CARGO_ENV_MARKER: &str = "# scaffold:env";
+const LOOP_MARKER: &str = "// scaffold:handlers";
+
+pub fn dir(provider: &str) -> String {
+    format!("integrations/{provider}")
+}
+
+pub fn package(name: &str, provider: &str) -> String {
+    format!("{name}-{provider}-integration")
+}
+
+/// The template variables of `provider` (`None`: the kind calls no provider).
+pub fn vars(provider: Option<&str>) -> Vec<(&'static str, Value)> {
+    let Some(p) = provider else {
+        return vec![("provider", Value::from(()))];
+    };
+    vec![
+        ("provider", Value::from(p)),
+        ("provider_snake", Value::from(names::snake(p))),
+        ("Provider", Value::from(names::camel(p))),
+        ("PROVIDER", Value::from(names::shouty(p))),
+    ]
+}
+
+/// Plans the provider's crate (unless the tree has it), the worker's dependency on it, its
+/// client on the worker's loop, and its settings.
+pub fn plan(
+    plan: &mut Plan,
+    templates: &Templates,
+    ctx: &Value,
+    (name, worker): (&str, &str),
+    provider: &str,
+) -> Result<(), GenerateError> {
+    let dir = dir(provider);
+    let package = package(name, provider);
+    let manifest_path = format!("{dir}/Cargo.toml");
+    match plan.text(&manifest_path)? {
+        Some(manifest) => {
+            let found = super::members::parse(&manifest_path, &manifest)?
+                .get("package")
+                .and_then(|p| p.get("name"))
+                .and_then(toml_edit::Item::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            if found != package {
+                return Err(GenerateError::IntegrationForeign {
+                    provider: provider.to_owned(),
+                    path: manifest_path,
+                    found,
+                    package,
+                });
+            }
+        }
+        None => {
+            if plan.root().join(&dir).symlink_metadata().is_ok() {
+                return Err(GenerateError::FileExists {
+                    path: format!("{dir}/"),
+                });
+            }
+            plan_crate(plan, templates, ctx, &dir, &package)?;
+        }
+    }
+
+    let worker_package = format!("{name}-{worker}");
+    let worker_manifest = format!("workers/{worker}/Cargo.toml");
+    let text = plan.text(&worker_manifest)?.unwrap_or_default();
+    let text = super::members::add_workspace_dependency(
+        &worker_manifest,
+        &text,
+        &package,
+        "dependencies",
+    )?;
+    plan.edit(&worker_manifest, text)?;
+    if let Some(lock) = plan.text("Cargo.lock")?
+        && let Some(lock) = super::lockfile::add_dependency(&lock, &worker_package, &package)
+    {
+        plan.edit("Cargo.lock", lock)?;
+    }
+
+    let client = format!(
+        "{}_{}_integration::{}Client",
+        names::snake(name),
+        names::snake(provider),
+        names::camel(provider)
+    );
+    let work_loop = format!("workers/{worker}/src/work_loop.rs");
+    if !plan.text(&work_loop)?.unwrap_or_default().contains(&client) {
+        super::worker::insert_snippet(
+            plan,
+            templates,
+            ctx,
+            &work_loop,
+            LOOP_MARKER,
+            "the handler list of the worker's work loop",
+            "integration/resource.j2",
+        )?;
+    }
+    let setting = format!("{}_{}_IMPL=", names::shouty(name), names::shouty(provider));
+    let env = plan.text(super::worker::ENV_EXAMPLE)?;
+    let cargo_setting = format!("{}_{}_IMPL ", names::shouty(name), names::shouty(provider));
+    let config = plan.text(CARGO_CONFIG)?;
+    if config.is_none() {
+        create_from(
+            plan,
+            templates,
+            "init/.cargo/config.toml.j2",
+            CARGO_CONFIG,
+            ctx,
+        )?;
+    }
+    if !config.is_some_and(|c| c.contains(&cargo_setting)) {
+        super::worker::insert_snippet(
+            plan,
+            templates,
+            ctx,
+            CARGO_CONFIG,
+            CARGO_ENV_MARKER,
+            "the settings `cargo test` and `cargo run` default",
+            "integration/cargo-env.j2",
+        )?;
+    }
+    if env.is_some_and(|e| !e.contains(&setting)) {
+        super::worker::insert_snippet(
+            plan,
+            templates,
+            ctx,
+            super::worker::ENV_EXAMPLE,
+            ENV_MARKER,
+            "the settings of what `scaffold worker` adds",
+            "integration/env.j2",
+        )?;
+    }
+    Ok(())
+}
+
+/// The crate itself, its workspace member and dependency, reqwest in the workspace's
+/// table, and their lock entries.
+fn plan_crate(
+    plan: &mut Plan,
+    templates: &Templates,
+    ctx: &Value,
+    dir: &str,
+    package: &str,
+) -> Result<(), GenerateError> {
+    for file in FILES {
+        create_from(
+            plan,
+            templates,
+            &format!("integration/{file}.j2"),
+            &format!("{dir}/{file}"),
+            ctx,
+        )?;
+    }
+    let manifest = plan.text("Cargo.toml")?.unwrap_or_default();
+    let manifest = super::members::add("Cargo.toml", &manifest, dir)?;
+    let manifest = super::members::add_path_dependency("Cargo.toml", &manifest, package, dir)?;
+    let manifest =
+        super::members::add_registry_dependency("Cargo.toml", &manifest, "reqwest", REQWEST)?;
+    plan.edit("Cargo.toml", manifest)?;
+    let Some(lock) = plan.text("Cargo.lock")? else {
+        return Ok(());
+    };
+    let embedded = |file: &str| {
+        super::templates::embedded_file(file)
+            .map(|b| String::from_utf8_lossy(b).into_owned())
+            .ok_or_else(|| GenerateError::Template {
+                template: file.to_owned(),
+                origin: "embedded".to_owned(),
+                message: "not in this build".to_owned(),
+            })
+    };
+    let base = embedded(super::lockfile::EMBEDDED_LOCK)?;
+    let with = embedded(INTEGRATION_LOCK)?;
+    let lock = match super::lockfile::merge_registry(&lock, &base, &with) {
+        Ok(merged) => merged.unwrap_or(lock),
+        Err(packages) => {
+            return Err(GenerateError::LockDiverged {
+                first: packages
+                    .first()
+                    .and_then(|p| p.split(' ').next())
+                    .unwrap_or_default()
+                    .to_owned(),
+                packages: packages.join(", "),
+            });
+        }
+    };
+    let lock =
+        super::lockfile::add_member_like(&lock, &with, package, LOCK_PACKAGE).unwrap_or(lock);
+    plan.edit("Cargo.lock", lock)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn embedded(file: &str) -> String {
+        let bytes = crate::generate::templates::embedded_file(file).expect("embedded");
+        String::from_utf8_lossy(bytes).into_owned()
+    }
+
+    /// The integration lock was resolved from the embedded lock: when that one changes
+    /// (a runtime dependency), this fails until the integration lock is resolved again
+    /// (templates/README.md says how).
+    #[test]
+    fn the_integration_lock_extends_the_embedded_lock() {
+        let base = embedded(crate::generate::lockfile::EMBEDDED_LOCK);
+        let with = embedded(INTEGRATION_LOCK);
+        let merged = crate::generate::lockfile::merge_registry(&base, &base, &with)
+            .expect("every shared entry is the embedded lock's or the integration lock's")
+            .expect("reqwest is added");
+        assert!(merged.contains("name = \"reqwest\""));
+        assert!(with.contains(&format!("name = \"{LOCK_PACKAGE}\"")));
+    }
+}

@@ -1,0 +1,245 @@
+//! Outside providers: `--integration <provider>` gives the handler a client crate under
+//! `integrations/<provider>/` (trait, HTTP client, twin, the setting that picks one), made
+//! once and reused by the provider's other kinds; what is refused leaves the tree
+//! byte-identical.
+
+use std::fs;
+
+use super::{assert_same, ok, repo, run_in, tree};
+
+const CRATE: &[&str] = &[
+    "integrations/mailer/Cargo.toml",
+    "integrations/mailer/README.md",
+    "integrations/mailer/src/http.rs",
+    "integrations/mailer/src/lib.rs",
+    "integrations/mailer/src/settings.rs",
+    "integrations/mailer/src/twin.rs",
+    "integrations/mailer/tests/http.rs",
+];
+
+#[test]
+fn an_integration_is_a_client_crate_the_handler_takes_from_its_context() {
+    let (_tmp, dir) = repo();
+    ok(&run_in(&dir, &["namespace", "shipping"]));
+    let before = tree(&dir);
+    let r = run_in(
+        &dir,
+        &[
+            "worker",
+            "maintenance",
+            "NOTIFY_SHIPMENT",
+            "--integration",
+            "mailer",
+            "--dry-run",
+        ],
+    );
+    ok(&r);
+    for path in CRATE {
+        assert!(
+            r.stdout.contains(&format!("+++ b/{path}")),
+            "{path}:\n{}",
+            r.stdout
+        );
+    }
+    assert!(
+        r.stdout
+            .contains("+.resource_with(acme_mailer_integration::MailerClient::from_env)")
+            || r.stdout.contains(
+                "+        .resource_with(acme_mailer_integration::MailerClient::from_env)"
+            ),
+        "{}",
+        r.stdout
+    );
+    assert_same(&tree(&dir), &before, "--dry-run wrote");
+
+    let r = run_in(
+        &dir,
+        &[
+            "worker",
+            "maintenance",
+            "NOTIFY_SHIPMENT",
+            "--integration",
+            "mailer",
+            "--format",
+            "json",
+        ],
+    );
+    ok(&r);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).expect("JSON");
+    let created: Vec<&str> = v["created"]
+        .as_array()
+        .expect("created")
+        .iter()
+        .filter_map(serde_json::Value::as_str)
+        .collect();
+    for path in CRATE {
+        assert!(created.contains(path), "{path} in {created:?}");
+    }
+    let changed = v["changed"].to_string();
+    for path in [
+        ".cargo/config.toml",
+        ".env.example",
+        "Cargo.lock",
+        "Cargo.toml",
+    ] {
+        assert!(changed.contains(path), "{path} in {changed}");
+    }
+
+    let handler =
+        fs::read_to_string(dir.join("workers/maintenance/src/handlers/notify_shipment.rs"))
+            .expect("handler");
+    assert!(
+        handler.contains("needs.add::<MailerClient>();"),
+        "{handler}"
+    );
+    assert!(
+        handler.contains("ctx.resource::<MailerClient>()?"),
+        "{handler}"
+    );
+    let manifest = fs::read_to_string(dir.join("Cargo.toml")).expect("manifest");
+    assert!(manifest.contains("\"integrations/mailer\""), "{manifest}");
+    assert!(
+        manifest.contains("reqwest = { version = \"0.12\""),
+        "{manifest}"
+    );
+    let lock = fs::read_to_string(dir.join("Cargo.lock")).expect("lock");
+    assert!(lock.contains("name = \"acme-mailer-integration\""));
+    assert!(lock.contains("name = \"reqwest\""));
+    let env = fs::read_to_string(dir.join(".env.example")).expect("env");
+    assert!(env.contains("ACME_MAILER_IMPL=twin"), "{env}");
+    let config = fs::read_to_string(dir.join(".cargo/config.toml")).expect("config");
+    assert!(
+        config.contains("ACME_MAILER_IMPL = { value = \"twin\", force = false }"),
+        "{config}"
+    );
+    let check = run_in(&dir, &["check", "--format", "json"]);
+    assert_eq!(check.code, 0, "{}{}", check.stdout, check.stderr);
+
+    // A second kind naming the provider reuses its crate and registration.
+    let lib = fs::read(dir.join("integrations/mailer/src/lib.rs")).expect("lib");
+    let r = run_in(
+        &dir,
+        &[
+            "worker",
+            "maintenance",
+            "SEND_RECEIPT",
+            "--integration",
+            "mailer",
+            "--format",
+            "json",
+        ],
+    );
+    ok(&r);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).expect("JSON");
+    assert!(
+        !v["created"].to_string().contains("integrations/"),
+        "{}",
+        r.stdout
+    );
+    for path in [
+        "Cargo.lock",
+        "Cargo.toml",
+        ".env.example",
+        ".cargo/config.toml",
+    ] {
+        assert!(
+            !v["changed"].to_string().contains(&format!("\"{path}\"")),
+            "{path}: {}",
+            r.stdout
+        );
+    }
+    assert_eq!(
+        fs::read(dir.join("integrations/mailer/src/lib.rs")).expect("lib"),
+        lib
+    );
+    let work_loop =
+        fs::read_to_string(dir.join("workers/maintenance/src/work_loop.rs")).expect("loop");
+    assert_eq!(
+        work_loop.matches("MailerClient::from_env").count(),
+        1,
+        "{work_loop}"
+    );
+    let env = fs::read_to_string(dir.join(".env.example")).expect("env");
+    assert_eq!(env.matches("ACME_MAILER_IMPL=").count(), 1, "{env}");
+}
+
+#[test]
+fn a_bad_provider_a_foreign_crate_or_a_moved_lock_is_refused_with_nothing_written() {
+    let (_tmp, dir) = repo();
+    ok(&run_in(&dir, &["namespace", "shipping"]));
+    let before = tree(&dir);
+    let attempt = |provider: &str| {
+        run_in(
+            &dir,
+            &[
+                "worker",
+                "maintenance",
+                "NOTIFY_SHIPMENT",
+                "--integration",
+                provider,
+            ],
+        )
+    };
+
+    let r = attempt("Mailer");
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("invalid provider name `Mailer`"),
+        "{}",
+        r.stderr
+    );
+    let r = attempt("../mailer");
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert_same(&tree(&dir), &before, "a bad provider name changed the tree");
+
+    let r = run_in(
+        &dir,
+        &[
+            "worker",
+            "maintenance",
+            "SYNC_LEDGER",
+            "--orchestration",
+            "--integration",
+            "mailer",
+        ],
+    );
+    assert_eq!(r.code, 2, "clap refuses the combination: {}", r.stderr);
+    assert_same(
+        &tree(&dir),
+        &before,
+        "--orchestration --integration changed the tree",
+    );
+
+    // integrations/mailer/ holding some other crate is not adopted.
+    fs::create_dir_all(dir.join("integrations/mailer")).expect("mkdir");
+    fs::write(
+        dir.join("integrations/mailer/Cargo.toml"),
+        "[package]\nname = \"vendor-mailer\"\nversion = \"0.1.0\"\n",
+    )
+    .expect("write");
+    let before = tree(&dir);
+    let r = attempt("mailer");
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("`vendor-mailer`"), "{}", r.stderr);
+    assert_same(&tree(&dir), &before, "a foreign crate changed the tree");
+    fs::remove_dir_all(dir.join("integrations")).expect("rm");
+
+    // A lock whose entries moved on since init is not merged by guesswork.
+    let lock = fs::read_to_string(dir.join("Cargo.lock")).expect("lock");
+    let moved = lock.replacen(
+        "dependencies = [\n \"bytes\",",
+        "dependencies = [\n \"bytes 9.9.9\",",
+        1,
+    );
+    assert_ne!(moved, lock, "the lock has a package depending on bytes");
+    fs::write(dir.join("Cargo.lock"), moved).expect("write");
+    let before = tree(&dir);
+    let r = attempt("mailer");
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("Cargo.lock has other entries"),
+        "{}",
+        r.stderr
+    );
+    assert_same(&tree(&dir), &before, "a moved lock changed the tree");
+}
