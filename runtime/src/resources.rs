@@ -40,20 +40,24 @@ struct Slot {
 
 impl Slot {
     fn get(&self) -> Result<Shared, ResourceError> {
-        let mut value = self.value.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(v) = value.as_ref() {
+        if let Some(v) = self.lock().as_ref() {
             return Ok(v.clone());
         }
         let init = self.init.as_ref().ok_or(ResourceError::Missing {
             resource: self.name,
         })?;
-        // Not cached on failure: the next use tries again.
+        // Built without the lock held (an init may take its time, and must not block the
+        // handlers of other items on it); not cached on failure, so the next use tries
+        // again. When two build at once, the first stored wins.
         let built = init().map_err(|reason| ResourceError::Failed {
             resource: self.name,
             reason,
         })?;
-        *value = Some(built.clone());
-        Ok(built)
+        Ok(self.lock().get_or_insert(built).clone())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Shared>> {
+        self.value.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -117,7 +121,7 @@ impl Resources {
             .ok_or(ResourceError::Missing {
                 resource: type_name::<T>(),
             })?;
-        *slot.value.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(value));
+        *slot.lock() = Some(Arc::new(value));
         Ok(())
     }
 

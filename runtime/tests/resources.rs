@@ -24,9 +24,9 @@ struct Mailer {
     sent: AtomicUsize,
 }
 
-struct Send;
+struct SendMail;
 
-impl WorkHandler for Send {
+impl WorkHandler for SendMail {
     type Payload = serde_json::Value;
     const KIND: &'static str = "SEND";
     const REQUIRES: &'static [&'static str] = &["mail.send"];
@@ -49,7 +49,7 @@ impl WorkHandler for Send {
 fn build_refuses_a_handler_whose_resource_is_not_registered() {
     let c = MemoryContainer::new();
     let err = WorkLoop::builder(c.store, KINDS)
-        .handler(Send)
+        .handler(SendMail)
         .build()
         .expect_err("no Mailer on the loop");
     assert!(
@@ -64,7 +64,7 @@ fn a_lazy_resource_reads_nothing_at_build_and_fails_the_worker_at_start() {
     let calls = Arc::new(AtomicUsize::new(0));
     let seen = Arc::clone(&calls);
     let work = WorkLoop::builder(c.store, KINDS)
-        .handler(Send)
+        .handler(SendMail)
         .resource_with(move || -> Result<Mailer, String> {
             seen.fetch_add(1, Ordering::SeqCst);
             Err("ACME_MAILER_IMPL is unset: set it to `http` or `twin`".to_owned())
@@ -88,7 +88,7 @@ async fn the_loop_hands_its_resource_to_the_handler() {
         .await
         .expect("enqueue");
     let work = WorkLoop::builder(c.store.clone(), KINDS)
-        .handler(Send)
+        .handler(SendMail)
         .resource_with(|| Ok(Mailer::default()))
         .relay_outbox(false)
         .poll_interval(Duration::from_millis(5))
@@ -130,7 +130,7 @@ async fn the_loop_hands_its_resource_to_the_handler() {
 #[tokio::test]
 async fn run_twice_gives_the_handler_the_containers_twin_and_a_missing_one_is_permanent() {
     let c = MemoryContainer::new().with_resource(Mailer::default());
-    let done = run_twice(&c, &Send, item("SEND", serde_json::json!({})))
+    let done = run_twice(&c, &SendMail, item("SEND", serde_json::json!({})))
         .await
         .expect("both runs succeed");
     assert_eq!(done.state, ItemState::Completed);
@@ -138,7 +138,7 @@ async fn run_twice_gives_the_handler_the_containers_twin_and_a_missing_one_is_pe
     assert_eq!(mailer.sent.load(Ordering::SeqCst), 1, "sent once");
 
     let bare = MemoryContainer::new();
-    let err = run_twice(&bare, &Send, item("SEND", serde_json::json!({})))
+    let err = run_twice(&bare, &SendMail, item("SEND", serde_json::json!({})))
         .await
         .expect_err("no Mailer");
     assert!(

@@ -201,7 +201,7 @@ pub enum GenerateError {
     #[diagnostic(
         code(scaffold::lock_diverged),
         help(
-            "the integration's HTTP client (reqwest) was resolved against the lock `scaffold init` writes; run `cargo update -p {first}` to bring it back first, or add the integration and let cargo resolve the lock (`cargo generate-lockfile`)"
+            "the integration's HTTP client (reqwest) was resolved against the lock `scaffold init` writes, and this lock has moved on from it (starting with `{first}`); add the crate by hand and let cargo resolve the lock (`cargo update -p reqwest`), or run the generator on the lock as init wrote it"
         )
     )]
     LockDiverged { packages: String, first: String },

@@ -28,8 +28,8 @@ pub const INTEGRATION_LOCK: &str = "Cargo.lock.acme-integration";
 /// The integration package in [`INTEGRATION_LOCK`].
 const LOCK_PACKAGE: &str = "acme-mailer-integration";
 
-/// The HTTP client's entry in `[workspace.dependencies]`: rustls with its webpki roots (the
-/// crypto provider the runtime's PostgreSQL TLS already builds), no HTTP/2 or proxy lookup.
+/// The HTTP client's entry in `[workspace.dependencies]`: rustls with its webpki roots and
+/// ring (the crypto provider the runtime's PostgreSQL TLS already builds), no HTTP/2.
 const REQWEST: &str =
     r#"{ version = "0.12", default-features = false, features = ["json", "rustls-tls"] }"#;
 
@@ -209,6 +209,13 @@ fn plan_crate(
     };
     let base = embedded(super::lockfile::EMBEDDED_LOCK)?;
     let with = embedded(INTEGRATION_LOCK)?;
+    // The member first, so the merge pins its bare names where a crate gains a version.
+    let lock =
+        super::lockfile::add_member_like(&lock, &with, package, LOCK_PACKAGE).unwrap_or(lock);
+    if lock.contains("\nname = \"reqwest\"\n") {
+        // An earlier provider brought reqwest: what it needs is in the lock already.
+        return plan.edit("Cargo.lock", lock);
+    }
     let lock = match super::lockfile::merge_registry(&lock, &base, &with) {
         Ok(merged) => merged.unwrap_or(lock),
         Err(packages) => {
@@ -222,8 +229,6 @@ fn plan_crate(
             });
         }
     };
-    let lock =
-        super::lockfile::add_member_like(&lock, &with, package, LOCK_PACKAGE).unwrap_or(lock);
     plan.edit("Cargo.lock", lock)
 }
 
@@ -246,7 +251,17 @@ mod tests {
         let merged = crate::generate::lockfile::merge_registry(&base, &base, &with)
             .expect("every shared entry is the embedded lock's or the integration lock's")
             .expect("reqwest is added");
-        assert!(merged.contains("name = \"reqwest\""));
+        let registry = |lock: &str| -> Vec<String> {
+            lock.split("\n\n[[package]]\n")
+                .filter(|block| block.contains("\nsource = "))
+                .map(str::to_owned)
+                .collect()
+        };
+        assert_eq!(
+            registry(&merged),
+            registry(&with),
+            "the merge yields the integration lock's registry entries, no more, no less"
+        );
         assert!(with.contains(&format!("name = \"{LOCK_PACKAGE}\"")));
     }
 }

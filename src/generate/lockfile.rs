@@ -129,7 +129,8 @@ pub fn add_dependency(lock: &str, package: &str, dep: &str) -> Option<String> {
 /// the embedded integration lock adds reqwest to the embedded lock). A dependency named
 /// bare that now has two versions is pinned to the version it meant. `Ok(None)` when
 /// `lock` has them all already; `Err` names the packages whose entry in `lock` is neither
-/// `without`'s nor `with`'s (a lock edited since: merging would guess).
+/// `without`'s nor `with`'s, that `without` had and `lock` lacks, or that `lock` has at
+/// another version (a lock updated since: merging would guess).
 pub fn merge_registry(
     lock: &str,
     without: &str,
@@ -144,10 +145,19 @@ pub fn merge_registry(
         let mut changed = false;
         for w in with.iter().filter(|p| !p.is_local) {
             let base = without.iter().find(|b| !b.is_local && b.id() == w.id());
+            let other_version = packages.iter().any(|p| {
+                !p.is_local
+                    && p.name == w.name
+                    && !with.iter().any(|x| !x.is_local && x.id() == p.id())
+            });
             match packages
                 .iter_mut()
                 .find(|p| !p.is_local && p.id() == w.id())
             {
+                // `without` had it, or the lock has the crate at a version `with` does not:
+                // the lock was updated since (a second version next to it would be one
+                // cargo never resolves).
+                None if base.is_some() || other_version => conflicts.push(w.id()),
                 None => {
                     let mut added = w.clone();
                     added.from_with = true;
@@ -258,15 +268,17 @@ fn render(header: &str, mut packages: Vec<Package>) -> String {
     out
 }
 
-/// A version's numeric parts, compared as numbers (`0.9.0` before `0.10.0`); a pre-release
-/// suffix sorts after its numbers (rare in a lock, and only among one crate's versions).
-fn version_key(v: &str) -> Vec<(u64, String)> {
-    v.split(['.', '-', '+'])
-        .map(|part| {
-            part.parse::<u64>()
-                .map_or_else(|_| (u64::MAX, part.to_owned()), |n| (n, String::new()))
-        })
-        .collect()
+/// A version as cargo orders them: its numbers compared as numbers (`0.9.0` before
+/// `0.10.0`), a pre-release before its release (`1.0.0-rc.1` before `1.0.0`), build
+/// metadata ignored.
+fn version_key(v: &str) -> (Vec<u64>, bool, String) {
+    let v = v.split('+').next().unwrap_or(v);
+    let (core, pre) = v.split_once('-').unwrap_or((v, ""));
+    let numbers = core
+        .split('.')
+        .map(|n| n.parse().unwrap_or(u64::MAX))
+        .collect();
+    (numbers, pre.is_empty(), pre.to_owned())
 }
 
 fn dep_key(d: &str) -> &str {
@@ -444,12 +456,22 @@ mod tests {
             Err(vec!["getrandom 0.2.0".to_owned()]),
             "a lock edited since is not merged by guesswork"
         );
+        let updated = mine.replace(
+            "name = \"libc\"\nversion = \"0.2.0\"",
+            "name = \"libc\"\nversion = \"0.2.9\"",
+        );
+        assert_ne!(updated, mine);
+        assert_eq!(
+            merge_registry(&updated, &without, &with),
+            Err(vec!["libc 0.2.0".to_owned()]),
+            "a crate updated since is not added a second time at the old version"
+        );
     }
 
     #[test]
     fn versions_sort_as_numbers() {
-        let mut v = vec!["0.10.0", "0.9.1", "0.9.0-rc.1", "1.0.0"];
+        let mut v = vec!["0.10.0", "0.9.1", "1.0.0", "1.0.0-rc.1", "0.9.0"];
         v.sort_by_key(|v| version_key(v));
-        assert_eq!(v, ["0.9.0-rc.1", "0.9.1", "0.10.0", "1.0.0"]);
+        assert_eq!(v, ["0.9.0", "0.9.1", "0.10.0", "1.0.0-rc.1", "1.0.0"]);
     }
 }

@@ -35,6 +35,34 @@ pub fn add_path_dependency(
     name: &str,
     dir: &str,
 ) -> Result<String, GenerateError> {
+    let mut table = toml_edit::InlineTable::new();
+    table.insert("path", Value::from(dir));
+    add_workspace_entry(path, manifest, name, Value::InlineTable(table))
+}
+
+/// `manifest` with `name = <spec>` (an inline table, as TOML) in `[workspace.dependencies]`;
+/// unchanged when it has `name` there.
+pub fn add_registry_dependency(
+    path: &str,
+    manifest: &str,
+    name: &str,
+    spec: &str,
+) -> Result<String, GenerateError> {
+    let value: Value = spec.parse().map_err(|e| GenerateError::Manifest {
+        path: path.to_owned(),
+        message: format!("the generator's own spec for `{name}` does not parse: {e}"),
+        help: "report this as a bug in scaffold".to_owned(),
+    })?;
+    add_workspace_entry(path, manifest, name, value)
+}
+
+/// `manifest` with `name = value` in `[workspace.dependencies]`, unless `name` is there.
+fn add_workspace_entry(
+    path: &str,
+    manifest: &str,
+    name: &str,
+    value: Value,
+) -> Result<String, GenerateError> {
     let mut doc = parse(path, manifest)?;
     let deps = doc
         .get_mut("workspace")
@@ -50,9 +78,7 @@ pub fn add_path_dependency(
     if deps.contains_key(name) {
         return Ok(manifest.to_owned());
     }
-    let mut table = toml_edit::InlineTable::new();
-    table.insert("path", Value::from(dir));
-    deps.insert(name, Item::Value(Value::InlineTable(table)));
+    deps.insert(name, Item::Value(value));
     Ok(doc.to_string())
 }
 
@@ -87,38 +113,6 @@ pub fn add_workspace_dependency(
     entry.set_dotted(true);
     entry.insert("workspace", toml_edit::value(true));
     deps.insert(package, Item::Table(entry));
-    Ok(doc.to_string())
-}
-
-/// `manifest` with `name = <spec>` (an inline table, as TOML) in `[workspace.dependencies]`;
-/// unchanged when it has `name` there.
-pub fn add_registry_dependency(
-    path: &str,
-    manifest: &str,
-    name: &str,
-    spec: &str,
-) -> Result<String, GenerateError> {
-    let mut doc = parse(path, manifest)?;
-    let deps = doc
-        .get_mut("workspace")
-        .and_then(Item::as_table_like_mut)
-        .and_then(|t| t.get_mut("dependencies"))
-        .and_then(Item::as_table_like_mut)
-        .ok_or_else(|| GenerateError::Manifest {
-            path: path.to_owned(),
-            message: "no `[workspace.dependencies]` table".to_owned(),
-            help: "the generated crates take their dependencies from the workspace's table"
-                .to_owned(),
-        })?;
-    if deps.contains_key(name) {
-        return Ok(manifest.to_owned());
-    }
-    let value: Value = spec.parse().map_err(|e| GenerateError::Manifest {
-        path: path.to_owned(),
-        message: format!("the generator's own spec for `{name}` does not parse: {e}"),
-        help: "report this as a bug in scaffold".to_owned(),
-    })?;
-    deps.insert(name, Item::Value(value));
     Ok(doc.to_string())
 }
 

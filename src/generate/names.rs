@@ -119,6 +119,18 @@ pub fn validate(kind: NameKind, name: &str) -> Result<(), GenerateError> {
             ));
         }
     }
+    if kind == NameKind::Provider {
+        let ty = camel(name);
+        if PROVIDER_TAKEN.contains(&ty.as_str()) {
+            return Err(invalid(
+                kind,
+                name,
+                format!(
+                    "its client's types (`{ty}`, `{ty}Error`, …) would clash with names the generated code uses"
+                ),
+            ));
+        }
+    }
     if kind == NameKind::Namespace {
         if RUST_KEYWORDS.contains(&name) {
             return Err(invalid(kind, name, "it is a Rust keyword"));
@@ -143,6 +155,33 @@ fn is_letter(c: char, upper: bool) -> bool {
 }
 
 /// `NOTIFY_SHIPMENT` → `NotifyShipment`; `SEND_2FA_CODE` → `Send2faCode`.
+/// Providers whose type `<Provider>` (or `<Provider>Error`, …) is a name the generated
+/// integration, handler or test already uses.
+const PROVIDER_TAKEN: &[&str] = &[
+    "Self",
+    "Arc",
+    "BTreeMap",
+    "Client",
+    "Duration",
+    "Future",
+    "Impl",
+    "Item",
+    "ItemState",
+    "MemoryContainer",
+    "Mutex",
+    "MutexGuard",
+    "Needs",
+    "PoisonError",
+    "State",
+    "StatusCode",
+    "Url",
+    "Value",
+    "VecDeque",
+    "Work",
+    "WorkContext",
+    "WorkHandler",
+];
+
 pub fn camel(name: &str) -> String {
     name.to_upper_camel_case()
 }

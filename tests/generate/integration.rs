@@ -81,8 +81,13 @@ fn an_integration_is_a_client_crate_the_handler_takes_from_its_context() {
         ".env.example",
         "Cargo.lock",
         "Cargo.toml",
+        "workers/maintenance/Cargo.toml",
+        "workers/maintenance/src/work_loop.rs",
     ] {
-        assert!(changed.contains(path), "{path} in {changed}");
+        assert!(
+            changed.contains(&format!("\"{path}\"")),
+            "{path} in {changed}"
+        );
     }
 
     let handler =
@@ -106,7 +111,7 @@ fn an_integration_is_a_client_crate_the_handler_takes_from_its_context() {
     assert!(lock.contains("name = \"acme-mailer-integration\""));
     assert!(lock.contains("name = \"reqwest\""));
     let env = fs::read_to_string(dir.join(".env.example")).expect("env");
-    assert!(env.contains("ACME_MAILER_IMPL=twin"), "{env}");
+    assert!(env.contains("# ACME_MAILER_IMPL=twin"), "{env}");
     let config = fs::read_to_string(dir.join(".cargo/config.toml")).expect("config");
     assert!(
         config.contains("ACME_MAILER_IMPL = { value = \"twin\", force = false }"),
@@ -190,6 +195,9 @@ fn a_bad_provider_a_foreign_crate_or_a_moved_lock_is_refused_with_nothing_writte
     );
     let r = attempt("../mailer");
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let r = attempt("work");
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("would clash"), "{}", r.stderr);
     assert_same(&tree(&dir), &before, "a bad provider name changed the tree");
 
     let r = run_in(
