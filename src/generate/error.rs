@@ -197,6 +197,14 @@ pub enum GenerateError {
         found: String,
         package: String,
     },
+    #[error("agent/codemap.yml {problem}")]
+    #[diagnostic(
+        code(scaffold::integration_unlayered),
+        help(
+            "a repository made before integrations existed lacks their layer: add `integrations: {{paths: [\"integrations/**\"], may_import: [runtime]}}` to `layers` and `integrations` to the workers layer's `may_import`, then run the command again"
+        )
+    )]
+    IntegrationUnlayered { problem: String },
     #[error("Cargo.lock has other entries than scaffold resolved for {packages}")]
     #[diagnostic(
         code(scaffold::lock_diverged),
@@ -325,6 +333,7 @@ impl GenerateError {
             | GenerateError::OrchestrationLane { .. }
             | GenerateError::OrchestrationWorker { .. }
             | GenerateError::IntegrationForeign { .. }
+            | GenerateError::IntegrationUnlayered { .. }
             | GenerateError::LockDiverged { .. } => 1,
             _ => 2,
         }

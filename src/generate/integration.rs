@@ -71,6 +71,7 @@ pub fn plan(
 ) -> Result<(), GenerateError> {
     let dir = dir(provider);
     let package = package(name, provider);
+    layered(plan, &dir, worker)?;
     let manifest_path = format!("{dir}/Cargo.toml");
     match plan.text(&manifest_path)? {
         Some(manifest) => {
@@ -157,6 +158,7 @@ pub fn plan(
             "integration/cargo-env.j2",
         )?;
     }
+    compose_settings(plan, name, worker)?;
     if env.is_some_and(|e| !e.contains(&setting)) {
         super::worker::insert_snippet(
             plan,
@@ -169,6 +171,117 @@ pub fn plan(
         )?;
     }
     Ok(())
+}
+
+/// Refuses a codemap in which the crate at `dir` would be in no layer, or the worker's layer
+/// could not import it (`scaffold check` would fail the tree the command leaves).
+fn layered(plan: &Plan, dir: &str, worker: &str) -> Result<(), GenerateError> {
+    let Some(text) = plan.text(crate::repo::codemap::CODEMAP_PATH)? else {
+        return Ok(());
+    };
+    // A codemap that does not parse is the checker's finding (`manifest-invalid`).
+    let Ok(map) = crate::repo::codemap::Codemap::parse(&text) else {
+        return Ok(());
+    };
+    let Some(layer) = map.layer_of(&format!("{dir}/src/lib.rs")) else {
+        return Err(GenerateError::IntegrationUnlayered {
+            problem: format!("puts {dir}/ in no layer"),
+        });
+    };
+    if let Some(workers) = map.layer_of(&format!("workers/{worker}/src/lib.rs"))
+        && workers.name != layer.name
+        && !workers.may_import.contains(&layer.name)
+    {
+        return Err(GenerateError::IntegrationUnlayered {
+            problem: format!(
+                "does not let layer `{}` import layer `{}`, which holds {dir}/",
+                workers.name, layer.name
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Gives each compose service running `worker` the setting of every provider its loop
+/// registers (`<NAME>_<PROVIDER>_IMPL`, twin unless the shell says otherwise), so the local
+/// stack starts; a replica added later gets them too.
+pub fn compose_settings(plan: &mut Plan, name: &str, worker: &str) -> Result<(), GenerateError> {
+    let work_loop = plan
+        .text(&format!("workers/{worker}/src/work_loop.rs"))?
+        .unwrap_or_default();
+    let prefix = format!("{}_", names::snake(name));
+    let providers: Vec<String> = work_loop
+        .lines()
+        .filter(|l| l.contains("Client::from_env"))
+        .filter_map(|l| {
+            let start = l.find(&prefix)? + prefix.len();
+            let end = l[start..].find("_integration::")? + start;
+            Some(l[start..end].to_owned())
+        })
+        .collect();
+    for provider in providers {
+        let var = format!(
+            "{}_{}_IMPL",
+            names::shouty(name),
+            provider.to_ascii_uppercase()
+        );
+        if let Some(compose) = plan.text(super::worker::COMPOSE)?
+            && let Some(out) = compose_env(&compose, worker, &var)
+        {
+            plan.edit(super::worker::COMPOSE, out)?;
+        }
+    }
+    Ok(())
+}
+
+/// `compose` with `var: ${var:-twin}` first in the `environment` map of each service that
+/// runs `worker`'s image and lacks `var` (the local stack runs on the twin unless the shell
+/// says otherwise); `None` when no service needed it, or the file does not parse (the
+/// generator's parse-back of the file reports that).
+fn compose_env(compose: &str, worker: &str, var: &str) -> Option<String> {
+    use crate::repo::yaml::{self, Value as Yaml};
+    let root = yaml::parse(compose).ok()?;
+    let entries = |node: &yaml::Node| match &node.value {
+        Yaml::Map(entries) => entries.clone(),
+        _ => Vec::new(),
+    };
+    let services = entries(&root)
+        .into_iter()
+        .find(|(k, _)| k.as_str() == Some("services"))
+        .map(|(_, v)| entries(&v))
+        .unwrap_or_default();
+    let mut at: Vec<usize> = Vec::new();
+    for (key, svc) in &services {
+        let name = key.as_str().unwrap_or_default();
+        if crate::check::workqueue::lanes::service_worker(name, svc) != worker {
+            continue;
+        }
+        let env = entries(svc)
+            .into_iter()
+            .find(|(k, _)| k.as_str() == Some("environment"))
+            .map(|(_, v)| entries(&v))
+            .unwrap_or_default();
+        if let Some((first, _)) = env.first()
+            && !env.iter().any(|(k, _)| k.as_str() == Some(var))
+        {
+            at.push(first.pos.offset);
+        }
+    }
+    if at.is_empty() {
+        return None;
+    }
+    let eol = super::markers::line_ending(compose);
+    let mut out = compose.to_owned();
+    at.sort_unstable();
+    for offset in at.into_iter().rev() {
+        let start = compose[..offset].rfind('\n').map_or(0, |i| i + 1);
+        let indent = &compose[start..offset];
+        if !indent.chars().all(|c| c == ' ') {
+            continue;
+        }
+        out.insert_str(start, &format!("{indent}{var}: ${{{var}:-twin}}{eol}"));
+    }
+    Some(out)
 }
 
 /// The crate itself, its workspace member and dependency, reqwest in the workspace's

@@ -258,7 +258,7 @@ pub fn worker(
                 rule: "a lane whose replica name no worker has",
             });
         }
-        plan_replica(&mut plan, &templates, &ctx, worker)?;
+        plan_replica(&mut plan, &templates, &ctx, (&name, worker))?;
     }
     let mut next = vec![format!(
         "edit workers/{worker}/src/handlers/{}.rs: do the work inside ctx.once",
@@ -583,7 +583,7 @@ fn plan_replica(
     plan: &mut Plan,
     templates: &Templates,
     ctx: &Value,
-    worker: &str,
+    (name, worker): (&str, &str),
 ) -> Result<(), GenerateError> {
     let place = "the list of workers in this file";
     insert_snippet(
@@ -606,6 +606,7 @@ fn plan_replica(
             place,
             "deploy/compose-service.j2",
         )?;
+        super::integration::compose_settings(plan, name, worker)?;
     }
     insert_snippet(
         plan,

@@ -166,6 +166,28 @@ fn an_integration_is_a_client_crate_the_handler_takes_from_its_context() {
     );
     let env = fs::read_to_string(dir.join(".env.example")).expect("env");
     assert_eq!(env.matches("ACME_MAILER_IMPL=").count(), 1, "{env}");
+
+    // The local stack runs the worker on the twin, a replica added later included.
+    let compose = "deployment/local/docker-compose.full.yml";
+    let setting = "      ACME_MAILER_IMPL: ${ACME_MAILER_IMPL:-twin}\n";
+    let text = fs::read_to_string(dir.join(compose)).expect("compose");
+    assert_eq!(text.matches(setting).count(), 1, "{text}");
+    ok(&run_in(
+        &dir,
+        &[
+            "worker",
+            "maintenance",
+            "REINDEX",
+            "--lane",
+            "bulk",
+            "--from",
+            "none",
+        ],
+    ));
+    let text = fs::read_to_string(dir.join(compose)).expect("compose");
+    assert_eq!(text.matches(setting).count(), 2, "the replica too:\n{text}");
+    let check = run_in(&dir, &["check", "--format", "json"]);
+    assert_eq!(check.code, 0, "{}{}", check.stdout, check.stderr);
 }
 
 #[test]
@@ -231,6 +253,30 @@ fn a_bad_provider_a_foreign_crate_or_a_moved_lock_is_refused_with_nothing_writte
     assert!(r.stderr.contains("`vendor-mailer`"), "{}", r.stderr);
     assert_same(&tree(&dir), &before, "a foreign crate changed the tree");
     fs::remove_dir_all(dir.join("integrations")).expect("rm");
+
+    // A repository made before integrations had a layer is told how to add it.
+    let codemap = fs::read_to_string(dir.join("agent/codemap.yml")).expect("codemap");
+    let older: String = codemap
+        .lines()
+        .filter(|l| !l.contains("integrations: {paths"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_ne!(older, codemap);
+    fs::write(dir.join("agent/codemap.yml"), &older).expect("write");
+    let before = tree(&dir);
+    let r = attempt("mailer");
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("puts integrations/mailer/ in no layer"),
+        "{}",
+        r.stderr
+    );
+    assert_same(
+        &tree(&dir),
+        &before,
+        "an unlayered integration changed the tree",
+    );
+    fs::write(dir.join("agent/codemap.yml"), &codemap).expect("write");
 
     // A lock whose entries moved on since init is not merged by guesswork.
     let lock = fs::read_to_string(dir.join("Cargo.lock")).expect("lock");
