@@ -22,22 +22,45 @@ pub const DEFAULT_LANE: &str = "default";
 /// How many attempts an item gets unless told otherwise.
 pub const DEFAULT_MAX_ATTEMPTS: i32 = 25;
 
-/// Where an item is in its life.
+/// Where an item is in its life, and who moves it out of each state (River documents its
+/// job states the same way). Every move below is one store call, fenced where a worker
+/// makes it; an operator's moves are `scaffold queue …` commands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ItemState {
     /// Waiting to be claimed once `run_at` has come.
+    ///
+    /// Out: a claimer of its lane (`Store::claim`) → `Running`; an operator's
+    /// `queue cancel` → `Dead`.
     Available,
     /// Claimed: a worker holds the lease (and the fence).
+    ///
+    /// Out: the holder's completer → `Completed`, `Failed` (transient, attempts left),
+    /// `Dead` (permanent, out of attempts, unknown kind, undecodable payload) or `Parked`
+    /// (an orchestration waiting); a draining holder → `Available` (released untouched);
+    /// the sweeper when the lease has expired (the holder died) → `Available`, or `Dead`
+    /// when it was the last attempt; an operator's `queue release <worker>` → `Available`,
+    /// `queue cancel` → `Dead`. A write by a holder whose fence is stale is refused.
     Running,
     /// Done. Its dedupe key is free again.
+    ///
+    /// Out: only the sweep that deletes completed items older than the retention.
     Completed,
     /// Failed with a transient error; claimed again at `run_at` (its backoff).
+    ///
+    /// Out: a claimer of its lane once `run_at` has come → `Running`; `queue cancel` →
+    /// `Dead`.
     Failed,
     /// Out of attempts, permanent error, unknown kind or undecodable payload. Stays until an
     /// operator retries or discards it.
+    ///
+    /// Out: only an operator: `queue retry` → `Available` (attempts reset; refused while a
+    /// live item holds its dedupe key), `queue discard` → deleted with its effects.
     Dead,
     /// An orchestration waiting for a time (`run_at`) or a signal.
+    ///
+    /// Out: a claimer once `run_at` has come → `Running`; `Store::signal` (`queue signal`)
+    /// naming what it waits for → `Available`; `queue cancel` → `Dead`.
     Parked,
 }
 
