@@ -18,51 +18,47 @@ use crate::time::Timestamp;
 /// wrapped around the producer's own `rusqlite` transaction with [`Tx::sqlite`].
 #[derive(Debug)]
 pub struct Tx<'a> {
-    pub(crate) inner: TxInner<'a>,
-    pub(crate) now: Timestamp,
+    // Borrowed, not boxed: a `Tx` has no destructor, so a producer's own transaction it
+    // wraps can be committed while the `Tx` is still in scope.
+    sink: &'a (dyn OutboxSink + 'a),
+    now: Timestamp,
 }
 
-#[derive(Debug)]
-pub(crate) enum TxInner<'a> {
-    Sqlite(&'a rusqlite::Connection),
-    Memory(&'a mut crate::store::memory::PendingOutbox),
-    /// A PostgreSQL transaction, driven from a blocking thread through the runtime's handle.
-    Postgres {
-        tx: &'a deadpool_postgres::Transaction<'a>,
-        handle: &'a tokio::runtime::Handle,
-    },
+/// Where a transaction's outbox rows go: each backend's open transaction implements it, so
+/// [`Tx`] knows no backend.
+pub(crate) trait OutboxSink: std::fmt::Debug {
+    /// Inserts an outbox row for `item`, stamped `now`; returns the id its item will have.
+    fn insert(&self, item: &NewItem, now: Timestamp) -> Result<ItemId, StoreError>;
+
+    /// The SQLite connection the transaction runs on, if it is one.
+    fn connection(&self) -> Option<&rusqlite::Connection> {
+        None
+    }
 }
 
 impl<'a> Tx<'a> {
+    /// A transaction whose outbox rows go to `sink`, stamped `now`.
+    pub(crate) fn new(sink: &'a (dyn OutboxSink + 'a), now: Timestamp) -> Self {
+        Tx { sink, now }
+    }
+
     /// Wraps a transaction the producer opened on its own connection to the queue's SQLite
     /// file (the queue tables must be migrated there). `now` stamps the outbox row.
     pub fn sqlite(tx: &'a rusqlite::Transaction<'a>, now: Timestamp) -> Self {
-        Tx {
-            inner: TxInner::Sqlite(tx),
-            now,
-        }
+        let conn: &'a rusqlite::Connection = tx;
+        Tx::new(conn, now)
     }
 
     /// The SQLite connection the transaction runs on, for the producer's business writes
     /// (`None` on other backends; on PostgreSQL a producer opens its own transaction and
     /// calls [`crate::Store::enqueue_in_postgres`]).
     pub fn connection(&self) -> Option<&rusqlite::Connection> {
-        match &self.inner {
-            TxInner::Sqlite(conn) => Some(conn),
-            TxInner::Memory(_) | TxInner::Postgres { .. } => None,
-        }
+        self.sink.connection()
     }
 
     /// Inserts an outbox row for `item`; returns the id its item will have.
     pub(crate) fn enqueue(&mut self, item: NewItem) -> Result<ItemId, StoreError> {
-        let now = self.now;
-        match &mut self.inner {
-            TxInner::Sqlite(conn) => crate::store::sqlite::insert_outbox(conn, &item, now),
-            TxInner::Memory(pending) => Ok(pending.push(item)),
-            TxInner::Postgres { tx, handle } => {
-                crate::store::postgres::insert_outbox(tx, handle, &item, now)
-            }
-        }
+        self.sink.insert(&item, self.now)
     }
 }
 

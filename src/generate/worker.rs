@@ -107,6 +107,25 @@ pub fn worker(
             path: format!("{worker_dir}/"),
         });
     }
+    if is_new
+        && let Some(suffix) = ["-integration", "-service"]
+            .into_iter()
+            .find(|s| worker.ends_with(s))
+    {
+        return Err(GenerateError::InvalidName {
+            what: "worker name",
+            name: worker.to_owned(),
+            reason: format!(
+                "`{name}-{worker}` is how the generator names a{} crate",
+                if suffix == "-service" {
+                    " namespace's service"
+                } else {
+                    "n outside provider's client"
+                }
+            ),
+            rule: "a name not ending in `-integration` or `-service`",
+        });
+    }
     if is_new && RESERVED_WORKERS.contains(&worker) {
         return Err(GenerateError::InvalidName {
             what: "worker name",

@@ -217,6 +217,12 @@ fn a_bad_provider_a_foreign_crate_or_a_moved_lock_is_refused_with_nothing_writte
     );
     let r = attempt("../mailer");
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let r = run_in(&dir, &["worker", "mailer-integration", "NOTIFY_SHIPMENT"]);
+    assert_eq!(
+        r.code, 1,
+        "a worker named like a provider's crate: {}",
+        r.stderr
+    );
     let r = attempt("work");
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
     assert!(r.stderr.contains("would clash"), "{}", r.stderr);
@@ -260,7 +266,8 @@ fn a_bad_provider_a_foreign_crate_or_a_moved_lock_is_refused_with_nothing_writte
         .lines()
         .filter(|l| !l.contains("integrations: {paths"))
         .map(|l| format!("{l}\n"))
-        .collect();
+        .collect::<String>()
+        .replace("services, integrations, packages", "services, packages");
     assert_ne!(older, codemap);
     fs::write(dir.join("agent/codemap.yml"), &older).expect("write");
     let before = tree(&dir);

@@ -11,7 +11,7 @@ use crate::item::{
     Claimed, EffectRecord, Enqueued, Fence, Finish, ItemId, ItemRecord, ItemState, LaneStats,
     ListFilter, NewItem, OutboxStats, Outcome, WorkerRecord, WorkerState,
 };
-use crate::outbox::{Tx, TxInner};
+use crate::outbox::{OutboxSink, Tx};
 use crate::store::{Backend, BoxFuture, ClaimRequest, RelayReport, StoreResult, TxBody};
 use crate::time::Timestamp;
 
@@ -28,6 +28,12 @@ impl PendingOutbox {
         self.next_id += 1;
         self.rows.push((id, item));
         id
+    }
+}
+
+impl OutboxSink for std::cell::RefCell<PendingOutbox> {
+    fn insert(&self, item: &NewItem, _now: Timestamp) -> StoreResult<ItemId> {
+        Ok(self.borrow_mut().push(item.clone()))
     }
 }
 
@@ -538,17 +544,15 @@ impl Backend for MemoryBackend {
 
     fn transaction(&self, body: TxBody, now: Timestamp) -> BoxFuture<'_, StoreResult<()>> {
         let mut st = self.lock();
-        let mut pending = PendingOutbox {
+        let pending = std::cell::RefCell::new(PendingOutbox {
             rows: Vec::new(),
             next_id: st.next_id,
-        };
+        });
         let result = {
-            let mut tx = Tx {
-                inner: TxInner::Memory(&mut pending),
-                now,
-            };
+            let mut tx = Tx::new(&pending, now);
             body(&mut tx)
         };
+        let pending = pending.into_inner();
         // Ids a rolled-back transaction took stay taken (as on PostgreSQL, whose sequence
         // does not roll back; SQLite's mark rolls back with the transaction, which is as
         // safe: no committed row ever had those ids).

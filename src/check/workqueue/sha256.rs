@@ -24,8 +24,8 @@ pub fn tree_hash(files: &mut [(String, Vec<u8>)]) -> String {
     for (path, bytes) in files.iter() {
         let body = crlf_to_lf(bytes);
         h.update(path.as_bytes());
-        h.update(&[0]);
-        h.update(&(body.len() as u64).to_be_bytes());
+        h.update([0]);
+        h.update((body.len() as u64).to_be_bytes());
         h.update(&body);
     }
     format!("sha256:{}", hex(&h.finalize()))

@@ -58,7 +58,7 @@ use crate::item::{
 use crate::store::{Backend, BoxFuture, ClaimRequest, RelayReport, StoreResult, TxBody};
 use crate::time::Timestamp;
 
-pub(crate) use ops::{insert_outbox, insert_outbox_in};
+pub(crate) use ops::insert_outbox_in;
 
 /// Connections a backend keeps at most unless `?pool_size=N` says otherwise.
 pub const DEFAULT_POOL_SIZE: usize = 10;

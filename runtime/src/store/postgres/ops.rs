@@ -15,7 +15,7 @@ use crate::item::{
     Claimed, EffectRecord, Enqueued, Fence, Finish, ItemId, ItemRecord, ItemState, LaneStats,
     ListFilter, NewItem, OutboxStats, Outcome, WorkerRecord, WorkerState,
 };
-use crate::outbox::{Tx, TxInner};
+use crate::outbox::{OutboxSink, Tx};
 use crate::store::{ClaimRequest, RelayReport, StoreResult, TxBody};
 use crate::time::Timestamp;
 
@@ -868,13 +868,11 @@ pub(crate) async fn transaction(
     tokio::task::spawn_blocking(move || -> StoreResult<()> {
         let tx = handle.block_on(conn.transaction())?;
         let result = {
-            let mut t = Tx {
-                inner: TxInner::Postgres {
-                    tx: &tx,
-                    handle: &handle,
-                },
-                now,
+            let sink = PostgresOutbox {
+                tx: &tx,
+                handle: &handle,
             };
+            let mut t = Tx::new(&sink, now);
             body(&mut t)
         };
         match result {
@@ -888,6 +886,20 @@ pub(crate) async fn transaction(
     })
     .await
     .map_err(|e| task(e.to_string()))?
+}
+
+/// A PostgreSQL transaction, driven from a blocking thread through the runtime's handle, as
+/// the outbox sees it.
+#[derive(Debug)]
+pub(crate) struct PostgresOutbox<'a> {
+    tx: &'a Transaction<'a>,
+    handle: &'a tokio::runtime::Handle,
+}
+
+impl OutboxSink for PostgresOutbox<'_> {
+    fn insert(&self, item: &NewItem, now: Timestamp) -> StoreResult<ItemId> {
+        insert_outbox(self.tx, self.handle, item, now)
+    }
 }
 
 /// Inserts an outbox row for `item` inside the producer's transaction `tx`; blocks on

@@ -23,8 +23,6 @@ use crate::item::{
 use crate::store::{Backend, BoxFuture, ClaimRequest, RelayReport, StoreResult, TxBody};
 use crate::time::Timestamp;
 
-pub(crate) use ops::insert_outbox;
-
 /// The SQLite backend (`sqlite://PATH`).
 #[derive(Debug, Clone)]
 pub struct SqliteBackend {

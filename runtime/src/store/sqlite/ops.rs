@@ -12,7 +12,7 @@ use crate::item::{
     Claimed, EffectRecord, Enqueued, Fence, Finish, ItemId, ItemRecord, ItemState, LaneStats,
     ListFilter, NewItem, OutboxStats, Outcome, WorkerRecord, WorkerState,
 };
-use crate::outbox::{Tx, TxInner};
+use crate::outbox::{OutboxSink, Tx};
 use crate::store::{ClaimRequest, RelayReport, StoreResult, TxBody};
 use crate::time::Timestamp;
 
@@ -583,10 +583,8 @@ pub(crate) fn record_effect(
 pub(crate) fn transaction(conn: &mut Connection, body: TxBody, now: Timestamp) -> StoreResult<()> {
     let tx = write(conn)?;
     {
-        let mut handle = Tx {
-            inner: TxInner::Sqlite(&tx),
-            now,
-        };
+        let conn: &Connection = &tx;
+        let mut handle = Tx::new(conn, now);
         body(&mut handle)?;
     }
     tx.commit()?;
@@ -594,6 +592,17 @@ pub(crate) fn transaction(conn: &mut Connection, body: TxBody, now: Timestamp) -
 }
 
 /// Inserts an outbox row for `item` on `conn` (inside the caller's transaction).
+/// A connection inside a transaction on the queue's SQLite file, as the outbox sees it.
+impl OutboxSink for Connection {
+    fn insert(&self, item: &NewItem, now: Timestamp) -> StoreResult<ItemId> {
+        insert_outbox(self, item, now)
+    }
+
+    fn connection(&self) -> Option<&Connection> {
+        Some(self)
+    }
+}
+
 pub(crate) fn insert_outbox(
     conn: &Connection,
     item: &NewItem,
