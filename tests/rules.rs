@@ -34,12 +34,47 @@ fn catalogue_and_rule_table_agree_and_ids_are_unique() {
 
 #[test]
 fn local_rules_are_catalogue_rules() {
-    for id in scaffold::check::LOCAL_RULES {
-        assert!(
-            catalogue::rule(id).is_some(),
-            "LOCAL_RULES names unknown rule {id}"
-        );
+    let local: Vec<&str> = scaffold::check::local_rules().collect();
+    assert!(local.contains(&"import-forbidden"), "{local:?}");
+    for id in local {
+        assert!(catalogue::rule(id).is_some(), "local rule {id} is unknown");
     }
+}
+
+/// `rules/catalogue.yml` and the README's rule table are renderings of the rules'
+/// declarations; `SCAFFOLD_UPDATE_RULES=1` rewrites them.
+#[test]
+fn the_catalogue_and_the_readme_table_are_built_from_the_declarations() {
+    let root = repo_root();
+    let catalogue_path = root.join("rules/catalogue.yml");
+    let readme_path = root.join("README.md");
+    let catalogue = std::fs::read_to_string(&catalogue_path).expect("catalogue");
+    let readme = std::fs::read_to_string(&readme_path).expect("README");
+    let start = readme
+        .find("| id | default | what it finds |\n")
+        .expect("the table");
+    let end = start
+        + readme[start..]
+            .find("\n\n")
+            .map_or(readme.len() - start, |i| i + 1);
+    let table = rules::readme_table();
+    let update = std::env::var_os("SCAFFOLD_UPDATE_RULES").is_some();
+    if update {
+        std::fs::write(&catalogue_path, rules::catalogue_yml()).expect("write catalogue");
+        let fresh = format!("{}{table}{}", &readme[..start], &readme[end..]);
+        std::fs::write(&readme_path, fresh).expect("write README");
+        return;
+    }
+    assert_eq!(
+        catalogue,
+        rules::catalogue_yml(),
+        "rules/catalogue.yml is stale: run with SCAFFOLD_UPDATE_RULES=1"
+    );
+    assert_eq!(
+        &readme[start..end],
+        table,
+        "the README's rule table is stale: run with SCAFFOLD_UPDATE_RULES=1"
+    );
 }
 
 #[test]

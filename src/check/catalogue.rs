@@ -1,5 +1,5 @@
-//! The rule catalogue (`rules/catalogue.yml`) and worker roles (`rules/worker-roles.yml`),
-//! embedded in the binary.
+//! The rule catalogue (built from the rules' declarations; `rules/catalogue.yml` is its
+//! rendering) and the worker roles (`rules/worker-roles.yml`, embedded in the binary).
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -8,7 +8,6 @@ use serde::Deserialize;
 
 use super::finding::Severity;
 
-const CATALOGUE_YML: &str = include_str!("../../rules/catalogue.yml");
 const ROLES_YML: &str = include_str!("../../rules/worker-roles.yml");
 
 #[derive(Debug, Clone)]
@@ -18,39 +17,16 @@ pub struct RuleInfo {
     pub summary: &'static str,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawCatalogue {
-    #[allow(dead_code)]
-    version: u32,
-    rules: Vec<RawRule>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawRule {
-    id: String,
-    severity: String,
-    summary: String,
-}
-
-/// Every rule of the catalogue, in catalogue order.
+/// Every rule, in the order of the rule table, from each rule's declaration.
 pub fn rules() -> &'static [RuleInfo] {
     static RULES: OnceLock<Vec<RuleInfo>> = OnceLock::new();
     RULES.get_or_init(|| {
-        // The catalogue is part of this binary; `catalogue_parses` tests it, so a failure
-        // here is a build defect rather than user input.
-        let raw: RawCatalogue = serde_saphyr::from_str(CATALOGUE_YML)
-            .unwrap_or_else(|e| panic!("embedded rules/catalogue.yml is invalid: {e}"));
-        raw.rules
-            .into_iter()
+        super::rules::RULES
+            .iter()
             .map(|r| RuleInfo {
-                id: Box::leak(r.id.into_boxed_str()),
-                severity: match r.severity.as_str() {
-                    "warning" => Severity::Warning,
-                    _ => Severity::Error,
-                },
-                summary: Box::leak(r.summary.into_boxed_str()),
+                id: r.decl.id,
+                severity: r.decl.severity,
+                summary: r.decl.summary,
             })
             .collect()
     })
@@ -127,11 +103,7 @@ mod tests {
         ids.sort_unstable();
         let before = ids.len();
         ids.dedup();
-        assert_eq!(
-            before,
-            ids.len(),
-            "duplicate rule id in rules/catalogue.yml"
-        );
+        assert_eq!(before, ids.len(), "duplicate rule id in src/check/rules/");
     }
 
     #[test]

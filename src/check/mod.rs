@@ -27,28 +27,15 @@ use baseline::Baseline;
 use context::{Context, PendingSave};
 use sink::{Outcome, Policy, Severities, Sink};
 
-/// Rules whose findings are caused by the file (or crate) they are reported in. With a
-/// change set, only their findings in the changed paths are reported; every other rule
-/// reads across files (a kind and its handler, a lane and the deployment files) and is
-/// reported wherever it lands.
-pub const LOCAL_RULES: &[&str] = &[
-    "import-forbidden",
-    "import-undeclared",
-    "dependency-forbidden",
-    "source-unparsed",
-    "suppression-invalid",
-    "worker-readme-missing",
-    "worker-role-unknown",
-    "worker-strategy-missing",
-    "worker-strategy-placeholder",
-    "crate-unlayered",
-    "handler-builds-context",
-    "worker-shell-exec",
-    "manager-enqueues",
-    "ownership-forbidden",
-    "ownership-outside-writable",
-    "generated-edited",
-];
+/// The rules whose findings are caused by the file (or crate) they are reported in
+/// ([`rules::Scope::Local`]): with a change set, only their findings in the changed paths
+/// are reported; every other rule reads across files and is reported wherever it lands.
+pub fn local_rules() -> impl Iterator<Item = &'static str> {
+    rules::RULES
+        .iter()
+        .filter(|r| r.decl.scope == rules::Scope::Local)
+        .map(|r| r.id)
+}
 
 /// What the user asked of this run.
 #[derive(Debug, Clone, Default)]
@@ -63,7 +50,7 @@ pub struct CheckOptions {
     pub baseline: Option<Baseline>,
     /// `CI=true`.
     pub ci: bool,
-    /// Run only the per-file rules (`LOCAL_RULES`) on the changed files: the change set
+    /// Run only the per-file rules ([`local_rules`]) on the changed files: the change set
     /// was found to touch nothing a repo-wide rule reads (see `changes_are_local`).
     pub restricted: bool,
 }
@@ -124,7 +111,7 @@ pub fn run(repo: &Repo, opts: &CheckOptions) -> Outcome {
         let others: Vec<&str> = catalogue::rules()
             .iter()
             .map(|r| r.id)
-            .filter(|id| !LOCAL_RULES.contains(id))
+            .filter(|id| !rules::is_local(id))
             .collect();
         severities.disable(&others);
     }

@@ -151,7 +151,7 @@ impl Sink {
         let in_scope = |path: &str| p.scope.is_none_or(|s| s.contains(path));
         // Scope limits the rules whose findings land in the file that causes them; a
         // repo-wide rule's finding may land anywhere a change broke something.
-        kept.retain(|f| !super::LOCAL_RULES.contains(&f.rule) || in_scope(&f.path));
+        kept.retain(|f| !super::rules::is_local(f.rule) || in_scope(&f.path));
         kept.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
         kept.dedup();
 

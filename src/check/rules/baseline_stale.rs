@@ -25,7 +25,17 @@ use super::super::baseline::Entry;
 use super::super::finding::{Finding, Location};
 use crate::repo::yaml::Pos;
 
-pub const ID: &str = "baseline-stale";
+/// The rule, declared once: `scaffold rules`, `rules/catalogue.yml` and the README's
+/// rule table are built from this.
+pub const RULE: super::Decl = super::Decl {
+    id: "baseline-stale",
+    severity: crate::check::finding::Severity::Warning,
+    scope: super::Scope::RepoWide,
+    summary: "a baseline entry that no longer matches any finding (an error under CI=true)",
+    severity_note: " (error under `CI=true`)",
+    finds: "a baseline entry that matches no current finding",
+};
+pub const ID: &str = RULE.id;
 
 pub fn finding(file: &str, e: &Entry, pos: Pos) -> Finding {
     Finding::new(

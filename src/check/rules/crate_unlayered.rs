@@ -24,7 +24,17 @@ use super::super::context::Context;
 use super::super::finding::Finding;
 use super::super::sink::Sink;
 
-pub const ID: &str = "crate-unlayered";
+/// The rule, declared once: `scaffold rules`, `rules/catalogue.yml` and the README's
+/// rule table are built from this.
+pub const RULE: super::Decl = super::Decl {
+    id: "crate-unlayered",
+    severity: crate::check::finding::Severity::Error,
+    scope: super::Scope::Local,
+    summary: "a workspace crate whose path matches no layer in agent/codemap.yml",
+    severity_note: "",
+    finds: "a workspace crate in no layer (its edges could not be checked)",
+};
+pub const ID: &str = RULE.id;
 
 pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
     let layers: Vec<&str> = ctx

@@ -25,7 +25,17 @@ use super::super::finding::Finding;
 use super::super::sink::Sink;
 use crate::repo::gate_matrix::GATE_MATRIX_PATH;
 
-pub const ID: &str = "gate-pattern-dead";
+/// The rule, declared once: `scaffold rules`, `rules/catalogue.yml` and the README's
+/// rule table are built from this.
+pub const RULE: super::Decl = super::Decl {
+    id: "gate-pattern-dead",
+    severity: crate::check::finding::Severity::Error,
+    scope: super::Scope::RepoWide,
+    summary: "a gate-matrix path pattern that matches no file",
+    severity_note: "",
+    finds: "a gate-matrix path pattern that matches no file",
+};
+pub const ID: &str = RULE.id;
 
 pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
     let Some((gm, _)) = &ctx.repo.gate_matrix else {

@@ -26,7 +26,17 @@ use super::super::sink::Sink;
 use crate::repo::gate_matrix::GATE_MATRIX_PATH;
 use crate::repo::manifest::closest;
 
-pub const ID: &str = "gate-unknown";
+/// The rule, declared once: `scaffold rules`, `rules/catalogue.yml` and the README's
+/// rule table are built from this.
+pub const RULE: super::Decl = super::Decl {
+    id: "gate-unknown",
+    severity: crate::check::finding::Severity::Error,
+    scope: super::Scope::RepoWide,
+    summary: "the gate matrix requires a gate it does not define",
+    severity_note: "",
+    finds: "the gate matrix requires a gate it does not define",
+};
+pub const ID: &str = RULE.id;
 
 pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
     let Some((gm, _)) = &ctx.repo.gate_matrix else {

@@ -23,7 +23,17 @@ use super::super::context::Context;
 use super::super::finding::{Finding, Location};
 use super::super::sink::Sink;
 
-pub const ID: &str = "generated-edited";
+/// The rule, declared once: `scaffold rules`, `rules/catalogue.yml` and the README's
+/// rule table are built from this.
+pub const RULE: super::Decl = super::Decl {
+    id: "generated-edited",
+    severity: crate::check::finding::Severity::Error,
+    scope: super::Scope::Local,
+    summary: "a file under `generated` changed without its `from` sources changing",
+    severity_note: "",
+    finds: "with a change set: a file under `generated` changed while none of its `from` sources did",
+};
+pub const ID: &str = RULE.id;
 
 pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
     let Some(changes) = ctx.changes else { return };

@@ -29,7 +29,17 @@ use super::super::finding::Finding;
 use super::super::sink::Sink;
 use super::super::workqueue::exec;
 
-pub const ID: &str = "handler-builds-context";
+/// The rule, declared once: `scaffold rules`, `rules/catalogue.yml` and the README's
+/// rule table are built from this.
+pub const RULE: super::Decl = super::Decl {
+    id: "handler-builds-context",
+    severity: crate::check::finding::Severity::Error,
+    scope: super::Scope::Local,
+    summary: "a handler constructs its own WorkContext instead of using the one it is given",
+    severity_note: "",
+    finds: "a handler constructs its own `WorkContext`",
+};
+pub const ID: &str = RULE.id;
 
 pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
     for b in exec::built_contexts(ctx) {

@@ -39,7 +39,17 @@ use super::super::edges::{EdgeVia, Verdict};
 use super::super::finding::Finding;
 use super::super::sink::Sink;
 
-pub const ID: &str = "import-forbidden";
+/// The rule, declared once: `scaffold rules`, `rules/catalogue.yml` and the README's
+/// rule table are built from this.
+pub const RULE: super::Decl = super::Decl {
+    id: "import-forbidden",
+    severity: crate::check::finding::Severity::Error,
+    scope: super::Scope::Local,
+    summary: "a use/path edge into a layer listed in must_not_import",
+    severity_note: "",
+    finds: "a `use` / `extern crate` / qualified path into a `must_not_import` layer",
+};
+pub const ID: &str = RULE.id;
 
 pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
     for e in ctx.edges() {

@@ -30,7 +30,17 @@ use super::super::edges::{EdgeVia, Verdict};
 use super::super::finding::Finding;
 use super::super::sink::Sink;
 
-pub const ID: &str = "import-undeclared";
+/// The rule, declared once: `scaffold rules`, `rules/catalogue.yml` and the README's
+/// rule table are built from this.
+pub const RULE: super::Decl = super::Decl {
+    id: "import-undeclared",
+    severity: crate::check::finding::Severity::Warning,
+    scope: super::Scope::Local,
+    summary: "an edge to a layer that is not in may_import",
+    severity_note: "",
+    finds: "an edge to a layer not in `may_import`",
+};
+pub const ID: &str = RULE.id;
 
 pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
     for e in ctx.edges() {

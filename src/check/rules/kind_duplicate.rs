@@ -34,7 +34,17 @@ use super::super::sink::Sink;
 use super::super::workqueue::Model;
 use super::super::workqueue::registry::ROOT_PATH;
 
-pub const ID: &str = "kind-duplicate";
+/// The rule, declared once: `scaffold rules`, `rules/catalogue.yml` and the README's
+/// rule table are built from this.
+pub const RULE: super::Decl = super::Decl {
+    id: "kind-duplicate",
+    severity: crate::check::finding::Severity::Error,
+    scope: super::Scope::RepoWide,
+    summary: "one kind name registered twice",
+    severity_note: "",
+    finds: "one kind name registered twice, or a namespace slice listed twice in `KINDS`",
+};
+pub const ID: &str = RULE.id;
 
 pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
     let reg = &Model::of(ctx).registry;

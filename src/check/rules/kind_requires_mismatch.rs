@@ -33,7 +33,17 @@ use super::super::finding::Finding;
 use super::super::sink::Sink;
 use super::super::workqueue::Model;
 
-pub const ID: &str = "kind-requires-mismatch";
+/// The rule, declared once: `scaffold rules`, `rules/catalogue.yml` and the README's
+/// rule table are built from this.
+pub const RULE: super::Decl = super::Decl {
+    id: "kind-requires-mismatch",
+    severity: crate::check::finding::Severity::Error,
+    scope: super::Scope::RepoWide,
+    summary: "a handler's REQUIRES does not include its kind spec's permission",
+    severity_note: "",
+    finds: "a handler's `REQUIRES` lacks its kind spec's `permission`",
+};
+pub const ID: &str = RULE.id;
 
 pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
     let m = Model::of(ctx);

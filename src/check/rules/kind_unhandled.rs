@@ -32,7 +32,17 @@ use super::super::finding::Finding;
 use super::super::sink::Sink;
 use super::super::workqueue::Model;
 
-pub const ID: &str = "kind-unhandled";
+/// The rule, declared once: `scaffold rules`, `rules/catalogue.yml` and the README's
+/// rule table are built from this.
+pub const RULE: super::Decl = super::Decl {
+    id: "kind-unhandled",
+    severity: crate::check::finding::Severity::Error,
+    scope: super::Scope::RepoWide,
+    summary: "a registered kind with no handler in any worker",
+    severity_note: "",
+    finds: "a kind the root registry (`om/src/root.rs` → `<NS>_KINDS`) registers that no worker's `impl WorkHandler` handles",
+};
+pub const ID: &str = RULE.id;
 
 pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
     let m = Model::of(ctx);

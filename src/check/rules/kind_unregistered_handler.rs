@@ -36,7 +36,17 @@ use super::super::workqueue::Model;
 use super::super::workqueue::registry::ROOT_PATH;
 use crate::repo::manifest::closest;
 
-pub const ID: &str = "kind-unregistered-handler";
+/// The rule, declared once: `scaffold rules`, `rules/catalogue.yml` and the README's
+/// rule table are built from this.
+pub const RULE: super::Decl = super::Decl {
+    id: "kind-unregistered-handler",
+    severity: crate::check::finding::Severity::Error,
+    scope: super::Scope::RepoWide,
+    summary: "a handler for a kind the root registry does not hold",
+    severity_note: "",
+    finds: "a handler whose `KIND` the root registry does not hold (in any namespace)",
+};
+pub const ID: &str = RULE.id;
 
 pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
     let m = Model::of(ctx);

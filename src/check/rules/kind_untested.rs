@@ -37,7 +37,17 @@ use super::super::finding::Finding;
 use super::super::sink::Sink;
 use super::super::workqueue::Model;
 
-pub const ID: &str = "kind-untested";
+/// The rule, declared once: `scaffold rules`, `rules/catalogue.yml` and the README's
+/// rule table are built from this.
+pub const RULE: super::Decl = super::Decl {
+    id: "kind-untested",
+    severity: crate::check::finding::Severity::Error,
+    scope: super::Scope::RepoWide,
+    summary: "a handler without a test that runs it twice on one item",
+    severity_note: "",
+    finds: "a handler without a test under its worker's `tests/` that runs it twice on one item (`run_twice`, or `handle` twice)",
+};
+pub const ID: &str = RULE.id;
 
 pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
     let m = Model::of(ctx);

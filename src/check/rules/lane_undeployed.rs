@@ -39,7 +39,17 @@ use super::super::finding::Finding;
 use super::super::sink::Sink;
 use super::super::workqueue::{Model, lanes};
 
-pub const ID: &str = "lane-undeployed";
+/// The rule, declared once: `scaffold rules`, `rules/catalogue.yml` and the README's
+/// rule table are built from this.
+pub const RULE: super::Decl = super::Decl {
+    id: "lane-undeployed",
+    severity: crate::check::finding::Severity::Error,
+    scope: super::Scope::RepoWide,
+    summary: "a spec's lane with no worker process on it in dev.sh, compose or Terraform",
+    severity_note: "",
+    finds: "a spec's lane with no worker process in dev.sh, compose or Terraform (names the places that lack it)",
+};
+pub const ID: &str = RULE.id;
 
 pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
     let m = Model::of(ctx);

@@ -34,7 +34,17 @@ use super::super::finding::Finding;
 use super::super::sink::Sink;
 use super::super::workqueue::services;
 
-pub const ID: &str = "manager-enqueues";
+/// The rule, declared once: `scaffold rules`, `rules/catalogue.yml` and the README's
+/// rule table are built from this.
+pub const RULE: super::Decl = super::Decl {
+    id: "manager-enqueues",
+    severity: crate::check::finding::Severity::Error,
+    scope: super::Scope::Local,
+    summary: "a service manager calls enqueue directly instead of writing an outbox row",
+    severity_note: "",
+    finds: "a service manager (`impl …Manager`, `services/**/manager.rs`) calls `enqueue` instead of writing an outbox row",
+};
+pub const ID: &str = RULE.id;
 
 pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
     for c in services::manager_enqueues(ctx) {

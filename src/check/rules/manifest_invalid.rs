@@ -28,7 +28,17 @@
 use super::super::finding::Finding;
 use crate::repo::manifest::Problem;
 
-pub const ID: &str = "manifest-invalid";
+/// The rule, declared once: `scaffold rules`, `rules/catalogue.yml` and the README's
+/// rule table are built from this.
+pub const RULE: super::Decl = super::Decl {
+    id: "manifest-invalid",
+    severity: crate::check::finding::Severity::Error,
+    scope: super::Scope::RepoWide,
+    summary: "agent/codemap.yml or agent/manifests/gate-matrix.yml fails to parse or validate",
+    severity_note: " (exit 2)",
+    finds: "codemap / gate matrix does not parse or validate: unknown keys, wrong types, unknown layers, bad globs, duplicates, unsupported version",
+};
+pub const ID: &str = RULE.id;
 
 /// The finding for one manifest problem.
 pub fn finding(p: &Problem) -> Finding {

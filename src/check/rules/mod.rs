@@ -1,6 +1,8 @@
 //! The rules. One rule = one file, whose `//!` doc comment is what `scaffold explain`
-//! prints. This table is the only list of implemented rules; ids, default severities and
-//! summaries come from `rules/catalogue.yml`.
+//! prints and whose `RULE` declares it once: id, default severity, scope, summary, and the
+//! README row. This table is the only list of rules; `scaffold rules`,
+//! `rules/catalogue.yml` and the README's rule table are built from it (tests fail when
+//! either file is stale).
 
 use super::context::Context;
 use super::sink::Sink;
@@ -36,10 +38,38 @@ pub mod worker_shell_exec;
 pub mod worker_strategy_missing;
 pub mod worker_strategy_placeholder;
 
+/// Whether a rule's findings are caused by the file they are reported in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Caused by the file (or crate) it is reported in: with a change set, only its
+    /// findings in the changed paths are reported, and a change touching only such files
+    /// runs only these rules.
+    Local,
+    /// Reads across files (a kind and its handler, a lane and the deployment files):
+    /// reported wherever it lands.
+    RepoWide,
+}
+
+/// A rule's declaration, in its file.
+#[derive(Debug)]
+pub struct Decl {
+    pub id: &'static str,
+    /// The default severity (`policy:` in the codemap may change it).
+    pub severity: crate::check::finding::Severity,
+    pub scope: Scope,
+    /// One line: `scaffold rules`, the catalogue, SARIF.
+    pub summary: &'static str,
+    /// Said after the severity in the README's table (` (exit 2)`), or empty.
+    pub severity_note: &'static str,
+    /// What it finds, as the README's table says it (Markdown).
+    pub finds: &'static str,
+}
+
 /// A rule's code and documentation.
 #[derive(Debug)]
 pub struct Rule {
     pub id: &'static str,
+    pub decl: &'static Decl,
     /// The rule file's source; its leading `//!` lines are the documentation.
     source: &'static str,
     /// Runs over the repository; `None` for rules the engine itself raises
@@ -65,7 +95,8 @@ impl Rule {
 macro_rules! rule {
     ($module:ident, $run:expr) => {
         Rule {
-            id: $module::ID,
+            id: $module::RULE.id,
+            decl: &$module::RULE,
             source: include_str!(concat!(stringify!($module), ".rs")),
             run: $run,
         }
@@ -116,4 +147,45 @@ pub static RULES: &[Rule] = &[
 
 pub fn get(id: &str) -> Option<&'static Rule> {
     RULES.iter().find(|r| r.id == id)
+}
+
+/// Whether rule `id` is [`Scope::Local`].
+pub fn is_local(id: &str) -> bool {
+    get(id).is_some_and(|r| r.decl.scope == Scope::Local)
+}
+
+/// `rules/catalogue.yml`, as built from the declarations.
+pub fn catalogue_yml() -> String {
+    let mut out = String::from(
+        "# The rule catalogue: one entry per rule id. Ids are a public contract (DESIGN.md §5.4).\n\
+         # Built from each rule's `RULE` declaration in src/check/rules/<id with _>.rs (a test\n\
+         # fails when this file is stale); each rule also has a fixture repo under\n\
+         # fixtures/rules/<id>/ and snapshots under tests/snapshots/.\n\
+         version: 1\n\
+         rules:\n",
+    );
+    for r in RULES {
+        out.push_str(&format!(
+            "  - id: {}\n    severity: {}\n    summary: {}\n",
+            r.decl.id,
+            r.decl.severity.as_str(),
+            r.decl.summary
+        ));
+    }
+    out
+}
+
+/// The README's rule table, as built from the declarations.
+pub fn readme_table() -> String {
+    let mut out = String::from("| id | default | what it finds |\n| --- | --- | --- |\n");
+    for r in RULES {
+        out.push_str(&format!(
+            "| {} | {}{} | {} |\n",
+            r.decl.id,
+            r.decl.severity.as_str(),
+            r.decl.severity_note,
+            r.decl.finds
+        ));
+    }
+    out
 }

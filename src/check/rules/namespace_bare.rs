@@ -29,7 +29,17 @@ use super::super::finding::{Finding, Location};
 use super::super::sink::Sink;
 use super::super::workqueue::{loc, with_parsed};
 
-pub const ID: &str = "namespace-bare";
+/// The rule, declared once: `scaffold rules`, `rules/catalogue.yml` and the README's
+/// rule table are built from this.
+pub const RULE: super::Decl = super::Decl {
+    id: "namespace-bare",
+    severity: crate::check::finding::Severity::Error,
+    scope: super::Scope::RepoWide,
+    summary: "a folder under om/src without kinds.rs or README.md (made by hand)",
+    severity_note: "",
+    finds: "a folder under `om/src/` without `kinds.rs` or `README.md`",
+};
+pub const ID: &str = RULE.id;
 
 pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
     let mut folders: BTreeMap<&str, (bool, bool, &str)> = BTreeMap::new();

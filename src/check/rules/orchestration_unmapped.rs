@@ -42,7 +42,17 @@ use super::super::finding::Finding;
 use super::super::sink::Sink;
 use super::super::workqueue::orchestrations;
 
-pub const ID: &str = "orchestration-unmapped";
+/// The rule, declared once: `scaffold rules`, `rules/catalogue.yml` and the README's
+/// rule table are built from this.
+pub const RULE: super::Decl = super::Decl {
+    id: "orchestration-unmapped",
+    severity: crate::check::finding::Severity::Error,
+    scope: super::Scope::RepoWide,
+    summary: "an orchestration kind no worker maps to its steps, or a step mapping for no declared kind",
+    severity_note: "",
+    finds: "an orchestration kind (`OrchestrationKindSpec`) no worker maps to its steps, or a step mapping for no declared kind",
+};
+pub const ID: &str = RULE.id;
 
 pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
     let o = orchestrations::find(ctx);

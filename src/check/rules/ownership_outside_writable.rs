@@ -26,7 +26,17 @@ use super::super::context::Context;
 use super::super::finding::{Finding, Location};
 use super::super::sink::Sink;
 
-pub const ID: &str = "ownership-outside-writable";
+/// The rule, declared once: `scaffold rules`, `rules/catalogue.yml` and the README's
+/// rule table are built from this.
+pub const RULE: super::Decl = super::Decl {
+    id: "ownership-outside-writable",
+    severity: crate::check::finding::Severity::Error,
+    scope: super::Scope::Local,
+    summary: "with --as, a changed path outside the agent's writable list",
+    severity_note: "",
+    finds: "with `--as` and a change set: a changed path outside the agent's `writable` list",
+};
+pub const ID: &str = RULE.id;
 
 pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
     let (Some(changes), Some((name, agent))) = (ctx.changes, ctx.agent()) else {

@@ -43,7 +43,17 @@ use super::super::sink::Sink;
 use super::super::workqueue::stamp::{self, RUNTIME_DIR, STAMP_PATH};
 use crate::source::SourceFile;
 
-pub const ID: &str = "runtime-drift";
+/// The rule, declared once: `scaffold rules`, `rules/catalogue.yml` and the README's
+/// rule table are built from this.
+pub const RULE: super::Decl = super::Decl {
+    id: "runtime-drift",
+    severity: crate::check::finding::Severity::Error,
+    scope: super::Scope::RepoWide,
+    summary: "platform/runtime differs from the runtime this scaffold ships",
+    severity_note: "",
+    finds: "`platform/runtime` is not the runtime this scaffold ships, or was edited since stamped (`.scaffold-stamp`)",
+};
+pub const ID: &str = RULE.id;
 
 pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
     let repo = ctx.repo;

@@ -34,7 +34,17 @@ use super::super::finding::Finding;
 use super::super::sink::Sink;
 use super::super::workqueue::{settings, upper_snake};
 
-pub const ID: &str = "settings-undocumented";
+/// The rule, declared once: `scaffold rules`, `rules/catalogue.yml` and the README's
+/// rule table are built from this.
+pub const RULE: super::Decl = super::Decl {
+    id: "settings-undocumented",
+    severity: crate::check::finding::Severity::Error,
+    scope: super::Scope::RepoWide,
+    summary: "a field of a worker's Settings whose <NAME>_<FIELD> variable is missing from .env.example",
+    severity_note: "",
+    finds: "a field of a worker's `Settings` whose `<NAME>_<FIELD>` is not in `.env.example`",
+};
+pub const ID: &str = RULE.id;
 pub const ENV_EXAMPLE: &str = ".env.example";
 
 pub fn run(ctx: &Context<'_>, sink: &mut Sink) {

@@ -27,7 +27,17 @@ use super::super::context::Context;
 use super::super::finding::{Finding, Location};
 use super::super::sink::Sink;
 
-pub const ID: &str = "source-unparsed";
+/// The rule, declared once: `scaffold rules`, `rules/catalogue.yml` and the README's
+/// rule table are built from this.
+pub const RULE: super::Decl = super::Decl {
+    id: "source-unparsed",
+    severity: crate::check::finding::Severity::Error,
+    scope: super::Scope::Local,
+    summary: "a .rs file that does not parse, or a Cargo.toml that cannot be read (the check fails closed)",
+    severity_note: "",
+    finds: "a `.rs` file that does not parse or is not UTF-8 (name or bytes), a member Cargo.toml that cannot be read (a symlink, a folder, a FIFO) or is missing from a folder a member glob matches (fails closed, as cargo does)",
+};
+pub const ID: &str = RULE.id;
 
 pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
     sink.extend(

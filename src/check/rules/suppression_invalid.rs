@@ -34,7 +34,17 @@ fn ids() -> Vec<&'static str> {
     catalogue::rules().iter().map(|r| r.id).collect()
 }
 
-pub const ID: &str = "suppression-invalid";
+/// The rule, declared once: `scaffold rules`, `rules/catalogue.yml` and the README's
+/// rule table are built from this.
+pub const RULE: super::Decl = super::Decl {
+    id: "suppression-invalid",
+    severity: crate::check::finding::Severity::Error,
+    scope: super::Scope::Local,
+    summary: "a scaffold:allow comment with no reason, an unknown rule, or that suppresses nothing",
+    severity_note: "",
+    finds: "an allow comment with no reason, an unknown rule, or suppressing nothing",
+};
+pub const ID: &str = RULE.id;
 
 pub fn no_reason(s: &Suppression) -> Finding {
     Finding::new(ID, s.path.clone(), s.loc)

@@ -25,7 +25,17 @@ use super::super::context::Context;
 use super::super::finding::Finding;
 use super::super::sink::Sink;
 
-pub const ID: &str = "worker-readme-missing";
+/// The rule, declared once: `scaffold rules`, `rules/catalogue.yml` and the README's
+/// rule table are built from this.
+pub const RULE: super::Decl = super::Decl {
+    id: "worker-readme-missing",
+    severity: crate::check::finding::Severity::Error,
+    scope: super::Scope::Local,
+    summary: "a worker crate without README.md",
+    severity_note: "",
+    finds: "a worker crate without README.md",
+};
+pub const ID: &str = RULE.id;
 
 pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
     for (i, c) in ctx.workers() {

@@ -29,7 +29,17 @@ use super::super::finding::Finding;
 use super::super::sink::Sink;
 use crate::repo::manifest::closest;
 
-pub const ID: &str = "worker-role-unknown";
+/// The rule, declared once: `scaffold rules`, `rules/catalogue.yml` and the README's
+/// rule table are built from this.
+pub const RULE: super::Decl = super::Decl {
+    id: "worker-role-unknown",
+    severity: crate::check::finding::Severity::Error,
+    scope: super::Scope::Local,
+    summary: "a worker's [package.metadata.scaffold] role is missing or not in worker-roles.yml",
+    severity_note: "",
+    finds: "`[package.metadata.scaffold] role` missing or not in `rules/worker-roles.yml`",
+};
+pub const ID: &str = RULE.id;
 
 pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
     let roles = catalogue::roles();

@@ -37,7 +37,17 @@ use super::super::finding::Finding;
 use super::super::sink::Sink;
 use super::super::workqueue::exec::{self, ExecKind};
 
-pub const ID: &str = "worker-shell-exec";
+/// The rule, declared once: `scaffold rules`, `rules/catalogue.yml` and the README's
+/// rule table are built from this.
+pub const RULE: super::Decl = super::Decl {
+    id: "worker-shell-exec",
+    severity: crate::check::finding::Severity::Error,
+    scope: super::Scope::Local,
+    summary: "a worker runs a shell with -c, or a program it did not build from literals",
+    severity_note: "",
+    finds: "a worker runs `sh -c` / `bash -c` / `cmd /C`, or a program it did not build from literals",
+};
+pub const ID: &str = RULE.id;
 
 pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
     for e in exec::execs(ctx) {

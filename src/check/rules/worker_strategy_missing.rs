@@ -42,7 +42,17 @@ use super::super::finding::{Finding, Location};
 use super::super::markdown;
 use super::super::sink::Sink;
 
-pub const ID: &str = "worker-strategy-missing";
+/// The rule, declared once: `scaffold rules`, `rules/catalogue.yml` and the README's
+/// rule table are built from this.
+pub const RULE: super::Decl = super::Decl {
+    id: "worker-strategy-missing",
+    severity: crate::check::finding::Severity::Error,
+    scope: super::Scope::Local,
+    summary: "a worker README lacks a strategy heading its role requires",
+    severity_note: "",
+    finds: "a strategy heading the worker's role requires is absent",
+};
+pub const ID: &str = RULE.id;
 
 /// Whether a heading title declares a strategy name.
 pub fn heading_declares(title: &str, strategy: &str) -> bool {

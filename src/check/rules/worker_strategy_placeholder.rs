@@ -26,7 +26,17 @@ use super::super::markdown;
 use super::super::sink::Sink;
 use super::worker_strategy_missing::{heading_declares, required};
 
-pub const ID: &str = "worker-strategy-placeholder";
+/// The rule, declared once: `scaffold rules`, `rules/catalogue.yml` and the README's
+/// rule table are built from this.
+pub const RULE: super::Decl = super::Decl {
+    id: "worker-strategy-placeholder",
+    severity: crate::check::finding::Severity::Error,
+    scope: super::Scope::Local,
+    summary: "a worker README strategy heading whose body is empty, TODO, TBD or a bare N/A",
+    severity_note: "",
+    finds: "a strategy heading whose body is empty, TODO, TBD or a bare N/A",
+};
+pub const ID: &str = RULE.id;
 
 pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
     for (i, c) in ctx.workers() {
