@@ -50,18 +50,11 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             let code = e.exit_code();
-            let report = miette::Report::new(e);
-            let theme = if no_color || !style.color {
-                miette::GraphicalTheme::unicode_nocolor()
-            } else {
-                miette::GraphicalTheme::unicode()
+            let style = scaffold::report::Style {
+                color: style.color && !no_color,
+                width: style.width,
             };
-            let handler = miette::GraphicalReportHandler::new_themed(theme).with_width(style.width);
-            let mut s = String::new();
-            if handler.render_report(&mut s, report.as_ref()).is_err() {
-                s = format!("error: {report}\n");
-            }
-            let _ = write!(io::stderr(), "{s}");
+            let _ = scaffold::report::error(&mut io::stderr(), &e, &style);
             ExitCode::from(code)
         }
     }

@@ -1,11 +1,10 @@
 //! `scaffold queue`: the operator CLI of the work-queue runtime (migrate, enqueue, status,
 //! list, show, workers, retry, discard, cancel, signal, release, bench). Parsing here, the queue in `scaffold_runtime`, printing in
-//! [`report`].
+//! [`crate::report::queue`], with the checker's reporters.
 
 mod error;
 mod kinds;
-pub mod report;
-mod time;
+pub(crate) mod time;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -17,6 +16,7 @@ use scaffold_runtime::{ItemState, ListFilter, NewItem, Store};
 pub use error::QueueError;
 
 use crate::cli::{Format, GlobalArgs};
+use crate::report::queue as report;
 
 /// The database `--database` names unless told otherwise.
 pub const DEFAULT_DATABASE: &str = "sqlite://.scaffold/queue.db";

@@ -4,6 +4,7 @@
 mod github;
 mod human;
 mod json;
+pub mod queue;
 mod sarif;
 
 use std::io::{self, Write};
@@ -228,6 +229,22 @@ fn summary_line(o: &Outcome) -> String {
 
 fn sorted(o: &Outcome) -> impl Iterator<Item = &Finding> {
     o.findings.iter()
+}
+
+/// Writes an error as miette renders it: with colour only when `style` allows it, wrapped
+/// at its width. What `main` prints when a command fails.
+pub fn error(err: &mut dyn Write, e: &dyn miette::Diagnostic, style: &Style) -> io::Result<()> {
+    let theme = if style.color {
+        miette::GraphicalTheme::unicode()
+    } else {
+        miette::GraphicalTheme::unicode_nocolor()
+    };
+    let handler = miette::GraphicalReportHandler::new_themed(theme).with_width(style.width);
+    let mut s = String::new();
+    if handler.render_report(&mut s, e).is_err() {
+        s = format!("error: {e}\n");
+    }
+    write!(err, "{s}")
 }
 
 /// Said on stderr (stdout stays the command's own output) while a run waits for the

@@ -1,4 +1,5 @@
-//! Everything `scaffold queue` prints, human and JSON, in one place. Output is
+//! Everything `scaffold queue` prints, human and JSON, in one place (beside the checker's
+//! reporters: printing happens under `report/` only). Output is
 //! deterministic: lanes by name, items by id, fixed key order.
 
 use std::io::{self, Write};
@@ -10,7 +11,7 @@ use scaffold_runtime::{
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{QueueError, time};
+use crate::queue::{QueueError, time};
 
 /// What a queue command has to say.
 #[derive(Debug)]
