@@ -7,6 +7,8 @@ pub const LOCK_NAME: &str = "acme";
 /// The embedded lock, under `templates/`.
 pub const EMBEDDED_LOCK: &str = "Cargo.lock.acme";
 
+use std::collections::BTreeMap;
+
 #[derive(Debug, Clone)]
 struct Package {
     name: String,
@@ -142,18 +144,27 @@ pub fn merge_registry(
     let result = edit(lock, |packages| {
         let before = unique_versions(packages);
         let from_with = unique_versions(&with);
+        // Registry packages by (name, version), looked up once each: a lock may be large.
+        let registry = |list: &[Package]| -> BTreeMap<(String, String), usize> {
+            list.iter()
+                .enumerate()
+                .filter(|(_, p)| !p.is_local)
+                .map(|(i, p)| ((p.name.clone(), p.version().to_owned()), i))
+                .collect()
+        };
+        let in_lock = registry(packages);
+        let in_without = registry(&without);
+        let in_with = registry(&with);
         let mut changed = false;
-        for w in with.iter().filter(|p| !p.is_local) {
-            let base = without.iter().find(|b| !b.is_local && b.id() == w.id());
-            let other_version = packages.iter().any(|p| {
-                !p.is_local
-                    && p.name == w.name
-                    && !with.iter().any(|x| !x.is_local && x.id() == p.id())
-            });
-            match packages
-                .iter_mut()
-                .find(|p| !p.is_local && p.id() == w.id())
-            {
+        for (key, &wi) in &in_with {
+            let w = &with[wi];
+            let base = in_without.get(key).map(|&bi| &without[bi]);
+            // The lock has the crate at a version `with` does not.
+            let other_version = in_lock
+                .range((key.0.clone(), String::new())..)
+                .take_while(|((name, _), _)| *name == key.0)
+                .any(|(k, _)| !in_with.contains_key(k));
+            match in_lock.get(key).map(|&i| &mut packages[i]) {
                 // `without` had it, or the lock has the crate at a version `with` does not:
                 // the lock was updated since (a second version next to it would be one
                 // cargo never resolves).
@@ -176,7 +187,7 @@ pub fn merge_registry(
         if !conflicts.is_empty() || !changed {
             return false;
         }
-        let mut count: std::collections::BTreeMap<String, usize> = Default::default();
+        let mut count: BTreeMap<String, usize> = BTreeMap::new();
         for p in packages.iter() {
             *count.entry(p.name.clone()).or_default() += 1;
         }
@@ -201,8 +212,8 @@ pub fn merge_registry(
 }
 
 /// Each crate name with a single version in `packages`, and that version.
-fn unique_versions(packages: &[Package]) -> std::collections::BTreeMap<String, String> {
-    let mut seen: std::collections::BTreeMap<String, Option<String>> = Default::default();
+fn unique_versions(packages: &[Package]) -> BTreeMap<String, String> {
+    let mut seen: BTreeMap<String, Option<String>> = BTreeMap::new();
     for p in packages {
         seen.entry(p.name.clone())
             .and_modify(|v| *v = None)
