@@ -18,6 +18,8 @@ use crate::store::Store;
 #[derive(Debug, Clone)]
 pub struct WorkContext {
     inner: Arc<Inner>,
+    /// The loop's resources (shared: cloning them clones a map of `Arc`s).
+    resources: Resources,
 }
 
 #[derive(Debug)]
@@ -26,7 +28,6 @@ struct Inner {
     id: ItemId,
     fence: Fence,
     checkpoint: Mutex<Option<Value>>,
-    resources: Resources,
 }
 
 impl WorkContext {
@@ -38,29 +39,14 @@ impl WorkContext {
                 id,
                 fence,
                 checkpoint: Mutex::new(checkpoint),
-                resources: Resources::new(),
             }),
+            resources: Resources::new(),
         }
     }
 
     /// This context with `resources` (the loop's) for [`resource`](Self::resource).
     pub fn with_resources(self, resources: Resources) -> Self {
-        let inner = Arc::try_unwrap(self.inner).unwrap_or_else(|shared| Inner {
-            store: shared.store.clone(),
-            id: shared.id,
-            fence: shared.fence,
-            checkpoint: Mutex::new(
-                shared
-                    .checkpoint
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .clone(),
-            ),
-            resources: Resources::new(),
-        });
-        WorkContext {
-            inner: Arc::new(Inner { resources, ..inner }),
-        }
+        WorkContext { resources, ..self }
     }
 
     /// The resource of type `T` registered on the loop: a provider's client, which a
@@ -69,7 +55,7 @@ impl WorkContext {
     /// refuses the loop instead); one whose setup fails is `Transient`, retried once the
     /// setting is fixed.
     pub fn resource<T: Send + Sync + 'static>(&self) -> Result<Arc<T>, WorkError> {
-        self.inner.resources.get::<T>().map_err(|e| match e {
+        self.resources.get::<T>().map_err(|e| match e {
             ResourceError::Missing { .. } => WorkError::Permanent(e.to_string()),
             ResourceError::Failed { .. } => WorkError::Transient(e.to_string()),
         })

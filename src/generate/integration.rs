@@ -100,21 +100,12 @@ pub fn plan(
         }
     }
 
-    let worker_package = format!("{name}-{worker}");
-    let worker_manifest = format!("workers/{worker}/Cargo.toml");
-    let text = plan.text(&worker_manifest)?.unwrap_or_default();
-    let text = super::members::add_workspace_dependency(
-        &worker_manifest,
-        &text,
+    super::members::plan_dependency(
+        plan,
+        (&format!("workers/{worker}"), &format!("{name}-{worker}")),
         &package,
         "dependencies",
     )?;
-    plan.edit(&worker_manifest, text)?;
-    if let Some(lock) = plan.text("Cargo.lock")?
-        && let Some(lock) = super::lockfile::add_dependency(&lock, &worker_package, &package)
-    {
-        plan.edit("Cargo.lock", lock)?;
-    }
 
     let client = format!(
         "{}_{}_integration::{}Client",
@@ -134,9 +125,10 @@ pub fn plan(
             "integration/resource.j2",
         )?;
     }
-    let setting = format!("{}_{}_IMPL=", names::shouty(name), names::shouty(provider));
+    let var = impl_var(name, provider);
+    let setting = format!("{var}=");
     let env = plan.text(super::worker::ENV_EXAMPLE)?;
-    let cargo_setting = format!("{}_{}_IMPL ", names::shouty(name), names::shouty(provider));
+    let cargo_setting = format!("{var} ");
     let config = plan.text(CARGO_CONFIG)?;
     if config.is_none() {
         create_from(
@@ -202,6 +194,12 @@ fn layered(plan: &Plan, dir: &str, worker: &str) -> Result<(), GenerateError> {
     Ok(())
 }
 
+/// The setting that picks a provider's client: `<NAME>_<PROVIDER>_IMPL` (the provider
+/// spelled in kebab or snake case alike).
+fn impl_var(name: &str, provider: &str) -> String {
+    format!("{}_{}_IMPL", names::shouty(name), names::shouty(provider))
+}
+
 /// Gives each compose service running `worker` the setting of every provider its loop
 /// registers (`<NAME>_<PROVIDER>_IMPL`, twin unless the shell says otherwise), so the local
 /// stack starts; a replica added later gets them too.
@@ -220,11 +218,7 @@ pub fn compose_settings(plan: &mut Plan, name: &str, worker: &str) -> Result<(),
         })
         .collect();
     for provider in providers {
-        let var = format!(
-            "{}_{}_IMPL",
-            names::shouty(name),
-            provider.to_ascii_uppercase()
-        );
+        let var = impl_var(name, &provider);
         if let Some(compose) = plan.text(super::worker::COMPOSE)?
             && let Some(out) = compose_env(&compose, worker, &var)
         {

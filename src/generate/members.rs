@@ -116,6 +116,27 @@ pub fn add_workspace_dependency(
     Ok(doc.to_string())
 }
 
+/// Plans `package.workspace = true` in `table` of the member at `dir` (whose package is
+/// `member`), and the dependency in its lock entry: what a generated crate that starts to
+/// use another one needs.
+pub fn plan_dependency(
+    plan: &mut super::plan::Plan,
+    (dir, member): (&str, &str),
+    package: &str,
+    table: &str,
+) -> Result<(), GenerateError> {
+    let path = format!("{dir}/Cargo.toml");
+    let manifest = plan.text(&path)?.unwrap_or_default();
+    let manifest = add_workspace_dependency(&path, &manifest, package, table)?;
+    plan.edit(&path, manifest)?;
+    if let Some(lock) = plan.text("Cargo.lock")?
+        && let Some(lock) = super::lockfile::add_dependency(&lock, member, package)
+    {
+        plan.edit("Cargo.lock", lock)?;
+    }
+    Ok(())
+}
+
 /// `manifest` (the file at `path`) as an editable document.
 pub fn parse(path: &str, manifest: &str) -> Result<DocumentMut, GenerateError> {
     manifest

@@ -200,20 +200,12 @@ pub fn plan(
     plan.edit(path, out)?;
 
     let (worker_package, service_package) = package;
-    let manifest_path = format!("{worker_dir}/Cargo.toml");
-    let manifest = plan.text(&manifest_path)?.unwrap_or_default();
-    let manifest = super::members::add_workspace_dependency(
-        &manifest_path,
-        &manifest,
+    super::members::plan_dependency(
+        plan,
+        (worker_dir, worker_package),
         service_package,
         "dev-dependencies",
     )?;
-    plan.edit(&manifest_path, manifest)?;
-    if let Some(lock) = plan.text("Cargo.lock")?
-        && let Some(lock) = super::lockfile::add_dependency(&lock, worker_package, service_package)
-    {
-        plan.edit("Cargo.lock", lock)?;
-    }
     let r = templates.render("kind/produced.rs.j2", ctx)?;
     plan.create(
         &format!("{worker_dir}/tests/{test}"),

@@ -116,11 +116,11 @@ pub fn worker(
             what: "worker name",
             name: worker.to_owned(),
             reason: format!(
-                "`{name}-{worker}` is how the generator names a{} crate",
+                "`{name}-{worker}` is how the generator names {} crate",
                 if suffix == "-service" {
-                    " namespace's service"
+                    "a namespace's service"
                 } else {
-                    "n outside provider's client"
+                    "an outside provider's client"
                 }
             ),
             rule: "a name not ending in `-integration` or `-service`",
