@@ -138,10 +138,8 @@ fn policy_changes_severity_and_turns_rules_off() {
 
 #[test]
 fn sarif_has_a_location_on_every_result_and_rules_with_help() {
-    let r = run_in(
-        &fixture("rules/worker-role-unknown"),
-        &["check", "--format", "sarif"],
-    );
+    let repo = copy_fixture("rules/worker-role-unknown");
+    let r = run_in(repo.path(), &["check", "--format", "sarif"]);
     assert_eq!(r.code, 1);
     let v: serde_json::Value = serde_json::from_str(&r.stdout).expect("valid SARIF JSON");
     assert_eq!(v["version"], "2.1.0");
@@ -175,10 +173,8 @@ fn sarif_has_a_location_on_every_result_and_rules_with_help() {
 
 #[test]
 fn github_format_prints_annotations_and_a_summary() {
-    let r = run_in(
-        &fixture("rules/import-undeclared"),
-        &["check", "--format", "github"],
-    );
+    let repo = copy_fixture("rules/import-undeclared");
+    let r = run_in(repo.path(), &["check", "--format", "github"]);
     assert_eq!(r.code, 0);
     let lines: Vec<&str> = r.stdout.lines().collect();
     assert_eq!(lines.len(), 3);
@@ -198,9 +194,10 @@ fn github_format_prints_annotations_and_a_summary() {
 
 #[test]
 fn colour_is_off_when_not_a_terminal_and_on_when_forced() {
+    let repo = copy_fixture("rules/worker-readme-missing");
     let plain = scaffold()
         .arg("-C")
-        .arg(fixture("rules/worker-readme-missing"))
+        .arg(repo.path())
         .arg("check")
         .env_remove("NO_COLOR")
         .output()
@@ -208,7 +205,7 @@ fn colour_is_off_when_not_a_terminal_and_on_when_forced() {
     assert!(!String::from_utf8_lossy(&plain.stdout).contains('\u{1b}'));
     let forced = scaffold()
         .arg("-C")
-        .arg(fixture("rules/worker-readme-missing"))
+        .arg(repo.path())
         .args(["check", "--color", "always"])
         .env_remove("NO_COLOR")
         .output()
@@ -352,21 +349,13 @@ fn write_baseline_refuses_a_partial_run() {
 #[test]
 fn sarif_of_every_fixture_validates_against_the_official_schema() {
     let tmp = tempfile::tempdir().expect("tmp");
-    let mut roots: Vec<std::path::PathBuf> = Vec::new();
-    let mut stack = vec![common::repo_root().join("fixtures")];
-    while let Some(dir) = stack.pop() {
-        if dir.join("agent/codemap.yml").is_file() {
-            roots.push(dir);
-            continue;
-        }
-        for e in std::fs::read_dir(&dir).expect("fixtures").flatten() {
-            if e.file_type().is_ok_and(|t| t.is_dir()) {
-                stack.push(e.path());
-            }
-        }
-    }
-    roots.sort();
-    assert!(roots.len() > 20, "{roots:?}");
+    let fixtures: Vec<tempfile::TempDir> = common::fixtures()
+        .iter()
+        .map(|rel| copy_fixture(rel))
+        .collect();
+    assert!(fixtures.len() > 20, "{:?}", common::fixtures());
+    let mut roots: Vec<std::path::PathBuf> =
+        fixtures.iter().map(|t| t.path().to_path_buf()).collect();
     // Paths a URI must encode.
     let odd = common::copy_fixture("rules/import-forbidden");
     let src = odd.path().join("workers/maintenance/src");

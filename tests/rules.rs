@@ -5,7 +5,7 @@ mod common;
 
 use std::collections::BTreeSet;
 
-use common::{fixture, repo_root, run_in};
+use common::{repo_root, run_in};
 use scaffold::check::{catalogue, rules};
 
 const SECTIONS: [&str; 4] = ["## What it finds", "## Why", "## Example", "## Fix"];
@@ -95,7 +95,7 @@ fn every_rule_has_docs_fixture_and_snapshots() {
                 missing.push(format!("{id}: doc comment has no `{s}` section"));
             }
         }
-        if !fixture(&format!("rules/{id}/agent/codemap.yml")).is_file() {
+        if !repo_root().join(format!("fixtures/rules/{id}")).is_dir() {
             missing.push(format!("{id}: no fixture repo at fixtures/rules/{id}/"));
         }
         for kind in ["human", "json"] {
@@ -140,11 +140,9 @@ fn no_snapshot_is_orphaned() {
 fn each_rule_fires_on_its_fixture_and_nowhere_else() {
     for info in catalogue::rules() {
         let id = info.id;
-        let scenario = common::scenario(&format!("rules/{id}"));
-        let (dir, extra) = match &scenario {
-            Some((tmp, args)) => (tmp.path().to_path_buf(), args.clone()),
-            None => (fixture(&format!("rules/{id}")), Vec::new()),
-        };
+        let (repo, extra) = common::scenario(&format!("rules/{id}"))
+            .unwrap_or_else(|| (common::copy_fixture(&format!("rules/{id}")), Vec::new()));
+        let dir = repo.path().to_path_buf();
         let with = |base: &[&str]| -> Vec<String> {
             base.iter()
                 .map(|s| (*s).to_owned())

@@ -16,8 +16,122 @@ pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// A fixture's directory, for a test that reads it in place; an overlay fixture (one
+/// with an `.overlay` file) is not a whole repository there, so asking for one (or a path
+/// in one) fails the test: use [`copy_fixture`].
 pub fn fixture(rel: &str) -> PathBuf {
-    repo_root().join("fixtures").join(rel)
+    let root = repo_root().join("fixtures");
+    let path = root.join(rel);
+    for dir in path.ancestors().take_while(|d| *d != root) {
+        assert!(
+            !dir.join(OVERLAY).is_file(),
+            "fixtures/{rel} is an overlay: materialize it with copy_fixture"
+        );
+    }
+    path
+}
+
+/// Every fixture repository under `fixtures/` (those of `fixtures/bases/` are not whole
+/// ones), as the `rel` [`copy_fixture`] takes, sorted.
+pub fn fixtures() -> Vec<String> {
+    let root = repo_root().join("fixtures");
+    let mut out = Vec::new();
+    let mut stack = vec![root.clone()];
+    while let Some(dir) = stack.pop() {
+        if dir.join(OVERLAY).is_file() || dir.join("agent/codemap.yml").is_file() {
+            let rel = dir.strip_prefix(&root).expect("under fixtures/");
+            out.push(rel.to_string_lossy().replace('\\', "/"));
+            continue;
+        }
+        for e in std::fs::read_dir(&dir).expect("fixtures").flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) && e.path() != root.join("bases") {
+                stack.push(e.path());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Names the fixture an overlay is laid over and the base's files it drops.
+const OVERLAY: &str = ".overlay";
+
+/// Writes the whole repository of fixture `rel` into `to`. Most fixtures are overlays:
+/// `fixtures/<rel>/.overlay` says `base <fixture>` (a directory under `fixtures/`, usually
+/// one of `fixtures/bases/`) and `remove <path>` for each of the base's files the fixture
+/// does not have; the base is written first, those files removed (and the directories
+/// they leave empty), then the fixture's own files copied over it. A fixture without
+/// `.overlay` is a whole repository already.
+pub fn materialize(rel: &str, to: &Path) {
+    materialize_at(rel, to, 0);
+}
+
+fn materialize_at(rel: &str, to: &Path, depth: usize) {
+    assert!(depth < 8, "fixtures/{rel}: overlays nest more than 8 deep");
+    let dir = repo_root().join("fixtures").join(rel);
+    assert!(dir.is_dir(), "no fixture at fixtures/{rel}");
+    let overlay = dir.join(OVERLAY);
+    if overlay.is_file() {
+        let text = std::fs::read_to_string(&overlay).expect("read .overlay");
+        let mut base = None;
+        let mut removes = Vec::new();
+        for line in text.lines().map(str::trim) {
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            match line.split_once(' ') {
+                Some(("base", b)) => base = Some(b.to_owned()),
+                Some(("remove", p)) => removes.push(p.to_owned()),
+                _ => panic!("fixtures/{rel}/.overlay: `{line}` is neither `base` nor `remove`"),
+            }
+        }
+        let base = base.unwrap_or_else(|| panic!("fixtures/{rel}/.overlay names no base"));
+        materialize_at(&base, to, depth + 1);
+        for p in removes {
+            let gone = to.join(&p);
+            std::fs::remove_file(&gone)
+                .unwrap_or_else(|e| panic!("fixtures/{rel}: remove {p}: not in {base}: {e}"));
+            for parent in gone.ancestors().skip(1).take_while(|d| *d != to) {
+                if std::fs::remove_dir(parent).is_err() {
+                    break;
+                }
+            }
+        }
+    }
+    copy_tree(&dir, to, &[OVERLAY]);
+}
+
+/// Copies a fixture (materialized, see [`materialize`]) into a temporary directory so a
+/// test may run in it or change it.
+pub fn copy_fixture(rel: &str) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    materialize(rel, tmp.path());
+    tmp
+}
+
+pub fn copy_dir(from: &Path, to: &Path) {
+    copy_tree(from, to, &[]);
+}
+
+/// Copies `from` into `to`, leaving out the entries of `from` itself named in `skip`.
+fn copy_tree(from: &Path, to: &Path, skip: &[&str]) {
+    std::fs::create_dir_all(to).expect("create dir");
+    let mut entries: Vec<_> = std::fs::read_dir(from)
+        .expect("read fixture dir")
+        .map(|e| e.expect("dir entry"))
+        .collect();
+    entries.sort_by_key(std::fs::DirEntry::file_name);
+    for entry in entries {
+        if skip.iter().any(|s| entry.file_name() == *s) {
+            continue;
+        }
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("file type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy file");
+        }
+    }
 }
 
 /// The binary with a deterministic environment: no colour, fixed width, not under CI.
@@ -46,26 +160,6 @@ pub fn run_in(dir: &Path, args: &[&str]) -> Run {
         code: out.status.code().expect("exited normally"),
         stdout: String::from_utf8(out.stdout).expect("stdout is UTF-8"),
         stderr: String::from_utf8(out.stderr).expect("stderr is UTF-8"),
-    }
-}
-
-/// Copies a fixture into a temporary directory so a test may change it.
-pub fn copy_fixture(rel: &str) -> tempfile::TempDir {
-    let tmp = tempfile::tempdir().expect("temp dir");
-    copy_dir(&fixture(rel), tmp.path());
-    tmp
-}
-
-pub fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("create dir");
-    for entry in std::fs::read_dir(from).expect("read fixture dir") {
-        let entry = entry.expect("dir entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("file type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy file");
-        }
     }
 }
 
@@ -99,24 +193,14 @@ pub fn git(dir: &Path, args: &[&str]) {
 /// `deletes` (one path a line) removed, `renames` (`old new` a line) moved with git, and
 /// everything staged. Returns the repo and the extra arguments in `args` (one a line).
 pub fn scenario(rel: &str) -> Option<(tempfile::TempDir, Vec<String>)> {
-    let src = fixture(rel);
+    let src = repo_root().join("fixtures").join(rel);
     let meta = src.join(".scaffold-fixture");
     if !meta.is_dir() {
         return None;
     }
     let tmp = tempfile::tempdir().expect("temp dir");
-    for entry in std::fs::read_dir(&src).expect("fixture dir") {
-        let entry = entry.expect("entry");
-        if entry.file_name() == ".scaffold-fixture" {
-            continue;
-        }
-        let target = tmp.path().join(entry.file_name());
-        if entry.file_type().expect("type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
-    }
+    materialize(rel, tmp.path());
+    std::fs::remove_dir_all(tmp.path().join(".scaffold-fixture")).expect("drop the scenario");
     git(tmp.path(), &["init", "-q"]);
     git(tmp.path(), &["add", "-A"]);
     git(tmp.path(), &["commit", "-q", "-m", "base"]);
