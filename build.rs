@@ -1,11 +1,11 @@
 //! Stamps the runtime this binary embeds: the version and content hash of `runtime/`
 //! (`Cargo.toml`, `src/**`, `migrations/**`), exposed as
-//! `scaffold::check::workqueue::runtime_stamp()` and compared by the `runtime-drift` rule
+//! `scaffold::layout::runtime::runtime_stamp()` and compared by the `runtime-drift` rule
 //! with a repository's `platform/runtime/.scaffold-stamp`.
 
-#[path = "src/check/workqueue/sha256.rs"]
+#[path = "src/layout/tree_hash.rs"]
 #[allow(dead_code)]
-mod sha256;
+mod tree_hash;
 
 use std::path::Path;
 
@@ -26,7 +26,7 @@ fn main() {
     let hash = if files.is_empty() {
         String::new()
     } else {
-        sha256::tree_hash(&mut files)
+        tree_hash::tree_hash(&mut files)
     };
     println!("cargo:rustc-env=SCAFFOLD_RUNTIME_VERSION={version}");
     println!("cargo:rustc-env=SCAFFOLD_RUNTIME_HASH={hash}");

@@ -8,6 +8,7 @@ pub mod cli;
 pub mod gates;
 pub mod generate;
 pub mod hook;
+pub mod layout;
 pub mod queue;
 pub mod repo;
 pub mod report;

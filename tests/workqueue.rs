@@ -5,8 +5,10 @@ mod common;
 
 use std::path::Path;
 
-use common::{copy_dir, copy_fixture, fixture, repo_root, run_in};
-use scaffold::check::workqueue::{runtime_stamp, sha256, stamp};
+use common::{copy_dir, copy_fixture, repo_root, run_in};
+use scaffold::check::workqueue::stamp;
+use scaffold::layout::runtime::runtime_stamp;
+use scaffold::layout::tree_hash as sha256;
 
 const WORKQUEUE_RULES: [&str; 12] = [
     "kind-unhandled",
@@ -44,7 +46,8 @@ fn rules_of(found: &[serde_json::Value]) -> Vec<String> {
 /// settings documented or skipped: a whole work-queue repo without a finding.
 #[test]
 fn the_near_miss_repository_has_no_finding() {
-    let found = findings(&fixture("near-miss/workqueue"), &[]);
+    let repo = copy_fixture("near-miss/workqueue");
+    let found = findings(repo.path(), &[]);
     assert!(found.is_empty(), "{:#?}", rules_of(&found));
 }
 
@@ -162,7 +165,8 @@ fn orchestration_unmapped_is_silent_where_it_cannot_know() {
 
 #[test]
 fn a_lane_served_only_in_terraform_names_the_missing_places() {
-    let found = findings(&fixture("rules/lane-undeployed"), &[]);
+    let repo = copy_fixture("rules/lane-undeployed");
+    let found = findings(repo.path(), &[]);
     assert_eq!(found.len(), 1, "{:#?}", rules_of(&found));
     let message = found[0]["message"].as_str().expect("message");
     assert!(message.contains("scripts/dev.sh"), "{message}");
@@ -170,12 +174,34 @@ fn a_lane_served_only_in_terraform_names_the_missing_places() {
     assert!(!message.contains("terraform"), "{message}");
 }
 
+/// A Terraform file hcl-edit cannot parse is a finding where it breaks, not a place that
+/// silently serves nothing (or everything).
+#[test]
+fn terraform_that_does_not_parse_is_a_finding_at_the_break() {
+    let tmp = copy_fixture("near-miss/workqueue");
+    let tf = tmp
+        .path()
+        .join("deployment/terraform/modules/environment/main.tf");
+    let text = std::fs::read_to_string(&tf).expect("main.tf");
+    std::fs::write(&tf, format!("{text}\nmodule \"broken\" {{\n  lane = \n")).expect("write");
+    let found = findings(tmp.path(), &[]);
+    assert_eq!(found.len(), 1, "{:#?}", rules_of(&found));
+    assert_eq!(found[0]["rule"], "lane-undeployed");
+    assert_eq!(
+        found[0]["path"],
+        "deployment/terraform/modules/environment/main.tf"
+    );
+    let line = found[0]["line"].as_u64().expect("line");
+    assert!(line as usize > text.lines().count(), "{}", found[0]);
+    let message = found[0]["message"].as_str().expect("message");
+    assert!(message.contains("does not parse as HCL"), "{message}");
+}
+
 #[test]
 fn rules_can_be_selected_and_turned_off() {
-    let dir = fixture("rules/worker-shell-exec");
-    let only = findings(&dir, &["--rule", "kind-unhandled"]);
-    assert!(only.is_empty(), "{:#?}", rules_of(&only));
     let tmp = copy_fixture("rules/worker-shell-exec");
+    let only = findings(tmp.path(), &["--rule", "kind-unhandled"]);
+    assert!(only.is_empty(), "{:#?}", rules_of(&only));
     let codemap = tmp.path().join("agent/codemap.yml");
     let text = std::fs::read_to_string(&codemap).expect("codemap");
     std::fs::write(

@@ -10,7 +10,7 @@ use super::names::{self, NameKind};
 use super::plan::Plan;
 use super::templates::{self, Templates};
 use super::{GenerateError, Generated, context, create_from, lockfile, project_vars};
-use crate::check::workqueue::stamp::{self, runtime_stamp};
+use crate::layout::runtime::{self as stamp, runtime_stamp};
 
 /// The workers `init` creates: name, role, metrics port, and whether it is the
 /// maintenance worker (the sweep and the work namespace's handlers).

@@ -4,6 +4,7 @@
 //! that names the provider; the worker's dependency on it, its registration on the
 //! worker's loop, and its settings in `.env.example`.
 
+use crate::layout::markers as marker;
 use minijinja::Value;
 
 use super::names;
@@ -33,11 +34,7 @@ const LOCK_PACKAGE: &str = "acme-mailer-integration";
 const REQWEST: &str =
     r#"{ version = "0.12", default-features = false, features = ["json", "rustls-tls"] }"#;
 
-const ENV_MARKER: &str = "# scaffold:settings";
-/// Where `cargo test` and `cargo run` get the twin as the provider's default.
-pub const CARGO_CONFIG: &str = ".cargo/config.toml";
-const CARGO_ENV_MARKER: &str = "# scaffold:env";
-const LOOP_MARKER: &str = "// scaffold:handlers";
+pub use crate::layout::CARGO_CONFIG;
 
 pub fn dir(provider: &str) -> String {
     format!("integrations/{provider}")
@@ -120,7 +117,7 @@ pub fn plan(
             templates,
             ctx,
             &work_loop,
-            LOOP_MARKER,
+            marker::HANDLERS,
             "the handler list of the worker's work loop",
             "integration/resource.j2",
         )?;
@@ -145,7 +142,7 @@ pub fn plan(
             templates,
             ctx,
             CARGO_CONFIG,
-            CARGO_ENV_MARKER,
+            marker::ENV,
             "the settings `cargo test` and `cargo run` default",
             "integration/cargo-env.j2",
         )?;
@@ -157,7 +154,7 @@ pub fn plan(
             templates,
             ctx,
             super::worker::ENV_EXAMPLE,
-            ENV_MARKER,
+            marker::SETTINGS,
             "the settings of what `scaffold worker` adds",
             "integration/env.j2",
         )?;
@@ -247,7 +244,7 @@ fn compose_env(compose: &str, worker: &str, var: &str) -> Option<String> {
     let mut at: Vec<usize> = Vec::new();
     for (key, svc) in &services {
         let name = key.as_str().unwrap_or_default();
-        if crate::check::workqueue::lanes::service_worker(name, svc) != worker {
+        if crate::layout::compose::service_worker(name, svc) != worker {
             continue;
         }
         let env = entries(svc)

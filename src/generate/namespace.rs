@@ -2,6 +2,7 @@
 //! the module's line below `// scaffold:namespaces` in `om/src/lib.rs`. Its kinds join
 //! `om::root::KINDS` with its first kind (`scaffold worker`).
 
+use crate::layout::markers as marker;
 use std::path::Path;
 
 use minijinja::Value;
@@ -12,9 +13,7 @@ use super::plan::Plan;
 use super::templates::Templates;
 use super::{GenerateError, Generated, context, create_from, project_name, project_vars};
 
-/// The marker in `om/src/lib.rs` new namespaces' modules go below.
-pub const NAMESPACES_MARKER: &str = "// scaffold:namespaces";
-pub const OM_LIB: &str = "om/src/lib.rs";
+pub use crate::layout::OM_LIB;
 
 /// The files of a namespace, by template (under `templates/namespace/`).
 const FILES: &[&str] = &["README.md", "kinds.rs", "mod.rs", "types/work.rs"];
@@ -146,13 +145,13 @@ pub fn namespace(
         .text(OM_LIB)?
         .ok_or_else(|| GenerateError::MarkerMissing {
             path: OM_LIB.to_owned(),
-            marker: NAMESPACES_MARKER.to_owned(),
+            marker: marker::NAMESPACES.to_owned(),
             place: "the module list of om/src/lib.rs",
         })?;
     let lib = markers::insert_below(
         OM_LIB,
         &lib,
-        NAMESPACES_MARKER,
+        marker::NAMESPACES,
         "the module list of om/src/lib.rs",
         &[format!("pub mod {ns};")],
     )?;

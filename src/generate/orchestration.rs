@@ -4,6 +4,7 @@
 //! steps in a module of the worker, mapped by name in the worker's orchestration handler,
 //! and a test that kills it between steps and resumes it. Not a handler that loops.
 
+use crate::layout::markers as marker;
 use minijinja::Value;
 
 use super::GenerateError;
@@ -33,7 +34,7 @@ pub fn plan(
         templates,
         ctx,
         &format!("om/src/{ns}/kinds.rs"),
-        "// scaffold:orchestrations",
+        marker::ORCHESTRATIONS,
         "the namespace's orchestration specs (scaffold namespace writes them)",
         "orchestration/spec.j2",
     )?;
@@ -46,7 +47,7 @@ pub fn plan(
             payload: "orchestration/input.j2",
             readme: "orchestration/readme.j2",
             slice: format!("{}_ORCHESTRATIONS", names::shouty(ns)),
-            root_marker: "// scaffold:orchestration-kinds",
+            root_marker: marker::ORCHESTRATION_KINDS,
             root_place: "the ORCHESTRATION_KINDS registry of om/src/root.rs",
             root_template: "orchestration/root.j2",
         },
@@ -61,7 +62,7 @@ pub fn plan(
             module: "orchestration/steps.rs.j2",
             test: "orchestration/test.rs.j2",
             register_in: handler_path(worker),
-            marker: "// scaffold:orchestrations",
+            marker: marker::ORCHESTRATIONS,
             place: "the orchestration handler's mapping of names to steps",
             register: "orchestration/arm.j2",
         },

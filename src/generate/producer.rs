@@ -4,14 +4,12 @@
 //! taken, and several are refused with the list. The kind's work row goes below the
 //! marker, in the write's own transaction; the worker's test drives that write.
 
+use crate::layout::markers as marker;
 use minijinja::Value;
 
 use super::GenerateError;
 use super::plan::Plan;
 use super::templates::Templates;
-
-/// The marker a write's work rows are listed below.
-pub const WORK_ROWS_MARKER: &str = "// scaffold:work-rows";
 
 /// One write: `<Manager>::<method>`, the byte range of its marker line, and whether it
 /// takes the `record: Record` its work rows are filled from.
@@ -52,7 +50,7 @@ pub fn writes(text: &str) -> Vec<Write> {
 }
 
 fn writes_in(text: &str, file: &syn::File) -> Vec<Write> {
-    let markers = super::markers::find_all("manager.rs", text, WORK_ROWS_MARKER);
+    let markers = super::markers::find_all("manager.rs", text, marker::WORK_ROWS);
     // syn parses the text without its byte-order mark, so its offsets are that much short.
     let bom = if text.starts_with('\u{feff}') { 3 } else { 0 };
     let mut out = Vec::new();
@@ -243,7 +241,7 @@ mod tests {
         assert_eq!(bommed.len(), 2, "a byte-order mark shifts nothing");
         assert_eq!(
             &with_bom[bommed[0].marker.0..bommed[0].marker.1].trim(),
-            &WORK_ROWS_MARKER
+            &marker::WORK_ROWS
         );
         assert!(writes("fn broken(").is_empty());
         let in_string = "impl AManager { fn f(&self) { let s = \"\n// scaffold:work-rows\n\"; } }";

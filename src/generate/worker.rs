@@ -1,6 +1,7 @@
 //! `scaffold worker <worker> <KIND>`: every file of a new kind of work (DESIGN §6, seed
 //! 001), and the worker itself when it does not exist yet — all or nothing.
 
+use crate::layout::markers as marker;
 use std::path::Path;
 
 use minijinja::Value;
@@ -33,19 +34,12 @@ pub struct WorkerOptions {
     pub dry_run: bool,
 }
 
-pub const DEV_SH: &str = "scripts/dev.sh";
-pub const COMPOSE: &str = "deployment/local/docker-compose.full.yml";
-pub const TF_ENVIRONMENT: &str = "deployment/terraform/modules/environment/main.tf";
-pub const TF_ACCOUNT_VARS: &str = "deployment/terraform/modules/account/variables.tf";
-pub const TF_REGISTRY: &str = "deployment/terraform/modules/registry/main.tf";
-pub const STAGING: &str = ".github/workflows/deploy-staging.yml";
-pub const PRODUCTION: &str = ".github/workflows/deploy-production.yml";
-pub const ENV_EXAMPLE: &str = ".env.example";
-const ROOT_RS: &str = "om/src/root.rs";
+pub use crate::layout::{
+    COMPOSE, DEV_SH, ENV_EXAMPLE, PRODUCTION, ROOT_RS, STAGING, TF_ACCOUNT_VARS, TF_ENVIRONMENT,
+    TF_REGISTRY,
+};
 /// Worker names whose package the workspace already has (`<name>-om`, …).
 const RESERVED_WORKERS: &[&str] = &["om", "verification", "runtime"];
-const WORKERS_MARKER: &str = "# scaffold:workers";
-const SETTINGS_MARKER: &str = "# scaffold:settings";
 
 /// Plans and (unless dry-run) writes the kind, and the worker when it is new.
 pub fn worker(
@@ -74,7 +68,7 @@ pub fn worker(
         });
     }
     if let Some(role) = &opts.role {
-        let roles = &crate::check::catalogue::roles().roles;
+        let roles = &crate::layout::roles::roles().roles;
         if !roles.contains_key(role) {
             return Err(GenerateError::UnknownRole {
                 role: role.clone(),
@@ -364,9 +358,9 @@ fn plan_kind(
     let kinds = format!("om/src/{ns}/kinds.rs");
     let place = "the namespace's kinds.rs (scaffold namespace writes it)";
     for (marker, template) in [
-        ("// scaffold:variants", "kind/variant.j2"),
-        ("// scaffold:names", "kind/name.j2"),
-        ("// scaffold:specs", "kind/spec.j2"),
+        (marker::VARIANTS, "kind/variant.j2"),
+        (marker::NAMES, "kind/name.j2"),
+        (marker::SPECS, "kind/spec.j2"),
     ] {
         insert_snippet(plan, templates, ctx, &kinds, marker, place, template)?;
     }
@@ -379,7 +373,7 @@ fn plan_kind(
             payload: "kind/payload.j2",
             readme: "kind/readme.j2",
             slice: format!("{}_KINDS", names::shouty(ns)),
-            root_marker: "// scaffold:kinds",
+            root_marker: marker::KINDS,
             root_place: "the KINDS registry of om/src/root.rs",
             root_template: "kind/root.j2",
         },
@@ -410,7 +404,7 @@ pub(super) fn plan_namespace_entry(
         templates,
         ctx,
         &format!("om/src/{ns}/types/work.rs"),
-        "// scaffold:payloads",
+        marker::PAYLOADS,
         "the namespace's types/work.rs",
         entry.payload,
     )?;
@@ -460,7 +454,7 @@ fn work_kind_handler(worker: &str, long_held: bool) -> HandlerFiles<'static> {
         module,
         test,
         register_in: format!("workers/{worker}/src/work_loop.rs"),
-        marker: "// scaffold:handlers",
+        marker: marker::HANDLERS,
         place: "the handler list of the worker's work loop",
         register: "kind/register.j2",
     }
@@ -496,7 +490,7 @@ pub(super) fn plan_handler(
         templates,
         ctx,
         &format!("{dir}/src/handlers/mod.rs"),
-        "// scaffold:handlers",
+        marker::HANDLERS,
         "the worker's list of handler modules",
         "kind/handler-mod.j2",
     )?;
@@ -555,7 +549,7 @@ fn plan_new_worker(
             templates,
             ctx,
             path,
-            WORKERS_MARKER,
+            marker::WORKERS,
             workers_place,
             template,
         )?;
@@ -568,7 +562,7 @@ fn plan_new_worker(
             templates,
             ctx,
             TF_REGISTRY,
-            WORKERS_MARKER,
+            marker::WORKERS,
             workers_place,
             "new-worker/images.j2",
         )?;
@@ -578,7 +572,7 @@ fn plan_new_worker(
         templates,
         ctx,
         ENV_EXAMPLE,
-        SETTINGS_MARKER,
+        marker::SETTINGS,
         "the settings of the workers `scaffold worker` adds",
         "new-worker/env.j2",
     )?;
@@ -588,7 +582,7 @@ fn plan_new_worker(
             templates,
             ctx,
             COMPOSE,
-            WORKERS_MARKER,
+            marker::WORKERS,
             workers_place,
             "deploy/compose-service.j2",
         )?;
@@ -610,7 +604,7 @@ fn plan_replica(
         templates,
         ctx,
         DEV_SH,
-        WORKERS_MARKER,
+        marker::WORKERS,
         place,
         "deploy/dev-sh.j2",
     )?;
@@ -621,7 +615,7 @@ fn plan_replica(
             templates,
             ctx,
             COMPOSE,
-            WORKERS_MARKER,
+            marker::WORKERS,
             place,
             "deploy/compose-service.j2",
         )?;
@@ -632,7 +626,7 @@ fn plan_replica(
         templates,
         ctx,
         TF_ENVIRONMENT,
-        WORKERS_MARKER,
+        marker::WORKERS,
         place,
         "deploy/terraform-module.j2",
     )
@@ -651,8 +645,7 @@ fn compose_has_service(text: &str, worker: &str) -> bool {
         .filter(|(k, _)| k.as_str() == Some("services"))
         .any(|(_, v)| match &v.value {
             crate::repo::yaml::Value::Map(svcs) => svcs.iter().any(|(k, v)| {
-                crate::check::workqueue::lanes::service_worker(k.as_str().unwrap_or_default(), v)
-                    == worker
+                crate::layout::compose::service_worker(k.as_str().unwrap_or_default(), v) == worker
             }),
             _ => false,
         })
@@ -761,7 +754,7 @@ fn list(names: &[String]) -> String {
 fn served_lanes(dev_sh: &str, name: &str, worker: &str) -> Vec<String> {
     let package = format!("{name}-{worker}");
     let manifest = format!("workers/{worker}/Cargo.toml");
-    crate::check::workqueue::lanes::dev_sh_processes(dev_sh)
+    crate::layout::dev_sh::dev_sh_processes(dev_sh)
         .into_iter()
         .filter(|p| runs_worker(&p.words, &package, &manifest))
         .map(|p| p.lane.unwrap_or_else(|| "default".to_owned()))

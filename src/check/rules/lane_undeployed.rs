@@ -61,6 +61,23 @@ pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
     if !places.iter().any(|p| p.exists) {
         return;
     }
+    for (path, e) in places.iter().flat_map(|p| &p.unparsed) {
+        let at = crate::check::finding::Location {
+            line: e.line,
+            column: e.column,
+            offset: e.offset,
+            len: 1,
+        };
+        sink.push(
+            Finding::new(ID, path.clone(), at)
+                .message(format!(
+                    "{path} does not parse as HCL ({}), so which lanes it runs workers on is unknown",
+                    e.message
+                ))
+                .label("does not parse")
+                .help("fix the syntax (`terraform fmt` or `terraform validate` points at it); until then no lane is checked against Terraform"),
+        );
+    }
     let mut done: Vec<String> = Vec::new();
     for k in &kinds {
         let Some(lane) = &k.lane else { continue };

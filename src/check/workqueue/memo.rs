@@ -59,6 +59,7 @@ fn version_key() -> u128 {
         include_str!("../finding.rs"),
         include_str!("../cfg_test.rs"),
         include_str!("../../source.rs"),
+        include_str!("../../layout/mod.rs"),
     ]);
     xxhash_rust::xxh3::xxh3_128(&data)
 }

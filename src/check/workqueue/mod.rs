@@ -16,7 +16,6 @@ pub mod orchestrations;
 pub mod registry;
 pub mod services;
 pub mod settings;
-pub mod sha256;
 pub mod stamp;
 
 use std::sync::OnceLock;
@@ -26,9 +25,9 @@ use super::finding::Location;
 use crate::repo::workspace::DepKind;
 use crate::source::SourceFile;
 
+pub use crate::layout::runtime::runtime_stamp;
 pub use handlers::{Handler, HandlerTests};
 pub use registry::Registry;
-pub use stamp::runtime_stamp;
 
 /// Everything the kind rules share, built on first use.
 #[derive(Debug)]

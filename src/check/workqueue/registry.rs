@@ -17,10 +17,7 @@ use crate::check::context::Context;
 use crate::check::finding::Location;
 use crate::source::SourceFile;
 
-/// Where the registry lives (DESIGN §3).
-pub const ROOT_PATH: &str = "om/src/root.rs";
-/// The lane a spec rides when it names none (`..WorkKindSpec::DEFAULT`).
-pub const DEFAULT_LANE: &str = "default";
+pub use crate::layout::{DEFAULT_LANE, ROOT_RS as ROOT_PATH};
 
 /// How a string value is written.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

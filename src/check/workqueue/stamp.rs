@@ -7,37 +7,17 @@
 //! hash = "sha256:<64 hex digits>"
 //! ```
 //!
-//! `hash` is [`super::sha256::tree_hash`] over the runtime's `Cargo.toml`, `src/**` and
+//! `hash` is [`crate::layout::tree_hash::tree_hash`] over the runtime's `Cargo.toml`, `src/**` and
 //! `migrations/**` (paths relative to the runtime's root, sorted; CRLF read as LF). The
 //! binary's own stamp is computed by `build.rs` over this repository's `runtime/` with the
 //! same code.
 
-use super::sha256;
 use crate::check::finding::Location;
+use crate::layout::tree_hash as sha256;
 use crate::repo::Repo;
 use crate::source::SourceFile;
 
-/// The vendored runtime's directory in a checked repository.
-pub const RUNTIME_DIR: &str = "platform/runtime";
-/// Its stamp.
-pub const STAMP_PATH: &str = "platform/runtime/.scaffold-stamp";
-
-/// The version and content hash of the runtime this binary embeds (empty strings when it
-/// was built without `runtime/`).
-pub fn runtime_stamp() -> (&'static str, &'static str) {
-    (
-        env!("SCAFFOLD_RUNTIME_VERSION"),
-        env!("SCAFFOLD_RUNTIME_HASH"),
-    )
-}
-
-/// The stamp file's text for a version and hash.
-pub fn render(version: &str, hash: &str) -> String {
-    format!(
-        "# The scaffold-runtime vendored here; `scaffold check` compares it (rule runtime-drift).\n\
-         version = \"{version}\"\nhash = \"{hash}\"\n"
-    )
-}
+pub use crate::layout::runtime::{RUNTIME_DIR, STAMP_PATH, render, runtime_stamp};
 
 /// A parsed stamp: each value with where it is written.
 #[derive(Debug, Clone, Default)]

@@ -1,0 +1,64 @@
+//! The shape of a scaffold repository (DESIGN §3): where each part lives, the markers the
+//! generator writes below, and the readers of the places workers run (`scripts/dev.sh`, the
+//! local compose file, Terraform) and of the vendored runtime's stamp. The generator plans
+//! its edits with these and the checker's rules read the same, so the two cannot disagree
+//! about what a repository looks like.
+
+pub mod compose;
+pub mod dev_sh;
+pub mod roles;
+pub mod runtime;
+pub mod terraform;
+pub mod tree_hash;
+
+/// The registry of every namespace's kinds.
+pub const ROOT_RS: &str = "om/src/root.rs";
+/// The `om` crate's root, where `scaffold namespace` declares each namespace.
+pub const OM_LIB: &str = "om/src/lib.rs";
+/// The lane a spec rides when it names none (`..WorkKindSpec::DEFAULT`).
+pub const DEFAULT_LANE: &str = "default";
+/// The local launch script: one worker process per line.
+pub const DEV_SH: &str = dev_sh::PATH;
+/// The local compose file the generator adds worker services to.
+pub const COMPOSE: &str = compose::PATH;
+/// The Terraform module that instantiates the workers of an environment.
+pub const TF_ENVIRONMENT: &str = "deployment/terraform/modules/environment/main.tf";
+/// The account's variables (one image per worker).
+pub const TF_ACCOUNT_VARS: &str = "deployment/terraform/modules/account/variables.tf";
+/// The image registry's repositories.
+pub const TF_REGISTRY: &str = "deployment/terraform/modules/registry/main.tf";
+/// The deploy workflows, one per environment.
+pub const STAGING: &str = ".github/workflows/deploy-staging.yml";
+pub const PRODUCTION: &str = ".github/workflows/deploy-production.yml";
+/// Every setting a process reads, documented (rule settings-undocumented).
+pub const ENV_EXAMPLE: &str = ".env.example";
+/// Cargo's `[env]` defaults (an integration's twin).
+pub const CARGO_CONFIG: &str = ".cargo/config.toml";
+
+/// The markers the generator inserts below, matched literally on a line of their own.
+pub mod markers {
+    /// `scripts/dev.sh`: one line per worker process.
+    pub const WORKERS: &str = "# scaffold:workers";
+    /// `.env.example`: one block per setting.
+    pub const SETTINGS: &str = "# scaffold:settings";
+    /// `.cargo/config.toml`'s `[env]`: one line per integration's default.
+    pub const ENV: &str = "# scaffold:env";
+    /// A worker's loop: one line per handler.
+    pub const HANDLERS: &str = "// scaffold:handlers";
+    /// A producing manager's write: one work row per kind it starts.
+    pub const WORK_ROWS: &str = "// scaffold:work-rows";
+    /// `om/src/lib.rs`: one module per namespace.
+    pub const NAMESPACES: &str = "// scaffold:namespaces";
+    /// `om/src/root.rs`: one namespace's `<NS>_KINDS` per line of `KINDS`.
+    pub const KINDS: &str = "// scaffold:kinds";
+    /// `om/src/root.rs`: one namespace's orchestration kinds per line.
+    pub const ORCHESTRATION_KINDS: &str = "// scaffold:orchestration-kinds";
+    /// A namespace's `kinds.rs`: the enum's variants, their names and their specs.
+    pub const VARIANTS: &str = "// scaffold:variants";
+    pub const NAMES: &str = "// scaffold:names";
+    pub const SPECS: &str = "// scaffold:specs";
+    /// A namespace's `payloads.rs`: one payload struct per kind.
+    pub const PAYLOADS: &str = "// scaffold:payloads";
+    /// A worker's loop: one step mapping per orchestration kind.
+    pub const ORCHESTRATIONS: &str = "// scaffold:orchestrations";
+}
