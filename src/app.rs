@@ -9,8 +9,7 @@ use miette::Diagnostic;
 use thiserror::Error;
 
 use crate::changes::{self, ChangeSet};
-use crate::check::baseline::Baseline;
-use crate::check::{self, CheckOptions};
+use crate::check::{self, run::Done};
 use crate::cli::{
     ChangeArgs, CheckArgs, Cli, ColorChoice, Command, Format, GatesArgs, GlobalArgs, HookCommand,
     SchemaKind,
@@ -35,6 +34,9 @@ pub enum AppError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Repo(#[from] RepoError),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Check(#[from] check::run::RunError),
     #[error("{} is only available for `scaffold check`", format_name(*format))]
     #[diagnostic(code(scaffold::format), help("use --format human or --format json"))]
     FormatUnsupported { format: Format },
@@ -53,53 +55,6 @@ pub enum AppError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Hook(#[from] crate::hook::HookError),
-    #[error("unknown agent `{name}`")]
-    #[diagnostic(
-        code(scaffold::unknown_agent),
-        help("agents in agent/codemap.yml: {known}")
-    )]
-    UnknownAgent { name: String, known: String },
-    #[error("--write-baseline records every finding of a full run")]
-    #[diagnostic(
-        code(scaffold::usage),
-        help(
-            "run `scaffold check --write-baseline` without --rule, --since or --staged; a partial run would drop the other entries"
-        )
-    )]
-    PartialBaseline,
-    #[error("--as needs a change set")]
-    #[diagnostic(
-        code(scaffold::usage),
-        help("add --since <rev> or --staged: ownership is checked on what changed")
-    )]
-    AgentWithoutChanges,
-    #[error("no baseline at {file}")]
-    #[diagnostic(
-        code(scaffold::baseline_missing),
-        help(
-            "check the path given to --baseline, or create the file with `scaffold check --write-baseline --baseline {file}`"
-        )
-    )]
-    BaselineMissing { file: String },
-    #[error("refusing to add {count} entries to {file} under CI=true")]
-    #[diagnostic(
-        code(scaffold::baseline_grows),
-        help(
-            "the baseline only shrinks in CI: fix the new findings ({first}), or write the baseline locally in a reviewed change"
-        )
-    )]
-    BaselineGrows {
-        count: usize,
-        file: String,
-        first: String,
-    },
-    #[error("cannot write {}", path.display())]
-    #[diagnostic(code(scaffold::io), help("check the permissions of the directory"))]
-    WriteFile {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
     #[error("cannot write output")]
     #[diagnostic(code(scaffold::io))]
     Output(#[source] io::Error),
@@ -341,7 +296,9 @@ fn run_gates(
     let loaded = match Repo::load(&root) {
         Ok(r) => r,
         Err(RepoError::Manifest { problems, .. }) => {
-            return manifest_problems(global, &root, &cwd, &problems, out);
+            let outcome = check::run::manifest_invalid(&problems);
+            print_outcome(global, &root, &cwd, &outcome, out)?;
+            return Ok(ExitCode::from(EXIT_ERROR));
         }
         Err(e) => return Err(e.into()),
     };
@@ -382,44 +339,6 @@ fn run_gates(
     }
 }
 
-fn manifest_problems(
-    global: &GlobalArgs,
-    root: &Path,
-    cwd: &Path,
-    problems: &[crate::repo::manifest::Problem],
-    out: &mut dyn Write,
-) -> Result<ExitCode, AppError> {
-    // Manifest problems are findings of `manifest-invalid`, shown like any other, but the
-    // run is a configuration error: exit 2.
-    let mut findings: Vec<_> = problems
-        .iter()
-        .map(check::rules::manifest_invalid::finding)
-        .collect();
-    findings.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
-    let outcome = check::sink::Outcome {
-        files_checked: 2,
-        findings,
-        ..Default::default()
-    };
-    let format = if matches!(
-        global.format,
-        Format::Human | Format::Json | Format::Sarif | Format::Github
-    ) {
-        global.format
-    } else {
-        Format::Human
-    };
-    let display = relative_display(cwd, root);
-    let in_git = git_prefix(format, root);
-    let at = report::Root {
-        path: root,
-        display: &display,
-        in_git: &in_git,
-    };
-    write_or_quiet(report::outcome(out, format, style(global), at, &outcome))?;
-    Ok(ExitCode::from(EXIT_ERROR))
-}
-
 fn refuse_check_formats(format: Format) -> Result<(), AppError> {
     match format {
         Format::Sarif | Format::Github => Err(AppError::FormatUnsupported { format }),
@@ -436,147 +355,72 @@ fn run_check(
     let cwd = working_dir(global)?;
     let root = repo::discover(&cwd)?;
     recover(&root, "check")?;
-    let root_display = relative_display(&cwd, &root);
-    let style = style(global);
     let changes = match change_set(&root, &args.changes)? {
         None if !args.paths.is_empty() => Some(named_changes(&root, &cwd, &args.paths)),
         changes => changes,
     };
-    // A pre-commit run whose staged files only per-file rules can see reads git's file
-    // list instead of walking the tree, and parses the staged files only.
-    let restricted = args.changes.staged
-        && args.rules.is_empty()
-        && changes
-            .as_ref()
-            .is_some_and(|c| check::changes_are_local(&root, c));
-    // The walk takes the sources' metadata only where a cache can use it.
-    let load_all = |root: &Path| {
-        if check::cache::exists(root) {
-            Repo::load_with_stats(root)
-        } else {
-            Repo::load(root)
-        }
-    };
-    let loaded = if restricted {
-        Repo::load_listed(&root, changes::tracked_files(&root)?)
-    } else {
-        load_all(&root)
-    };
-    let loaded = match loaded {
-        Ok(r) => r,
-        Err(RepoError::Manifest { problems, .. }) => {
-            return manifest_problems(global, &root, &cwd, &problems, out);
-        }
-        Err(e) => return Err(e.into()),
-    };
-    // Every staged file must belong to a member crate for the per-file view to be whole.
-    let (loaded, restricted) = match &changes {
-        Some(c)
-            if restricted
-                && c.changes
-                    .iter()
-                    .any(|ch| loaded.workspace.crate_of(&ch.path).is_none()) =>
-        {
-            (load_all(&root)?, false)
-        }
-        _ => (loaded, restricted),
-    };
-    if let Some(agent) = &args.agent
-        && !loaded.codemap.agents.contains_key(agent)
-    {
-        let known: Vec<&str> = loaded.codemap.agents.keys().map(String::as_str).collect();
-        return Err(AppError::UnknownAgent {
-            name: agent.clone(),
-            known: if known.is_empty() {
-                "(none)".into()
-            } else {
-                known.join(", ")
-            },
-        });
-    }
-    if args.write_baseline
-        && (!args.rules.is_empty()
+    let run = check::run::Run {
+        rules: args.rules.clone(),
+        changes,
+        staged: args.changes.staged,
+        partial: !args.rules.is_empty()
             || args.changes.since.is_some()
             || args.changes.staged
-            || !args.paths.is_empty())
-    {
-        return Err(AppError::PartialBaseline);
-    }
-    if args.agent.is_some() && changes.is_none() {
-        return Err(AppError::AgentWithoutChanges);
-    }
-    let baseline_rel = match &args.baseline {
-        Some(p) => {
-            root_relative(&root, &cwd, p).unwrap_or_else(|| p.to_string_lossy().into_owned())
-        }
-        None => check::baseline::BASELINE_PATH.to_owned(),
-    };
-    // A baseline named on the command line must be there (unless it is being written):
-    // a typo would otherwise check against an empty baseline and report everything as
-    // new, or, worse, pass a gate that meant to compare.
-    if args.baseline.is_some()
-        && !args.write_baseline
-        && std::fs::symlink_metadata(root.join(&baseline_rel)).is_err()
-    {
-        return Err(AppError::BaselineMissing { file: baseline_rel });
-    }
-    let baseline = match Baseline::load(&root, &baseline_rel) {
-        Ok(b) => b,
-        Err(problems) => return manifest_problems(global, &root, &cwd, &problems, out),
-    };
-    let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
-    let opts = CheckOptions {
-        only: args.rules.clone(),
-        changes,
+            || !args.paths.is_empty(),
         agent: args.agent.clone(),
-        baseline: (!args.write_baseline).then_some(baseline.clone()),
-        ci,
-        restricted,
+        baseline: args.baseline.as_ref().map(|p| {
+            root_relative(&root, &cwd, p).unwrap_or_else(|| p.to_string_lossy().into_owned())
+        }),
+        write_baseline: args.write_baseline,
+        ci: std::env::var("CI").is_ok_and(|v| v == "true" || v == "1"),
     };
-    let outcome = check::run(&loaded, &opts);
-    if args.write_baseline {
-        let old: Vec<_> = baseline.entries.iter().map(|(e, _)| e.clone()).collect();
-        let mut current = outcome.current.clone();
-        current.sort();
-        if ci {
-            let added = check::baseline::added(&old, &current);
-            if let Some(first) = added.first() {
-                return Err(AppError::BaselineGrows {
-                    count: added.len(),
-                    file: baseline_rel,
-                    first: format!("{} in {}", first.rule, first.path),
-                });
-            }
+    let (outcome, code) = match run.execute(&root)? {
+        Done::Checked(outcome) => {
+            let code = if outcome.errors() > 0 {
+                EXIT_FINDINGS
+            } else {
+                EXIT_OK
+            };
+            (outcome, code)
         }
-        let path = root.join(&baseline_rel);
-        let bytes = Baseline::render(&current);
-        crate::repo::inside::replace_file(&root, &baseline_rel, bytes.as_bytes()).map_err(
-            |source| AppError::WriteFile {
-                path: path.clone(),
-                source,
-            },
-        )?;
-        write_or_quiet(report::baseline_written(
-            out,
-            global.format,
-            &baseline_rel,
-            current.len(),
-            old.len(),
-        ))?;
-        return Ok(ExitCode::from(EXIT_OK));
-    }
-    let in_git = git_prefix(global.format, &root);
+        // Manifest problems are findings of `manifest-invalid`, shown like any other, but
+        // the run is a configuration error.
+        Done::ManifestInvalid(outcome) => (outcome, EXIT_ERROR),
+        Done::BaselineWritten {
+            path,
+            entries,
+            previous,
+        } => {
+            write_or_quiet(report::baseline_written(
+                out,
+                global.format,
+                &path,
+                entries,
+                previous,
+            ))?;
+            return Ok(ExitCode::from(EXIT_OK));
+        }
+    };
+    print_outcome(global, &root, &cwd, &outcome, out)?;
+    Ok(ExitCode::from(code))
+}
+
+/// Prints a check's (or a manifest's) findings in the chosen format.
+fn print_outcome(
+    global: &GlobalArgs,
+    root: &Path,
+    cwd: &Path,
+    outcome: &check::sink::Outcome,
+    out: &mut dyn Write,
+) -> Result<(), AppError> {
+    let display = relative_display(cwd, root);
+    let in_git = git_prefix(global.format, root);
     let at = report::Root {
-        path: &root,
-        display: &root_display,
+        path: root,
+        display: &display,
         in_git: &in_git,
     };
-    write_or_quiet(report::outcome(out, global.format, style, at, &outcome))?;
-    Ok(ExitCode::from(if outcome.errors() > 0 {
-        EXIT_FINDINGS
-    } else {
-        EXIT_OK
-    }))
+    write_or_quiet(report::outcome(out, global.format, style(global), at, outcome))
 }
 
 /// A closed pipe (`scaffold check | head`) is not an error: stop writing quietly.

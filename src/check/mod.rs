@@ -11,6 +11,7 @@ pub mod markdown;
 pub mod mentions;
 pub mod modtree;
 pub mod rules;
+pub mod run;
 pub mod rust_refs;
 pub mod sink;
 pub mod suppress;
