@@ -420,7 +420,13 @@ fn print_outcome(
         display: &display,
         in_git: &in_git,
     };
-    write_or_quiet(report::outcome(out, global.format, style(global), at, outcome))
+    write_or_quiet(report::outcome(
+        out,
+        global.format,
+        style(global),
+        at,
+        outcome,
+    ))
 }
 
 /// A closed pipe (`scaffold check | head`) is not an error: stop writing quietly.

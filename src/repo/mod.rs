@@ -5,6 +5,7 @@ pub mod files;
 pub mod gate_matrix;
 pub mod inside;
 pub mod manifest;
+pub mod unread;
 pub mod workspace;
 pub mod yaml;
 
@@ -86,8 +87,9 @@ pub struct Repo {
     pub codemap_file: SourceFile,
     pub gate_matrix: Option<(GateMatrix, SourceFile)>,
     pub workspace: Workspace,
-    /// Problems found while reading Cargo manifests (unparseable ones).
-    pub workspace_findings: Vec<crate::check::finding::Finding>,
+    /// What the load could not read: manifests, members, file names, symlinked sources
+    /// (rule source-unparsed reports each).
+    pub unread: Vec<unread::Unread>,
     /// The metadata of each `.rs` file by its index in `files`, taken during the walk
     /// (empty when the walk took none, or for a listed load).
     stats: Vec<Option<files::FileStat>>,
@@ -181,35 +183,15 @@ impl Repo {
         // Manifests only as regular files inside the root: a symlink, a FIFO or a folder
         // in a manifest's place reads as nothing, and the workspace makes that a finding.
         let read_manifest = |rel: &str| inside::read_text(root, rel, MANIFEST_LIMIT).ok().flatten();
-        let (workspace, mut workspace_findings) = Workspace::load(&read_manifest, &files);
-        for (name, why) in &walk.unchecked {
-            let (message, label, help) = match why {
-                files::Unchecked::NotUtf8 => (
-                    format!(
-                        "the file name {name} is not UTF-8: cargo and rustc cannot build it, and it was not checked"
-                    ),
-                    "a name that is not UTF-8",
-                    "rename the file to a UTF-8 name",
-                ),
-                files::Unchecked::Symlink => (
-                    format!(
-                        "{name} is a symlink: cargo would build what it points at, but scaffold checks only real files inside the repository, so its imports were not checked"
-                    ),
-                    "a symlinked source",
-                    "replace the link with the file itself",
-                ),
-            };
-            workspace_findings.push(
-                crate::check::finding::Finding::new(
-                    "source-unparsed",
-                    name.clone(),
-                    crate::check::finding::Location::START,
-                )
-                .message(message)
-                .label(label)
-                .help(help),
-            );
-        }
+        let (workspace, mut unread) = Workspace::load(&read_manifest, &files);
+        unread.extend(walk.unchecked.iter().map(|(name, why)| unread::Unread {
+            path: name.clone(),
+            at: crate::check::finding::Location::START,
+            why: match why {
+                files::Unchecked::NotUtf8 => unread::Why::NameNotUtf8,
+                files::Unchecked::Symlink => unread::Why::SymlinkedSource,
+            },
+        }));
         Ok(Repo {
             root: root.to_path_buf(),
             files,
@@ -217,7 +199,7 @@ impl Repo {
             codemap_file,
             gate_matrix,
             workspace,
-            workspace_findings,
+            unread,
             stats: walk.stats,
             started_ns,
         })

@@ -7,7 +7,8 @@ use rayon::prelude::*;
 use toml_edit::{Item, TableLike};
 
 use super::manifest::PathGlob;
-use crate::check::finding::{Finding, Location};
+use super::unread::{Unread, Why};
+use crate::check::finding::Location;
 use crate::source::SourceFile;
 
 #[derive(
@@ -105,12 +106,12 @@ impl Workspace {
 
     /// Loads the workspace rooted at `root_manifest` (the repo's Cargo.toml).
     /// `files` is every repo-relative file path, sorted, used to expand member globs.
-    /// Unreadable manifests become `source-unparsed` findings. Members are read and
-    /// parsed in parallel.
+    /// What cannot be read comes back as [`Unread`] (rule source-unparsed reports it).
+    /// Members are read and parsed in parallel.
     pub fn load(
         read: &(dyn Fn(&str) -> Option<String> + Sync),
         files: &[String],
-    ) -> (Workspace, Vec<Finding>) {
+    ) -> (Workspace, Vec<Unread>) {
         let mut findings = Vec::new();
         let mut ws = Workspace::default();
         let Some(root_text) = read("Cargo.toml") else {
@@ -204,16 +205,14 @@ impl Workspace {
                             continue;
                         }
                         let at = find_text(&root_file, &format!("\"{m}\""));
-                        findings.push(
-                            Finding::new("source-unparsed", "Cargo.toml", at)
-                                .message(format!(
-                                    "`{dir}` matches the workspace member `{m}` but has no Cargo.toml; cargo would refuse the workspace"
-                                ))
-                                .label("member without a manifest")
-                                .help(format!(
-                                    "restore {dir}/Cargo.toml, or add `{dir}` to `[workspace] exclude`"
-                                )),
-                        );
+                        findings.push(Unread {
+                            path: "Cargo.toml".to_owned(),
+                            at,
+                            why: Why::GlobMemberWithoutManifest {
+                                dir: (*dir).to_owned(),
+                                glob: m.clone(),
+                            },
+                        });
                     }
                 }
             }
@@ -227,14 +226,11 @@ impl Workspace {
                 // `files` is sorted: one lookup, not a pass over every file per member.
                 if literal && files.binary_search(&format!("{m}/Cargo.toml")).is_err() {
                     let at = find_text(&root_file, &format!("\"{m}\""));
-                    findings.push(
-                        Finding::new("source-unparsed", "Cargo.toml", at)
-                            .message(format!("workspace member `{m}` has no Cargo.toml"))
-                            .label("member without a manifest")
-                            .help(format!(
-                                "create {m}/Cargo.toml or remove `{m}` from `[workspace] members`"
-                            )),
-                    );
+                    findings.push(Unread {
+                        path: "Cargo.toml".to_owned(),
+                        at,
+                        why: Why::MemberWithoutManifest { dir: m.clone() },
+                    });
                 }
             }
             if let Some(deps) = w.get("dependencies").and_then(Item::as_table_like) {
@@ -267,14 +263,11 @@ impl Workspace {
                 // in its place, or no permission. The crate would drop out of every
                 // layer silently: a finding instead.
                 let Some(text) = read(&manifest_path) else {
-                    return Err(Box::new(
-                        Finding::new("source-unparsed", manifest_path.clone(), Location::START)
-                            .message(format!(
-                                "cannot read {manifest_path} (a symlink, not a regular file, or unreadable): crate `{dir}` was not checked"
-                            ))
-                            .label("unreadable manifest")
-                            .help("make it a regular, readable file inside the repository"),
-                    ));
+                    return Err(Box::new(Unread {
+                        path: manifest_path,
+                        at: Location::START,
+                        why: Why::ManifestUnreadable { dir: dir.clone() },
+                    }));
                 };
                 SourceFile::new(manifest_path, text)
             };
@@ -330,7 +323,7 @@ fn load_crate(
     file: SourceFile,
     workspace_deps: &BTreeMap<String, (Option<String>, String)>,
     files: &[String],
-) -> Result<Option<Crate>, Box<Finding>> {
+) -> Result<Option<Crate>, Box<Unread>> {
     let doc = toml_edit::Document::parse(file.text.to_string())
         .map_err(|e| Box::new(toml_error(&file, &e)))?;
     let top = doc.as_table();
@@ -339,20 +332,18 @@ fn load_crate(
     };
     let pkg_loc = key_loc(&file, pkg_key, pkg);
     let Some(pkg) = pkg.as_table_like() else {
-        return Err(Box::new(
-            Finding::new("source-unparsed", file.path.clone(), pkg_loc)
-                .message("`package` is not a table")
-                .label("expected [package]")
-                .help("write the package as a `[package]` table with a `name`"),
-        ));
+        return Err(Box::new(Unread {
+            path: file.path.clone(),
+            at: pkg_loc,
+            why: Why::PackageNotTable,
+        }));
     };
     let Some(name) = pkg.get("name").and_then(Item::as_str) else {
-        return Err(Box::new(
-            Finding::new("source-unparsed", file.path.clone(), pkg_loc)
-                .message("the package has no `name`")
-                .label("no name")
-                .help("add `name = \"…\"` under `[package]`"),
-        ));
+        return Err(Box::new(Unread {
+            path: file.path.clone(),
+            at: pkg_loc,
+            why: Why::PackageUnnamed,
+        }));
     };
     let lib_name = top
         .get("lib")
@@ -565,7 +556,7 @@ fn value_loc(file: &SourceFile, key: &toml_edit::Key, item: &Item) -> Location {
     }
 }
 
-fn toml_error(file: &SourceFile, e: &toml_edit::TomlError) -> Finding {
+fn toml_error(file: &SourceFile, e: &toml_edit::TomlError) -> Unread {
     let at = e.span().map_or(Location::START, |r| {
         Location::in_file(file, r.start, r.end - r.start)
     });
@@ -575,10 +566,11 @@ fn toml_error(file: &SourceFile, e: &toml_edit::TomlError) -> Finding {
         .next()
         .unwrap_or("invalid TOML")
         .to_owned();
-    Finding::new("source-unparsed", file.path.clone(), at)
-        .message(format!("cannot parse {}: {msg}", file.path))
-        .label("invalid TOML")
-        .help("fix the TOML syntax; until then scaffold cannot see this crate's dependencies")
+    Unread {
+        path: file.path.clone(),
+        at,
+        why: Why::Toml { message: msg },
+    }
 }
 
 fn find_text(file: &SourceFile, needle: &str) -> Location {

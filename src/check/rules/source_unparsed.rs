@@ -26,6 +26,7 @@
 use super::super::context::Context;
 use super::super::finding::{Finding, Location};
 use super::super::sink::Sink;
+use crate::repo::unread::{Unread, Why};
 
 /// The rule, declared once: `scaffold rules`, `rules/catalogue.yml` and the README's
 /// rule table are built from this.
@@ -40,13 +41,7 @@ pub const RULE: super::Decl = super::Decl {
 pub const ID: &str = RULE.id;
 
 pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
-    sink.extend(
-        ctx.repo
-            .workspace_findings
-            .iter()
-            .filter(|f| f.rule == ID)
-            .cloned(),
-    );
+    sink.extend(ctx.repo.unread.iter().map(finding));
     for s in &ctx.sources {
         let Err(e) = &s.facts else { continue };
         let at = Location {
@@ -62,4 +57,64 @@ pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
                 .help("fix the syntax (cargo check shows the same error); scaffold checks no import of a file it cannot parse"),
         );
     }
+}
+
+/// What the repository's load could not read, as a finding.
+fn finding(u: &Unread) -> Finding {
+    let path = &u.path;
+    let (message, label, help) = match &u.why {
+        Why::Toml { message } => (
+            format!("cannot parse {path}: {message}"),
+            "invalid TOML",
+            "fix the TOML syntax; until then scaffold cannot see this crate's dependencies"
+                .to_owned(),
+        ),
+        Why::GlobMemberWithoutManifest { dir, glob } => (
+            format!(
+                "`{dir}` matches the workspace member `{glob}` but has no Cargo.toml; cargo would refuse the workspace"
+            ),
+            "member without a manifest",
+            format!("restore {dir}/Cargo.toml, or add `{dir}` to `[workspace] exclude`"),
+        ),
+        Why::MemberWithoutManifest { dir } => (
+            format!("workspace member `{dir}` has no Cargo.toml"),
+            "member without a manifest",
+            format!("create {dir}/Cargo.toml or remove `{dir}` from `[workspace] members`"),
+        ),
+        Why::ManifestUnreadable { dir } => (
+            format!(
+                "cannot read {path} (a symlink, not a regular file, or unreadable): crate `{dir}` was not checked"
+            ),
+            "unreadable manifest",
+            "make it a regular, readable file inside the repository".to_owned(),
+        ),
+        Why::PackageNotTable => (
+            "`package` is not a table".to_owned(),
+            "expected [package]",
+            "write the package as a `[package]` table with a `name`".to_owned(),
+        ),
+        Why::PackageUnnamed => (
+            "the package has no `name`".to_owned(),
+            "no name",
+            "add `name = \"…\"` under `[package]`".to_owned(),
+        ),
+        Why::NameNotUtf8 => (
+            format!(
+                "the file name {path} is not UTF-8: cargo and rustc cannot build it, and it was not checked"
+            ),
+            "a name that is not UTF-8",
+            "rename the file to a UTF-8 name".to_owned(),
+        ),
+        Why::SymlinkedSource => (
+            format!(
+                "{path} is a symlink: cargo would build what it points at, but scaffold checks only real files inside the repository, so its imports were not checked"
+            ),
+            "a symlinked source",
+            "replace the link with the file itself".to_owned(),
+        ),
+    };
+    Finding::new(ID, path.clone(), u.at)
+        .message(message)
+        .label(label)
+        .help(help)
 }
