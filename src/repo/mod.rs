@@ -5,7 +5,7 @@ pub mod files;
 pub mod gate_matrix;
 pub mod inside;
 pub mod manifest;
-pub mod unread;
+pub mod gaps;
 pub mod workspace;
 pub mod yaml;
 
@@ -89,7 +89,7 @@ pub struct Repo {
     pub workspace: Workspace,
     /// What the load could not read: manifests, members, file names, symlinked sources
     /// (rule source-unparsed reports each).
-    pub unread: Vec<unread::Unread>,
+    pub gaps: Vec<gaps::Gap>,
     /// The metadata of each `.rs` file by its index in `files`, taken during the walk
     /// (empty when the walk took none, or for a listed load).
     stats: Vec<Option<files::FileStat>>,
@@ -183,13 +183,13 @@ impl Repo {
         // Manifests only as regular files inside the root: a symlink, a FIFO or a folder
         // in a manifest's place reads as nothing, and the workspace makes that a finding.
         let read_manifest = |rel: &str| inside::read_text(root, rel, MANIFEST_LIMIT).ok().flatten();
-        let (workspace, mut unread) = Workspace::load(&read_manifest, &files);
-        unread.extend(walk.unchecked.iter().map(|(name, why)| unread::Unread {
+        let (workspace, mut gaps) = Workspace::load(&read_manifest, &files);
+        gaps.extend(walk.unchecked.iter().map(|(name, why)| gaps::Gap {
             path: name.clone(),
             at: crate::check::finding::Location::START,
             why: match why {
-                files::Unchecked::NotUtf8 => unread::Why::NameNotUtf8,
-                files::Unchecked::Symlink => unread::Why::SymlinkedSource,
+                files::Unchecked::NotUtf8 => gaps::Why::NameNotUtf8,
+                files::Unchecked::Symlink => gaps::Why::SymlinkedSource,
             },
         }));
         Ok(Repo {
@@ -199,7 +199,7 @@ impl Repo {
             codemap_file,
             gate_matrix,
             workspace,
-            unread,
+            gaps,
             stats: walk.stats,
             started_ns,
         })

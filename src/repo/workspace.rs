@@ -7,7 +7,7 @@ use rayon::prelude::*;
 use toml_edit::{Item, TableLike};
 
 use super::manifest::PathGlob;
-use super::unread::{Unread, Why};
+use super::gaps::{Gap, Why};
 use crate::check::finding::Location;
 use crate::source::SourceFile;
 
@@ -106,12 +106,12 @@ impl Workspace {
 
     /// Loads the workspace rooted at `root_manifest` (the repo's Cargo.toml).
     /// `files` is every repo-relative file path, sorted, used to expand member globs.
-    /// What cannot be read comes back as [`Unread`] (rule source-unparsed reports it).
+    /// What cannot be read comes back as [`Gap`] (rule source-unparsed reports it).
     /// Members are read and parsed in parallel.
     pub fn load(
         read: &(dyn Fn(&str) -> Option<String> + Sync),
         files: &[String],
-    ) -> (Workspace, Vec<Unread>) {
+    ) -> (Workspace, Vec<Gap>) {
         let mut findings = Vec::new();
         let mut ws = Workspace::default();
         let Some(root_text) = read("Cargo.toml") else {
@@ -205,7 +205,7 @@ impl Workspace {
                             continue;
                         }
                         let at = find_text(&root_file, &format!("\"{m}\""));
-                        findings.push(Unread {
+                        findings.push(Gap {
                             path: "Cargo.toml".to_owned(),
                             at,
                             why: Why::GlobMemberWithoutManifest {
@@ -226,7 +226,7 @@ impl Workspace {
                 // `files` is sorted: one lookup, not a pass over every file per member.
                 if literal && files.binary_search(&format!("{m}/Cargo.toml")).is_err() {
                     let at = find_text(&root_file, &format!("\"{m}\""));
-                    findings.push(Unread {
+                    findings.push(Gap {
                         path: "Cargo.toml".to_owned(),
                         at,
                         why: Why::MemberWithoutManifest { dir: m.clone() },
@@ -263,7 +263,7 @@ impl Workspace {
                 // in its place, or no permission. The crate would drop out of every
                 // layer silently: a finding instead.
                 let Some(text) = read(&manifest_path) else {
-                    return Err(Box::new(Unread {
+                    return Err(Box::new(Gap {
                         path: manifest_path,
                         at: Location::START,
                         why: Why::ManifestUnreadable { dir: dir.clone() },
@@ -323,7 +323,7 @@ fn load_crate(
     file: SourceFile,
     workspace_deps: &BTreeMap<String, (Option<String>, String)>,
     files: &[String],
-) -> Result<Option<Crate>, Box<Unread>> {
+) -> Result<Option<Crate>, Box<Gap>> {
     let doc = toml_edit::Document::parse(file.text.to_string())
         .map_err(|e| Box::new(toml_error(&file, &e)))?;
     let top = doc.as_table();
@@ -332,14 +332,14 @@ fn load_crate(
     };
     let pkg_loc = key_loc(&file, pkg_key, pkg);
     let Some(pkg) = pkg.as_table_like() else {
-        return Err(Box::new(Unread {
+        return Err(Box::new(Gap {
             path: file.path.clone(),
             at: pkg_loc,
             why: Why::PackageNotTable,
         }));
     };
     let Some(name) = pkg.get("name").and_then(Item::as_str) else {
-        return Err(Box::new(Unread {
+        return Err(Box::new(Gap {
             path: file.path.clone(),
             at: pkg_loc,
             why: Why::PackageUnnamed,
@@ -556,7 +556,7 @@ fn value_loc(file: &SourceFile, key: &toml_edit::Key, item: &Item) -> Location {
     }
 }
 
-fn toml_error(file: &SourceFile, e: &toml_edit::TomlError) -> Unread {
+fn toml_error(file: &SourceFile, e: &toml_edit::TomlError) -> Gap {
     let at = e.span().map_or(Location::START, |r| {
         Location::in_file(file, r.start, r.end - r.start)
     });
@@ -566,7 +566,7 @@ fn toml_error(file: &SourceFile, e: &toml_edit::TomlError) -> Unread {
         .next()
         .unwrap_or("invalid TOML")
         .to_owned();
-    Unread {
+    Gap {
         path: file.path.clone(),
         at,
         why: Why::Toml { message: msg },

@@ -26,7 +26,7 @@
 use super::super::context::Context;
 use super::super::finding::{Finding, Location};
 use super::super::sink::Sink;
-use crate::repo::unread::{Unread, Why};
+use crate::repo::gaps::{Gap, Why};
 
 /// The rule, declared once: `scaffold rules`, `rules/catalogue.yml` and the README's
 /// rule table are built from this.
@@ -41,7 +41,7 @@ pub const RULE: super::Decl = super::Decl {
 pub const ID: &str = RULE.id;
 
 pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
-    sink.extend(ctx.repo.unread.iter().map(finding));
+    sink.extend(ctx.repo.gaps.iter().map(finding));
     for s in &ctx.sources {
         let Err(e) = &s.facts else { continue };
         let at = Location {
@@ -60,7 +60,7 @@ pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
 }
 
 /// What the repository's load could not read, as a finding.
-fn finding(u: &Unread) -> Finding {
+fn finding(u: &Gap) -> Finding {
     let path = &u.path;
     let (message, label, help) = match &u.why {
         Why::Toml { message } => (

@@ -6,7 +6,7 @@ use crate::check::finding::Location;
 
 /// A file, or part of the workspace, the load could not read.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Unread {
+pub struct Gap {
     /// The repo-relative file the problem is in.
     pub path: String,
     pub at: Location,
