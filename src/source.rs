@@ -23,6 +23,15 @@ impl SourceFile {
         }
     }
 
+    /// A file whose text is already shared (read once, held by whoever read it).
+    pub fn shared(path: impl Into<String>, text: Arc<String>) -> Self {
+        SourceFile {
+            path: path.into(),
+            text,
+            line_starts: OnceLock::new(),
+        }
+    }
+
     fn starts(&self) -> &[usize] {
         self.line_starts
             .get_or_init(|| line_starts(&self.text).into())

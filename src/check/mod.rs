@@ -20,7 +20,7 @@ pub mod workqueue;
 use miette::Diagnostic;
 use thiserror::Error;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::changes::ChangeSet;
 use crate::repo::Repo;
@@ -159,12 +159,20 @@ pub fn run(repo: &Repo, opts: &CheckOptions) -> Outcome {
         }
     }
     let files_checked = files.len() + seen;
+    let texts = finding_texts(repo, &ctx.sources, &files, &sink);
     // Freed on a pool thread while this one applies the policy and reports: tens of
     // thousands of sources' allocations are a tenth of a warm check.
     let sources = std::mem::take(&mut ctx.sources);
     rayon::spawn(move || drop(sources));
     let scope = opts.changes.as_ref().and_then(|c| scope(repo, c));
-    let read = |path: &str| repo.read(path);
+    // Fingerprints read what the rules read; a finding the policy adds (a suppression's,
+    // the baseline's) is on a file read here.
+    let read = |path: &str| {
+        texts
+            .get(path)
+            .cloned()
+            .or_else(|| repo.read(path).map(std::sync::Arc::new))
+    };
     let policy = Policy {
         severities: &severities,
         suppressions: &suppressions,
@@ -175,7 +183,32 @@ pub fn run(repo: &Repo, opts: &CheckOptions) -> Outcome {
     };
     let mut outcome = sink.finish(&policy);
     outcome.files_checked = files_checked;
+    outcome.texts = texts;
     outcome
+}
+
+/// The text of each file a finding is on, read once: the source or manifest this run
+/// already holds (a source's text is read on first use, and kept), else the file.
+fn finding_texts(
+    repo: &Repo,
+    sources: &[context::Source],
+    manifests: &[&crate::source::SourceFile],
+    sink: &Sink,
+) -> BTreeMap<String, std::sync::Arc<String>> {
+    let mut texts = BTreeMap::new();
+    for path in sink.paths() {
+        let text = match sources.binary_search_by(|s| s.path.as_str().cmp(path)) {
+            Ok(i) => Some(sources[i].file().text.clone()),
+            Err(_) => match manifests.binary_search_by(|f| f.path.as_str().cmp(path)) {
+                Ok(i) => Some(manifests[i].text.clone()),
+                Err(_) => repo.read(path).map(std::sync::Arc::new),
+            },
+        };
+        if let Some(text) = text {
+            texts.insert(path.to_owned(), text);
+        }
+    }
+    texts
 }
 
 /// Runs every rule that is on, side by side on plain threads, while this thread writes

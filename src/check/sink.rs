@@ -64,6 +64,9 @@ pub struct Outcome {
     /// Every finding of this run before the baseline was applied, as baseline entries
     /// (what `--write-baseline` writes).
     pub current: Vec<Entry>,
+    /// The text of each file a rule's finding is on, as this run read it: the reporter
+    /// shows its snippets from here, so a file is read once per run.
+    pub texts: BTreeMap<String, std::sync::Arc<String>>,
 }
 
 impl Outcome {
@@ -89,6 +92,11 @@ impl Sink {
 
     pub fn extend(&mut self, findings: impl IntoIterator<Item = Finding>) {
         self.findings.extend(findings);
+    }
+
+    /// The files the findings so far are on.
+    pub fn paths(&self) -> BTreeSet<&str> {
+        self.findings.iter().map(|f| f.path.as_str()).collect()
     }
 
     /// Takes the findings of another sink (one rule's, run on its own thread).
@@ -161,7 +169,7 @@ impl Sink {
         let mut current = Vec::with_capacity(kept.len());
         for f in &kept {
             if text.as_ref().is_none_or(|(path, _)| *path != f.path) {
-                let file = (p.read)(&f.path).map(|t| SourceFile::new(f.path.clone(), t));
+                let file = (p.read)(&f.path).map(|t| SourceFile::shared(f.path.clone(), t));
                 text = Some((f.path.as_str(), file));
             }
             let file = text.as_ref().and_then(|(_, file)| file.as_ref());
@@ -221,6 +229,7 @@ impl Sink {
             baselined,
             files_checked: 0,
             current,
+            texts: BTreeMap::new(),
         }
     }
 }
@@ -233,7 +242,7 @@ pub struct Policy<'a> {
     /// With a change set: the paths findings may be reported on.
     pub scope: Option<&'a BTreeSet<String>>,
     /// Reads a repo-relative file (for fingerprints).
-    pub read: &'a dyn Fn(&str) -> Option<String>,
+    pub read: &'a dyn Fn(&str) -> Option<std::sync::Arc<String>>,
     /// `CI=true`: stale baseline entries are errors.
     pub ci: bool,
 }

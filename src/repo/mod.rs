@@ -2,10 +2,10 @@
 
 pub mod codemap;
 pub mod files;
+pub mod gaps;
 pub mod gate_matrix;
 pub mod inside;
 pub mod manifest;
-pub mod gaps;
 pub mod workspace;
 pub mod yaml;
 

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use rayon::prelude::*;
 use toml_edit::{Item, TableLike};
 
-use super::manifest::PathGlob;
 use super::gaps::{Gap, Why};
+use super::manifest::PathGlob;
 use crate::check::finding::Location;
 use crate::source::SourceFile;
 

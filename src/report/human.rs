@@ -168,8 +168,11 @@ pub fn outcome(out: &mut dyn Write, style: Style, root: &Path, o: &Outcome) -> i
         if cache.as_ref().is_none_or(|(p, _)| *p != found.path) {
             // Only a real file inside the root is shown: a finding on a path that is (or
             // is reached through) a symlink never prints what the link points at.
-            let text =
-                crate::repo::inside::read_text(root, &found.path, SHOWN_LIMIT).unwrap_or_default();
+            let text = match o.texts.get(&found.path) {
+                Some(text) => Some(text.to_string()),
+                None => crate::repo::inside::read_text(root, &found.path, SHOWN_LIMIT)
+                    .unwrap_or_default(),
+            };
             cache = Some((found.path.clone(), text));
         }
         let text = cache.as_ref().and_then(|(_, t)| t.clone());
