@@ -1,0 +1,164 @@
+//! Writes made from outside a lease: an operator's retry, discard, cancel and release of a
+//! worker's items, and the signal that wakes items parked on it.
+
+use deadpool_postgres::Transaction;
+
+use super::{LIVE, parse_state};
+use crate::error::StoreError;
+use crate::item::{ItemId, ItemState};
+use crate::store::StoreResult;
+use crate::store::postgres::PostgresBackend;
+use crate::time::Timestamp;
+
+async fn state_of(tx: &Transaction<'_>, id: ItemId) -> StoreResult<ItemState> {
+    let row = tx
+        .query_opt("SELECT state FROM work_items WHERE id = $1", &[&id])
+        .await?
+        .ok_or(StoreError::NotFound(id))?;
+    parse_state(&row.try_get::<_, String>(0)?)
+}
+
+pub(crate) async fn retry(db: &PostgresBackend, id: ItemId, now: Timestamp) -> StoreResult<()> {
+    let mut conn = db.conn().await?;
+    let tx = conn.transaction().await?;
+    let changed = tx
+        .execute(
+            "UPDATE work_items SET state = 'available', attempt = 0, run_at = $2, \
+             updated_at = $2 WHERE id = $1 AND state = 'dead'",
+            &[&id, &now.as_millis()],
+        )
+        .await?;
+    if changed == 0 {
+        let state = state_of(&tx, id).await?;
+        return Err(StoreError::WrongState {
+            id,
+            state,
+            expected: "dead",
+        });
+    }
+    tx.execute("SELECT pg_notify($1, '*')", &[&db.channel()])
+        .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+pub(crate) async fn retry_all_dead(db: &PostgresBackend, now: Timestamp) -> StoreResult<u64> {
+    let mut conn = db.conn().await?;
+    let tx = conn.transaction().await?;
+    // A dead item whose dedupe key a live item holds stays dead (SQLite's UPDATE OR
+    // IGNORE); of several dead items sharing a free key, the oldest is retried.
+    let changed = tx
+        .execute(
+            &format!(
+                "UPDATE work_items AS w SET state = 'available', attempt = 0, run_at = $1, \
+                 updated_at = $1 WHERE w.state = 'dead' AND (w.dedupe_key IS NULL OR ( \
+                     NOT EXISTS (SELECT 1 FROM work_items l WHERE l.dedupe_key = w.dedupe_key \
+                         AND l.kind = w.kind AND l.state IN {LIVE}) \
+                     AND w.id = (SELECT min(d.id) FROM work_items d \
+                         WHERE d.dedupe_key = w.dedupe_key AND d.kind = w.kind \
+                             AND d.state = 'dead')))"
+            ),
+            &[&now.as_millis()],
+        )
+        .await?;
+    if changed > 0 {
+        tx.execute("SELECT pg_notify($1, '*')", &[&db.channel()])
+            .await?;
+    }
+    tx.commit().await?;
+    Ok(changed)
+}
+
+pub(crate) async fn discard(db: &PostgresBackend, id: ItemId) -> StoreResult<()> {
+    let mut conn = db.conn().await?;
+    let tx = conn.transaction().await?;
+    let changed = tx
+        .execute(
+            "DELETE FROM work_items WHERE id = $1 AND state = 'dead'",
+            &[&id],
+        )
+        .await?;
+    if changed == 0 {
+        let state = state_of(&tx, id).await?;
+        return Err(StoreError::WrongState {
+            id,
+            state,
+            expected: "dead",
+        });
+    }
+    tx.execute("DELETE FROM work_effects WHERE item_id = $1", &[&id])
+        .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+pub(crate) async fn signal(db: &PostgresBackend, signal: &str, now: Timestamp) -> StoreResult<u64> {
+    let mut conn = db.conn().await?;
+    let tx = conn.transaction().await?;
+    let changed = tx
+        .execute(
+            "UPDATE work_items SET state = 'available', run_at = $2, parked_on = NULL, \
+             updated_at = $2 WHERE state = 'parked' AND parked_on = $1",
+            &[&signal, &now.as_millis()],
+        )
+        .await?;
+    if changed > 0 {
+        tx.execute("SELECT pg_notify($1, '*')", &[&db.channel()])
+            .await?;
+    }
+    tx.commit().await?;
+    Ok(changed)
+}
+
+pub(crate) async fn cancel(db: &PostgresBackend, id: ItemId, now: Timestamp) -> StoreResult<()> {
+    let mut conn = db.conn().await?;
+    let tx = conn.transaction().await?;
+    let changed = tx
+        .execute(
+            &format!(
+                "UPDATE work_items SET state = 'dead', last_error = 'cancelled by an operator', \
+                 lease_owner = NULL, lease_expires_at = NULL, parked_on = NULL, updated_at = $2 \
+                 WHERE id = $1 AND state IN {LIVE}"
+            ),
+            &[&id, &now.as_millis()],
+        )
+        .await?;
+    if changed == 0 {
+        let state = state_of(&tx, id).await?;
+        return Err(StoreError::WrongState {
+            id,
+            state,
+            expected: "live (available, running, failed or parked)",
+        });
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+pub(crate) async fn release_worker(
+    db: &PostgresBackend,
+    owner: &str,
+    now: Timestamp,
+) -> StoreResult<u64> {
+    let mut conn = db.conn().await?;
+    let tx = conn.transaction().await?;
+    let changed = tx
+        .execute(
+            "UPDATE work_items SET state = 'available', run_at = $2, lease_owner = NULL, \
+             lease_expires_at = NULL, last_error = 'released by an operator', updated_at = $2 \
+             WHERE state = 'running' AND lease_owner = $1",
+            &[&owner, &now.as_millis()],
+        )
+        .await?;
+    tx.execute(
+        "UPDATE workers SET state = 'OFFLINE' WHERE id = $1",
+        &[&owner],
+    )
+    .await?;
+    if changed > 0 {
+        tx.execute("SELECT pg_notify($1, '*')", &[&db.channel()])
+            .await?;
+    }
+    tx.commit().await?;
+    Ok(changed)
+}

@@ -1,0 +1,83 @@
+//! Worker rows: registering and updating a worker, listing them, and marking silent ones
+//! offline.
+
+use super::task;
+use crate::item::{WorkerRecord, WorkerState};
+use crate::store::StoreResult;
+use crate::store::postgres::PostgresBackend;
+use crate::time::Timestamp;
+
+pub(crate) async fn put_worker(db: &PostgresBackend, w: &WorkerRecord) -> StoreResult<()> {
+    let conn = db.conn().await?;
+    let stmt = conn
+        .prepare_cached(
+            "INSERT INTO workers (id, lanes, state, started_at, last_seen_at, lease_ms) \
+             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO UPDATE SET \
+             lanes = excluded.lanes, state = excluded.state, \
+             last_seen_at = excluded.last_seen_at, lease_ms = excluded.lease_ms",
+        )
+        .await?;
+    conn.execute(
+        &stmt,
+        &[
+            &w.id,
+            &w.lanes.join(","),
+            &w.state.as_str(),
+            &w.started_at.as_millis(),
+            &w.last_seen_at.as_millis(),
+            &w.lease_ms,
+        ],
+    )
+    .await?;
+    Ok(())
+}
+
+pub(crate) async fn workers(db: &PostgresBackend) -> StoreResult<Vec<WorkerRecord>> {
+    let conn = db.conn().await?;
+    let stmt = conn
+        .prepare_cached(
+            "SELECT id, lanes, state, started_at, last_seen_at, lease_ms FROM workers \
+             ORDER BY id",
+        )
+        .await?;
+    let rows = conn.query(&stmt, &[]).await?;
+    rows.iter()
+        .map(|r| {
+            let lanes: String = r.try_get(1)?;
+            let state: String = r.try_get(2)?;
+            Ok(WorkerRecord {
+                id: r.try_get(0)?,
+                lanes: lanes
+                    .split(',')
+                    .filter(|l| !l.is_empty())
+                    .map(str::to_owned)
+                    .collect(),
+                state: WorkerState::parse(&state)
+                    .ok_or_else(|| task(format!("unknown worker state `{state}`")))?,
+                started_at: Timestamp::from_millis(r.try_get(3)?),
+                last_seen_at: Timestamp::from_millis(r.try_get(4)?),
+                lease_ms: r.try_get(5)?,
+            })
+        })
+        .collect()
+}
+
+pub(crate) async fn mark_silent_workers(
+    db: &PostgresBackend,
+    now: Timestamp,
+) -> StoreResult<Vec<String>> {
+    let conn = db.conn().await?;
+    let stmt = conn
+        .prepare_cached(
+            "UPDATE workers SET state = 'OFFLINE' WHERE state <> 'OFFLINE' \
+             AND $1 - last_seen_at > 3 * LEAST(lease_ms, 1000000000000) RETURNING id",
+        )
+        .await?;
+    let rows = conn.query(&stmt, &[&now.as_millis()]).await?;
+    let mut ids = rows
+        .iter()
+        .map(|r| r.try_get::<_, String>(0))
+        .collect::<Result<Vec<_>, _>>()?;
+    ids.sort();
+    Ok(ids)
+}
