@@ -1,0 +1,124 @@
+//! Writes made from outside a lease: an operator's retry, discard, cancel and release of a
+//! worker's items, and the signal that wakes items parked on it.
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::{LIVE, write};
+use crate::error::StoreError;
+use crate::item::{ItemId, ItemState};
+use crate::store::StoreResult;
+use crate::time::Timestamp;
+
+fn state_of(conn: &Connection, id: ItemId) -> StoreResult<ItemState> {
+    let state: Option<String> = conn
+        .query_row("SELECT state FROM work_items WHERE id = ?1", [id], |r| {
+            r.get(0)
+        })
+        .optional()?;
+    let state = state.ok_or(StoreError::NotFound(id))?;
+    state
+        .parse()
+        .map_err(|e: crate::item::UnknownState| StoreError::Task(e.to_string()))
+}
+
+pub(crate) fn retry(conn: &mut Connection, id: ItemId, now: Timestamp) -> StoreResult<()> {
+    let tx = write(conn)?;
+    let changed = tx.execute(
+        "UPDATE work_items SET state = 'available', attempt = 0, run_at = ?2, updated_at = ?2 \
+         WHERE id = ?1 AND state = 'dead'",
+        params![id, now.as_millis()],
+    )?;
+    if changed == 0 {
+        let state = state_of(&tx, id)?;
+        return Err(StoreError::WrongState {
+            id,
+            state,
+            expected: "dead",
+        });
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+pub(crate) fn retry_all_dead(conn: &mut Connection, now: Timestamp) -> StoreResult<u64> {
+    let tx = write(conn)?;
+    let changed = tx.execute(
+        "UPDATE OR IGNORE work_items SET state = 'available', attempt = 0, run_at = ?1, \
+         updated_at = ?1 WHERE state = 'dead'",
+        [now.as_millis()],
+    )?;
+    tx.commit()?;
+    Ok(changed as u64)
+}
+
+pub(crate) fn discard(conn: &mut Connection, id: ItemId) -> StoreResult<()> {
+    let tx = write(conn)?;
+    let changed = tx.execute(
+        "DELETE FROM work_items WHERE id = ?1 AND state = 'dead'",
+        [id],
+    )?;
+    if changed == 0 {
+        let state = state_of(&tx, id)?;
+        return Err(StoreError::WrongState {
+            id,
+            state,
+            expected: "dead",
+        });
+    }
+    tx.execute("DELETE FROM work_effects WHERE item_id = ?1", [id])?;
+    tx.commit()?;
+    Ok(())
+}
+
+pub(crate) fn signal(conn: &mut Connection, signal: &str, now: Timestamp) -> StoreResult<u64> {
+    let tx = write(conn)?;
+    let changed = tx.execute(
+        "UPDATE work_items SET state = 'available', run_at = ?2, parked_on = NULL, \
+         updated_at = ?2 WHERE state = 'parked' AND parked_on = ?1",
+        params![signal, now.as_millis()],
+    )?;
+    tx.commit()?;
+    Ok(changed as u64)
+}
+
+pub(crate) fn cancel(conn: &mut Connection, id: ItemId, now: Timestamp) -> StoreResult<()> {
+    let tx = write(conn)?;
+    let changed = tx.execute(
+        &format!(
+            "UPDATE work_items SET state = 'dead', last_error = 'cancelled by an operator', \
+             lease_owner = NULL, lease_expires_at = NULL, parked_on = NULL, updated_at = ?2 \
+             WHERE id = ?1 AND state IN {LIVE}"
+        ),
+        params![id, now.as_millis()],
+    )?;
+    if changed == 0 {
+        let state = state_of(&tx, id)?;
+        return Err(StoreError::WrongState {
+            id,
+            state,
+            expected: "live (available, running, failed or parked)",
+        });
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+pub(crate) fn release_worker(
+    conn: &mut Connection,
+    owner: &str,
+    now: Timestamp,
+) -> StoreResult<u64> {
+    let tx = write(conn)?;
+    let changed = tx.execute(
+        "UPDATE work_items SET state = 'available', run_at = ?2, lease_owner = NULL, \
+         lease_expires_at = NULL, last_error = 'released by an operator', updated_at = ?2 \
+         WHERE state = 'running' AND lease_owner = ?1",
+        params![owner, now.as_millis()],
+    )?;
+    tx.execute(
+        "UPDATE workers SET state = 'OFFLINE' WHERE id = ?1",
+        [owner],
+    )?;
+    tx.commit()?;
+    Ok(changed as u64)
+}

@@ -1,0 +1,98 @@
+//! Enqueueing: fresh ids from the shared high-water mark, the insert, and dedupe against
+//! live items of the same kind.
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::{LIVE, write};
+use crate::error::StoreError;
+use crate::item::{Enqueued, ItemId, NewItem};
+use crate::store::StoreResult;
+use crate::time::Timestamp;
+
+/// Takes `n` fresh ids from the persisted high-water mark that items and outbox rows share
+/// (inside the caller's write transaction); returns the first. Ids are never handed out
+/// twice: not after a discard, a purge or a restart. The mark also catches up with the
+/// largest id in either table (two primary-key look-ups), so a row written by someone
+/// else (an older runtime on the same file, a producer inserting ids of its own) can
+/// never wedge every later enqueue on an id it took.
+pub(super) fn next_ids(conn: &Connection, n: usize) -> rusqlite::Result<i64> {
+    let n = i64::try_from(n).unwrap_or(i64::MAX);
+    conn.prepare_cached(
+        "UPDATE id_counter SET next_id = max(next_id, \
+             COALESCE((SELECT max(id) FROM work_items), 0) + 1, \
+             COALESCE((SELECT max(id) FROM outbox), 0) + 1) + ?1 \
+         WHERE singleton = 1 RETURNING next_id - ?1",
+    )?
+    .query_row([n], |r| r.get(0))
+}
+
+fn live_id_for_key(conn: &Connection, kind: &str, key: &str) -> rusqlite::Result<Option<ItemId>> {
+    conn.prepare_cached(&format!(
+        "SELECT id FROM work_items WHERE kind = ?1 AND dedupe_key = ?2 AND state IN {LIVE}"
+    ))?
+    .query_row([kind, key], |r| r.get(0))
+    .optional()
+}
+
+/// Why `item` was not inserted as `id`: the live duplicate holding its (kind, dedupe key),
+/// or `None` when nothing explains it but the id being taken.
+pub(super) fn duplicate_of(conn: &Connection, item: &NewItem) -> rusqlite::Result<Option<ItemId>> {
+    match item.dedupe_key.as_deref() {
+        Some(key) => live_id_for_key(conn, &item.kind, key),
+        None => Ok(None),
+    }
+}
+
+/// Inserts `item` as `id`; false when a live item of its kind holds its dedupe key (or `id`
+/// exists).
+pub(super) fn insert_item(
+    conn: &Connection,
+    id: ItemId,
+    item: &NewItem,
+    payload: &str,
+    now: Timestamp,
+) -> rusqlite::Result<bool> {
+    let mut stmt = conn.prepare_cached(
+        "INSERT OR IGNORE INTO work_items (id, kind, lane, payload, state, priority, attempt, \
+             max_attempts, run_at, fence, dedupe_key, created_at, updated_at) \
+         VALUES (?1, ?2, ?3, ?4, 'available', ?5, 0, ?6, ?7, 0, ?8, ?9, ?9)",
+    )?;
+    let changed = stmt.execute(params![
+        id,
+        item.kind,
+        item.lane,
+        payload,
+        item.priority,
+        item.max_attempts,
+        item.run_at.unwrap_or(now).as_millis(),
+        item.dedupe_key,
+        now.as_millis(),
+    ])?;
+    Ok(changed == 1)
+}
+
+pub(crate) fn enqueue_many(
+    conn: &mut Connection,
+    items: &[NewItem],
+    now: Timestamp,
+) -> StoreResult<Vec<Enqueued>> {
+    let tx = write(conn)?;
+    let first = next_ids(&tx, items.len())?;
+    let mut out = Vec::with_capacity(items.len());
+    // A duplicate leaves its id unused: ids are unique and increasing, not dense.
+    for (id, item) in (first..).zip(items) {
+        let payload = serde_json::to_string(&item.payload)?;
+        if insert_item(&tx, id, item, &payload, now)? {
+            out.push(Enqueued::new(id));
+        } else {
+            let existing = duplicate_of(&tx, item)?.ok_or_else(|| {
+                StoreError::Task(format!(
+                    "fresh id {id} is taken by a row this runtime did not write"
+                ))
+            })?;
+            out.push(Enqueued::duplicate_of(existing));
+        }
+    }
+    tx.commit()?;
+    Ok(out)
+}

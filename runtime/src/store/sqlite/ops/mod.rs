@@ -1,0 +1,82 @@
+//! The SQL of every store operation. Each function runs one `BEGIN IMMEDIATE` transaction
+//! (or one read) on the given connection.
+//!
+//! Split by what each operation does; this module holds what they share (the column list,
+//! the fence guard, the write transaction and row decoding).
+
+mod admin;
+mod effects;
+mod enqueue;
+mod finish;
+mod lease;
+mod outbox;
+mod queries;
+mod retention;
+mod workers;
+
+pub(crate) use admin::{cancel, discard, release_worker, retry, retry_all_dead, signal};
+pub(crate) use effects::{effect, effects, record_effect};
+pub(crate) use enqueue::enqueue_many;
+pub(crate) use finish::finish_many;
+pub(crate) use lease::{checkpoint, claim, heartbeat, sweep};
+pub(crate) use outbox::{relay_outbox, transaction};
+pub(crate) use queries::{get, kind_counts, list, outbox_stats, stats};
+pub(crate) use retention::{purge_completed, purge_retained};
+pub(crate) use workers::{mark_silent_workers, put_worker, workers};
+
+use rusqlite::types::Type;
+use rusqlite::{Connection, Row, Transaction, TransactionBehavior};
+use serde_json::Value;
+
+use crate::item::{ItemRecord, ItemState};
+use crate::time::Timestamp;
+
+const COLS: &str = "id, kind, lane, payload, state, priority, attempt, max_attempts, run_at, \
+    lease_owner, lease_expires_at, fence, dedupe_key, checkpoint, last_error, parked_on, \
+    created_at, updated_at";
+
+/// The fence guard every fenced update carries: ?1 = id, ?2 = fence, ?3 = now.
+const HELD: &str = "id = ?1 AND fence = ?2 AND state = 'running' AND lease_expires_at > ?3";
+
+const LIVE: &str = "('available', 'running', 'failed', 'parked')";
+
+fn write(conn: &mut Connection) -> rusqlite::Result<Transaction<'_>> {
+    conn.transaction_with_behavior(TransactionBehavior::Immediate)
+}
+
+fn conversion(col: usize, msg: String) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(col, Type::Text, msg.into())
+}
+
+/// A stored JSON text; text that does not parse comes back as a JSON string, so the
+/// handler's decode fails and the item goes dead (undecodable payload is permanent).
+fn json_text(raw: String) -> Value {
+    serde_json::from_str(&raw).unwrap_or(Value::String(raw))
+}
+
+fn record(row: &Row<'_>) -> rusqlite::Result<ItemRecord> {
+    let state: String = row.get(4)?;
+    let state = state
+        .parse::<ItemState>()
+        .map_err(|e| conversion(4, e.to_string()))?;
+    Ok(ItemRecord {
+        id: row.get(0)?,
+        kind: row.get(1)?,
+        lane: row.get(2)?,
+        payload: json_text(row.get(3)?),
+        state,
+        priority: row.get(5)?,
+        attempt: row.get(6)?,
+        max_attempts: row.get(7)?,
+        run_at: Timestamp::from_millis(row.get(8)?),
+        lease_owner: row.get(9)?,
+        lease_expires_at: row.get::<_, Option<i64>>(10)?.map(Timestamp::from_millis),
+        fence: row.get(11)?,
+        dedupe_key: row.get(12)?,
+        checkpoint: row.get::<_, Option<String>>(13)?.map(json_text),
+        last_error: row.get(14)?,
+        parked_on: row.get(15)?,
+        created_at: Timestamp::from_millis(row.get(16)?),
+        updated_at: Timestamp::from_millis(row.get(17)?),
+    })
+}

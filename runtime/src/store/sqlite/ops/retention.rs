@@ -1,0 +1,48 @@
+//! Retention: purging completed items with their effects, relayed outbox rows and offline
+//! workers.
+
+use rusqlite::{Connection, params};
+
+use super::write;
+use crate::store::StoreResult;
+use crate::time::Timestamp;
+
+pub(crate) fn purge_completed(
+    conn: &mut Connection,
+    before: Timestamp,
+    limit: usize,
+) -> StoreResult<u64> {
+    let tx = write(conn)?;
+    let picked = "SELECT id FROM work_items WHERE state = 'completed' AND updated_at < ?1 \
+                  ORDER BY id LIMIT ?2";
+    let args = params![before.as_millis(), i64::try_from(limit).unwrap_or(i64::MAX)];
+    tx.execute(
+        &format!("DELETE FROM work_effects WHERE item_id IN ({picked})"),
+        args,
+    )?;
+    let changed = tx.execute(
+        &format!("DELETE FROM work_items WHERE id IN ({picked})"),
+        args,
+    )?;
+    tx.commit()?;
+    Ok(changed as u64)
+}
+
+pub(crate) fn purge_retained(
+    conn: &mut Connection,
+    before: Timestamp,
+    limit: usize,
+) -> StoreResult<(u64, u64)> {
+    let tx = write(conn)?;
+    let outbox = tx.execute(
+        "DELETE FROM outbox WHERE id IN (SELECT id FROM outbox \
+         WHERE relayed_at IS NOT NULL AND relayed_at < ?1 ORDER BY relayed_at LIMIT ?2)",
+        params![before.as_millis(), i64::try_from(limit).unwrap_or(i64::MAX)],
+    )?;
+    let workers = tx.execute(
+        "DELETE FROM workers WHERE state = 'OFFLINE' AND last_seen_at < ?1",
+        [before.as_millis()],
+    )?;
+    tx.commit()?;
+    Ok((outbox as u64, workers as u64))
+}

@@ -1,0 +1,72 @@
+//! Worker rows: registering and updating a worker, listing them, and marking silent ones
+//! offline.
+
+use rusqlite::{Connection, params};
+
+use super::{conversion, write};
+use crate::item::{WorkerRecord, WorkerState};
+use crate::store::StoreResult;
+use crate::time::Timestamp;
+
+pub(crate) fn put_worker(conn: &mut Connection, w: &WorkerRecord) -> StoreResult<()> {
+    let tx = write(conn)?;
+    tx.prepare_cached(
+        "INSERT INTO workers (id, lanes, state, started_at, last_seen_at, lease_ms) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (id) DO UPDATE SET lanes = excluded.lanes, \
+         state = excluded.state, last_seen_at = excluded.last_seen_at, \
+         lease_ms = excluded.lease_ms",
+    )?
+    .execute(params![
+        w.id,
+        w.lanes.join(","),
+        w.state.as_str(),
+        w.started_at.as_millis(),
+        w.last_seen_at.as_millis(),
+        w.lease_ms,
+    ])?;
+    tx.commit()?;
+    Ok(())
+}
+
+pub(crate) fn workers(conn: &mut Connection) -> StoreResult<Vec<WorkerRecord>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, lanes, state, started_at, last_seen_at, lease_ms FROM workers ORDER BY id",
+    )?;
+    let rows = stmt.query_map([], |r| {
+        let lanes: String = r.get(1)?;
+        let state: String = r.get(2)?;
+        Ok(WorkerRecord {
+            id: r.get(0)?,
+            lanes: lanes
+                .split(',')
+                .filter(|l| !l.is_empty())
+                .map(str::to_owned)
+                .collect(),
+            state: WorkerState::parse(&state)
+                .ok_or_else(|| conversion(2, format!("unknown worker state `{state}`")))?,
+            started_at: Timestamp::from_millis(r.get(3)?),
+            last_seen_at: Timestamp::from_millis(r.get(4)?),
+            lease_ms: r.get(5)?,
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+}
+
+pub(crate) fn mark_silent_workers(
+    conn: &mut Connection,
+    now: Timestamp,
+) -> StoreResult<Vec<String>> {
+    let tx = write(conn)?;
+    let ids = {
+        let mut stmt = tx.prepare_cached(
+            "UPDATE workers SET state = 'OFFLINE' WHERE state <> 'OFFLINE' \
+             AND ?1 - last_seen_at > 3 * min(lease_ms, 1000000000000) RETURNING id",
+        )?;
+        let rows = stmt.query_map([now.as_millis()], |r| r.get::<_, String>(0))?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()?
+    };
+    tx.commit()?;
+    let mut ids = ids;
+    ids.sort();
+    Ok(ids)
+}
