@@ -1,5 +1,13 @@
 //! The in-memory twin: the same semantics as SQLite over maps behind one mutex. Tests and
 //! `testing::MemoryContainer` run on it; the conformance suite holds the two to each other.
+//!
+//! The backend and the queue's own operations are here; the state they share (and its
+//! transitions) is in `state`, an operator's actions on items in `operator`.
+
+mod operator;
+mod state;
+
+pub use state::PendingOutbox;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -9,173 +17,15 @@ use serde_json::Value;
 use crate::error::StoreError;
 use crate::item::{
     Claimed, EffectRecord, Enqueued, Fence, Finish, ItemId, ItemRecord, ItemState, LaneStats,
-    ListFilter, NewItem, OutboxStats, Outcome, WorkerRecord, WorkerState,
+    ListFilter, NewItem, OutboxStats, WorkerRecord, WorkerState,
 };
-use crate::outbox::{OutboxSink, Tx};
+use crate::outbox::Tx;
 use crate::store::{Backend, BoxFuture, ClaimRequest, RelayReport, StoreResult, TxBody};
 use crate::time::Timestamp;
-
-/// Outbox rows written inside an open in-memory transaction; kept only when it commits.
-#[derive(Debug)]
-pub struct PendingOutbox {
-    rows: Vec<(ItemId, NewItem)>,
-    next_id: ItemId,
-}
-
-impl PendingOutbox {
-    pub(crate) fn push(&mut self, item: NewItem) -> ItemId {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.rows.push((id, item));
-        id
-    }
-}
-
-impl OutboxSink for std::cell::RefCell<PendingOutbox> {
-    fn insert(&self, item: &NewItem, _now: Timestamp) -> StoreResult<ItemId> {
-        Ok(self.borrow_mut().push(item.clone()))
-    }
-}
+use state::{NotInserted, OutboxRow, State};
 
 /// The longest lease counted for a worker's silence (the SQL backends cap it alike).
 const SILENCE_CAP_MS: i64 = 1_000_000_000_000;
-
-/// One outbox row: the item it asks for, when it was relayed, and why the relay refused it.
-#[derive(Debug)]
-struct OutboxRow {
-    item: NewItem,
-    created_at: Timestamp,
-    relayed_at: Option<Timestamp>,
-    relay_error: Option<String>,
-}
-
-#[derive(Debug, Default)]
-struct State {
-    items: BTreeMap<ItemId, ItemRecord>,
-    /// Each effect's output, and the fence and time it was recorded at.
-    effects: BTreeMap<(ItemId, String), (Value, Fence, Timestamp)>,
-    outbox: BTreeMap<ItemId, OutboxRow>,
-    workers: BTreeMap<String, WorkerRecord>,
-    /// The high-water mark of ids handed out: only ever grows.
-    next_id: ItemId,
-}
-
-/// Why [`State::insert`] inserted nothing.
-enum NotInserted {
-    /// A live item of the same kind holds the dedupe key.
-    Duplicate(ItemId),
-    /// Another item has the id.
-    IdTaken,
-}
-
-impl State {
-    fn live_id_for_key(&self, kind: &str, key: &str) -> Option<ItemId> {
-        self.items
-            .values()
-            .find(|r| r.state.is_live() && r.kind == kind && r.dedupe_key.as_deref() == Some(key))
-            .map(|r| r.id)
-    }
-
-    /// Inserts `item` as `id`.
-    fn insert(
-        &mut self,
-        id: ItemId,
-        item: &NewItem,
-        now: Timestamp,
-    ) -> Result<ItemId, NotInserted> {
-        if let Some(existing) = item
-            .dedupe_key
-            .as_deref()
-            .and_then(|k| self.live_id_for_key(&item.kind, k))
-        {
-            return Err(NotInserted::Duplicate(existing));
-        }
-        if self.items.contains_key(&id) {
-            return Err(NotInserted::IdTaken);
-        }
-        self.items.insert(
-            id,
-            ItemRecord {
-                id,
-                kind: item.kind.clone(),
-                lane: item.lane.clone(),
-                payload: item.payload.clone(),
-                state: ItemState::Available,
-                priority: item.priority,
-                attempt: 0,
-                max_attempts: item.max_attempts,
-                run_at: item.run_at.unwrap_or(now),
-                lease_owner: None,
-                lease_expires_at: None,
-                fence: 0,
-                dedupe_key: item.dedupe_key.clone(),
-                checkpoint: None,
-                last_error: None,
-                parked_on: None,
-                created_at: now,
-                updated_at: now,
-            },
-        );
-        self.next_id = self.next_id.max(id + 1);
-        Ok(id)
-    }
-
-    /// The item, when `fence` is current, it is running and its lease has not expired.
-    fn held(&mut self, id: ItemId, fence: Fence, now: Timestamp) -> StoreResult<&mut ItemRecord> {
-        match self.items.get_mut(&id) {
-            Some(r)
-                if r.fence == fence
-                    && r.state == ItemState::Running
-                    && r.lease_expires_at.is_some_and(|t| t > now) =>
-            {
-                Ok(r)
-            }
-            _ => Err(StoreError::StaleLease { id, fence }),
-        }
-    }
-
-    fn finish(&mut self, f: &Finish, now: Timestamp) -> StoreResult<()> {
-        if matches!(f.outcome, Outcome::Complete)
-            && let Some(r) = self.items.get(&f.id)
-            && r.state == ItemState::Completed
-            && r.fence == f.fence
-        {
-            return Ok(());
-        }
-        let r = self.held(f.id, f.fence, now)?;
-        r.lease_owner = None;
-        r.lease_expires_at = None;
-        r.updated_at = now;
-        match &f.outcome {
-            Outcome::Complete => r.state = ItemState::Completed,
-            Outcome::Retry { retry_at, error } => {
-                r.state = if r.attempt >= r.max_attempts {
-                    ItemState::Dead
-                } else {
-                    ItemState::Failed
-                };
-                r.run_at = *retry_at;
-                r.last_error = Some(error.clone());
-            }
-            Outcome::Dead { error } => {
-                r.state = ItemState::Dead;
-                r.last_error = Some(error.clone());
-            }
-            Outcome::Park { until, signal } => {
-                r.state = ItemState::Parked;
-                r.run_at = until.unwrap_or(Timestamp::MAX);
-                r.parked_on = signal.clone();
-                r.attempt = (r.attempt - 1).max(0);
-            }
-            Outcome::Release => {
-                r.state = ItemState::Available;
-                r.run_at = now;
-                r.attempt = (r.attempt - 1).max(0);
-            }
-        }
-        Ok(())
-    }
-}
 
 /// The in-memory backend (`memory://`).
 #[derive(Debug, Clone, Default)]
@@ -347,67 +197,11 @@ impl Backend for MemoryBackend {
     }
 
     fn retry(&self, id: ItemId, now: Timestamp) -> BoxFuture<'_, StoreResult<()>> {
-        let mut st = self.lock();
-        let out = match st.items.get(&id).map(|r| (r.state, r.dedupe_key.clone())) {
-            None => Err(StoreError::NotFound(id)),
-            Some((ItemState::Dead, key)) => {
-                let kind = st
-                    .items
-                    .get(&id)
-                    .map(|r| r.kind.clone())
-                    .unwrap_or_default();
-                match key.as_deref().and_then(|k| st.live_id_for_key(&kind, k)) {
-                    Some(other) => Err(StoreError::Task(format!(
-                        "dedupe key of item {id} is held by live item {other}"
-                    ))),
-                    None => {
-                        if let Some(r) = st.items.get_mut(&id) {
-                            r.state = ItemState::Available;
-                            r.attempt = 0;
-                            r.run_at = now;
-                            r.updated_at = now;
-                        }
-                        Ok(())
-                    }
-                }
-            }
-            Some((state, _)) => Err(StoreError::WrongState {
-                id,
-                state,
-                expected: "dead",
-            }),
-        };
-        drop(st);
-        self.ready(out)
+        self.retry_dead_item(id, now)
     }
 
     fn retry_all_dead(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>> {
-        let mut st = self.lock();
-        let dead: Vec<(ItemId, String, Option<String>)> = st
-            .items
-            .values()
-            .filter(|r| r.state == ItemState::Dead)
-            .map(|r| (r.id, r.kind.clone(), r.dedupe_key.clone()))
-            .collect();
-        let mut n = 0;
-        for (id, kind, key) in dead {
-            if key
-                .as_deref()
-                .and_then(|k| st.live_id_for_key(&kind, k))
-                .is_some()
-            {
-                continue;
-            }
-            if let Some(r) = st.items.get_mut(&id) {
-                r.state = ItemState::Available;
-                r.attempt = 0;
-                r.run_at = now;
-                r.updated_at = now;
-                n += 1;
-            }
-        }
-        drop(st);
-        self.ready(Ok(n))
+        self.retry_dead_items(now)
     }
 
     fn purge_completed(&self, before: Timestamp, limit: usize) -> BoxFuture<'_, StoreResult<u64>> {
@@ -429,22 +223,7 @@ impl Backend for MemoryBackend {
     }
 
     fn discard(&self, id: ItemId) -> BoxFuture<'_, StoreResult<()>> {
-        let mut st = self.lock();
-        let out = match st.items.get(&id).map(|r| r.state) {
-            None => Err(StoreError::NotFound(id)),
-            Some(ItemState::Dead) => {
-                st.items.remove(&id);
-                st.effects.retain(|(item, _), _| *item != id);
-                Ok(())
-            }
-            Some(state) => Err(StoreError::WrongState {
-                id,
-                state,
-                expected: "dead",
-            }),
-        };
-        drop(st);
-        self.ready(out)
+        self.discard_dead_item(id)
     }
 
     fn signal(&self, signal: String, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>> {
@@ -637,47 +416,11 @@ impl Backend for MemoryBackend {
     }
 
     fn cancel(&self, id: ItemId, now: Timestamp) -> BoxFuture<'_, StoreResult<()>> {
-        let mut st = self.lock();
-        let out = match st.items.get_mut(&id) {
-            None => Err(StoreError::NotFound(id)),
-            Some(r) if r.state.is_live() => {
-                r.state = ItemState::Dead;
-                r.last_error = Some("cancelled by an operator".to_owned());
-                r.lease_owner = None;
-                r.lease_expires_at = None;
-                r.parked_on = None;
-                r.updated_at = now;
-                Ok(())
-            }
-            Some(r) => Err(StoreError::WrongState {
-                id,
-                state: r.state,
-                expected: "live (available, running, failed or parked)",
-            }),
-        };
-        drop(st);
-        self.ready(out)
+        self.cancel_live_item(id, now)
     }
 
     fn release_worker(&self, owner: String, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>> {
-        let mut st = self.lock();
-        let mut n = 0;
-        for r in st.items.values_mut() {
-            if r.state == ItemState::Running && r.lease_owner.as_deref() == Some(owner.as_str()) {
-                r.state = ItemState::Available;
-                r.run_at = now;
-                r.lease_owner = None;
-                r.lease_expires_at = None;
-                r.last_error = Some("released by an operator".to_owned());
-                r.updated_at = now;
-                n += 1;
-            }
-        }
-        if let Some(w) = st.workers.get_mut(&owner) {
-            w.state = WorkerState::Offline;
-        }
-        drop(st);
-        self.ready(Ok(n))
+        self.release_leases_of(owner, now)
     }
 
     fn outbox_stats(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<OutboxStats>> {
