@@ -1,0 +1,163 @@
+//! The contract every backend implements: the object-safe [`Backend`] trait and the types
+//! its methods take and return.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::StoreResult;
+use crate::item::{
+    Claimed, EffectRecord, Enqueued, Fence, Finish, ItemId, ItemRecord, ItemState, LaneStats,
+    ListFilter, NewItem, OutboxStats, WorkerRecord,
+};
+use crate::outbox::Tx;
+use crate::time::Timestamp;
+
+/// A boxed, sendable future: what the object-safe [`Backend`] methods return.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A producer's transaction body, run by [`Backend::transaction`].
+pub type TxBody = Box<dyn FnOnce(&mut Tx<'_>) -> StoreResult<()> + Send>;
+
+/// A claim request: up to `n` due items of `lane`, leased to `owner` until `lease_until`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimRequest {
+    pub lane: String,
+    pub n: usize,
+    pub owner: String,
+    pub lease_until: Timestamp,
+}
+
+/// A storage backend. Every method that changes a claimed item checks, row by row, the
+/// fence, the `running` state and an unexpired lease, and changes nothing otherwise.
+pub trait Backend: Send + Sync + fmt::Debug {
+    /// `sqlite`, `memory`, `postgres`.
+    fn name(&self) -> &'static str;
+    /// The schema the queue's tables live in, on PostgreSQL.
+    fn postgres_schema(&self) -> Option<&str> {
+        None
+    }
+    /// Applies the migrations not applied yet; returns the schema version now in force.
+    fn migrate(&self) -> BoxFuture<'_, StoreResult<i64>>;
+    /// The schema version in force (0 for a new database).
+    fn schema_version(&self) -> BoxFuture<'_, StoreResult<i64>>;
+    /// Inserts `items` in one transaction, each under a fresh id (ids are never reused); an
+    /// item whose (kind, dedupe key) a live item holds is not inserted and yields that
+    /// item's id, marked a duplicate.
+    fn enqueue_many(
+        &self,
+        items: Vec<NewItem>,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<Vec<Enqueued>>>;
+    /// Atomically takes up to `n` due items, sets the lease and increments each fence.
+    fn claim(&self, req: ClaimRequest, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<Claimed>>>;
+    /// Renews the lease to `lease_until`; returns the stored `lease_expires_at`.
+    fn heartbeat(
+        &self,
+        id: ItemId,
+        fence: Fence,
+        lease_until: Timestamp,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<Timestamp>>;
+    /// Stores `state` as the item's checkpoint.
+    fn checkpoint(
+        &self,
+        id: ItemId,
+        fence: Fence,
+        state: Value,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<()>>;
+    /// Applies every finish in one write transaction; one result per finish, in order.
+    fn finish_many(
+        &self,
+        batch: Vec<Finish>,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<Vec<StoreResult<()>>>>;
+    /// Returns running items whose lease expired to available (dead when out of attempts).
+    fn sweep(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>>;
+    /// Makes a dead item available again with fresh attempts.
+    fn retry(&self, id: ItemId, now: Timestamp) -> BoxFuture<'_, StoreResult<()>>;
+    /// Retries every dead item; returns how many.
+    fn retry_all_dead(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>>;
+    /// Deletes a dead item.
+    fn discard(&self, id: ItemId) -> BoxFuture<'_, StoreResult<()>>;
+    /// Makes every item parked on `signal` available; returns how many.
+    fn signal(&self, signal: String, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>>;
+    /// One item.
+    fn get(&self, id: ItemId) -> BoxFuture<'_, StoreResult<Option<ItemRecord>>>;
+    /// Items matching `filter`, by id.
+    fn list(&self, filter: ListFilter) -> BoxFuture<'_, StoreResult<Vec<ItemRecord>>>;
+    /// Counts and oldest ages per lane and state, lanes by name.
+    fn stats(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<LaneStats>>>;
+    /// The recorded output of effect `key` of item `id`, if recorded.
+    fn effect(&self, id: ItemId, key: String) -> BoxFuture<'_, StoreResult<Option<Value>>>;
+    /// Records effect `key` (fenced: only the current holder records). Recording a key that
+    /// is already recorded changes nothing and succeeds.
+    fn record_effect(
+        &self,
+        id: ItemId,
+        fence: Fence,
+        key: String,
+        output: Value,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<()>>;
+    /// Runs `body` in one write transaction of this store; commits when it returns Ok.
+    fn transaction(&self, body: TxBody, now: Timestamp) -> BoxFuture<'_, StoreResult<()>>;
+    /// Turns up to `limit` unrelayed outbox rows into items whose id is the row id; returns
+    /// how many rows it relayed. A row whose (kind, dedupe key) a live item holds is relayed
+    /// as that duplicate. A row whose id another item already has is never dropped: it
+    /// stays unrelayed with its `relay_error` set (and is no longer picked), and is counted
+    /// in [`RelayReport::refused`].
+    fn relay_outbox(&self, limit: usize, now: Timestamp)
+    -> BoxFuture<'_, StoreResult<RelayReport>>;
+    /// Marks OFFLINE every worker not OFFLINE whose row was last seen three of its leases
+    /// before `now`; returns their ids.
+    fn mark_silent_workers(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<String>>>;
+    /// Deletes up to `limit` outbox rows relayed before `before`, and OFFLINE worker rows
+    /// last seen before it (retention); returns (outbox rows, workers) deleted.
+    fn purge_retained(
+        &self,
+        before: Timestamp,
+        limit: usize,
+    ) -> BoxFuture<'_, StoreResult<(u64, u64)>>;
+    /// Inserts or replaces a worker row.
+    fn put_worker(&self, worker: WorkerRecord) -> BoxFuture<'_, StoreResult<()>>;
+    /// Every worker row, by id.
+    fn workers(&self) -> BoxFuture<'_, StoreResult<Vec<WorkerRecord>>>;
+    /// Deletes up to `limit` completed items last updated before `before`, with their
+    /// effects (retention); returns how many items it deleted.
+    fn purge_completed(&self, before: Timestamp, limit: usize) -> BoxFuture<'_, StoreResult<u64>>;
+    /// Every recorded effect of item `id`, by key.
+    fn effects(&self, id: ItemId) -> BoxFuture<'_, StoreResult<Vec<EffectRecord>>>;
+    /// Cancels a live item (available, running, failed or parked): it goes dead with
+    /// `last_error` saying so, and its holder's fence no longer matches a running item, so
+    /// nothing it writes lands. [`StoreError::WrongState`] for a completed or dead item.
+    ///
+    /// [`StoreError::WrongState`]: crate::StoreError::WrongState
+    fn cancel(&self, id: ItemId, now: Timestamp) -> BoxFuture<'_, StoreResult<()>>;
+    /// Returns every item `owner` holds to available now (its attempts stay spent), and
+    /// marks the worker OFFLINE: for a worker known dead, instead of waiting for its leases.
+    fn release_worker(&self, owner: String, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>>;
+    /// The outbox's backlog.
+    fn outbox_stats(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<OutboxStats>>;
+    /// How many items of each kind are in each state, by kind then state.
+    fn kind_counts(&self) -> BoxFuture<'_, StoreResult<Vec<(String, ItemState, u64)>>>;
+    /// Resolves when items may have become claimable on `lane`, or after `max` at the
+    /// latest. Backends without wake-ups (SQLite, memory) just wait `max`: the poll.
+    fn wait_for_work(&self, lane: String, max: Duration) -> BoxFuture<'_, ()> {
+        let _ = lane;
+        Box::pin(tokio::time::sleep(max))
+    }
+}
+
+/// What one relay pass did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RelayReport {
+    /// Rows turned into items (or found to be duplicates of live items).
+    pub relayed: u64,
+    /// Rows left unrelayed because their id is another item's: (row id, reason).
+    pub refused: Vec<(ItemId, String)>,
+}
