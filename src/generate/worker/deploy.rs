@@ -1,0 +1,213 @@
+//! Where a worker runs: a new worker's crate, container, compose service, Terraform instance and dev.sh line, a replica on another lane, and the lanes and ports dev.sh already has.
+
+use super::*;
+
+/// A new worker: its crate, workspace member, processes, settings, image and deployment.
+pub(super) fn plan_new_worker(
+    plan: &mut Plan,
+    templates: &Templates,
+    ctx: &Value,
+    name: &str,
+    worker: &str,
+    container: bool,
+) -> Result<(), GenerateError> {
+    render_worker_crate(plan, templates, worker, ctx)?;
+    // The new crate depends on what the maintenance worker's template depends on, so the
+    // lock gains its package and stays `--locked`-buildable.
+    let template = super::super::templates::embedded_file(super::super::lockfile::EMBEDDED_LOCK);
+    if let (Some(lock), Some(template)) = (plan.text("Cargo.lock")?, template) {
+        let template = super::super::lockfile::rename(&String::from_utf8_lossy(template), name);
+        let new = format!("{name}-{worker}");
+        let like = format!("{name}-maintenance");
+        if let Some(lock) = super::super::lockfile::add_member_like(&lock, &template, &new, &like) {
+            plan.edit("Cargo.lock", lock)?;
+        }
+    }
+    create_from(
+        plan,
+        templates,
+        "worker-docker/Dockerfile.j2",
+        &format!("deployment/docker/{worker}.Dockerfile"),
+        ctx,
+    )?;
+    let manifest = plan.text("Cargo.toml")?.unwrap_or_default();
+    let manifest =
+        super::super::members::add("Cargo.toml", &manifest, &format!("workers/{worker}"))?;
+    plan.edit("Cargo.toml", manifest)?;
+    let workers_place = "the list of workers in this file";
+    for (path, template) in [
+        (DEV_SH, "deploy/dev-sh.j2"),
+        (TF_ENVIRONMENT, "deploy/terraform-module.j2"),
+        (TF_ACCOUNT_VARS, "new-worker/images.j2"),
+        (STAGING, "new-worker/staging.j2"),
+        (PRODUCTION, "new-worker/production.j2"),
+    ] {
+        insert_snippet(
+            plan,
+            templates,
+            ctx,
+            path,
+            marker::WORKERS,
+            workers_place,
+            template,
+        )?;
+    }
+    // The image repositories: a repository made before the registry module existed, or
+    // whose registry is managed elsewhere, has no such file, and that is its choice.
+    if plan.text(TF_REGISTRY)?.is_some() {
+        insert_snippet(
+            plan,
+            templates,
+            ctx,
+            TF_REGISTRY,
+            marker::WORKERS,
+            workers_place,
+            "new-worker/images.j2",
+        )?;
+    }
+    insert_snippet(
+        plan,
+        templates,
+        ctx,
+        ENV_EXAMPLE,
+        marker::SETTINGS,
+        "the settings of the workers `scaffold worker` adds",
+        "new-worker/env.j2",
+    )?;
+    if container {
+        insert_snippet(
+            plan,
+            templates,
+            ctx,
+            COMPOSE,
+            marker::WORKERS,
+            workers_place,
+            "deploy/compose-service.j2",
+        )?;
+    }
+    Ok(())
+}
+
+/// A replica of an existing worker on the kind's lane: in dev.sh, compose (when the worker
+/// has a service there) and Terraform.
+pub(super) fn plan_replica(
+    plan: &mut Plan,
+    templates: &Templates,
+    ctx: &Value,
+    (name, worker): (&str, &str),
+) -> Result<(), GenerateError> {
+    let place = "the list of workers in this file";
+    insert_snippet(
+        plan,
+        templates,
+        ctx,
+        DEV_SH,
+        marker::WORKERS,
+        place,
+        "deploy/dev-sh.j2",
+    )?;
+    let compose = plan.text(COMPOSE)?.unwrap_or_default();
+    if compose_has_service(&compose, worker) {
+        insert_snippet(
+            plan,
+            templates,
+            ctx,
+            COMPOSE,
+            marker::WORKERS,
+            place,
+            "deploy/compose-service.j2",
+        )?;
+        super::super::integration::compose_settings(plan, name, worker)?;
+    }
+    insert_snippet(
+        plan,
+        templates,
+        ctx,
+        TF_ENVIRONMENT,
+        marker::WORKERS,
+        place,
+        "deploy/terraform-module.j2",
+    )
+}
+
+/// Whether the compose file has a top-level service named `worker`.
+pub(super) fn compose_has_service(text: &str, worker: &str) -> bool {
+    let Ok(node) = crate::repo::yaml::parse(text) else {
+        return false;
+    };
+    let crate::repo::yaml::Value::Map(entries) = &node.value else {
+        return false;
+    };
+    entries
+        .iter()
+        .filter(|(k, _)| k.as_str() == Some("services"))
+        .any(|(_, v)| match &v.value {
+            crate::repo::yaml::Value::Map(svcs) => svcs.iter().any(|(k, v)| {
+                crate::layout::compose::service_worker(k.as_str().unwrap_or_default(), v) == worker
+            }),
+            _ => false,
+        })
+}
+
+/// The lanes the worker's processes in dev.sh serve (`serve --lane L`, else `default`), as
+/// the checker's `lane-undeployed` reads them.
+pub(super) fn served_lanes(dev_sh: &str, name: &str, worker: &str) -> Vec<String> {
+    let package = format!("{name}-{worker}");
+    let manifest = format!("workers/{worker}/Cargo.toml");
+    crate::layout::dev_sh::dev_sh_processes(dev_sh)
+        .into_iter()
+        .filter(|p| runs_worker(&p.words, &package, &manifest))
+        .map(|p| p.lane.unwrap_or_else(|| "default".to_owned()))
+        .collect()
+}
+
+/// Whether a dev.sh command runs the worker whose package is `package`: through cargo
+/// (`-p`/`--package`/`--bin`, as `-p x`, `-px`, `--package=x`; or `--manifest-path` to
+/// its Cargo.toml), or as the built binary itself (`x`, `./target/release/x`).
+pub(super) fn runs_worker(words: &[String], package: &str, manifest: &str) -> bool {
+    let is_manifest = |w: &str| w.strip_prefix("./").unwrap_or(w) == manifest;
+    let flagged = words
+        .iter()
+        .zip(words.iter().skip(1))
+        .any(|(flag, value)| match flag.as_str() {
+            "-p" | "--package" | "--bin" => value == package,
+            "--manifest-path" => is_manifest(value),
+            _ => false,
+        });
+    let joined = words.iter().any(|w| {
+        ["-p", "--package=", "--bin="]
+            .iter()
+            .any(|flag| w.strip_prefix(flag) == Some(package))
+            || w.strip_prefix("--manifest-path=").is_some_and(is_manifest)
+    });
+    // The program: the first word that is not an assignment or a wrapper.
+    let program = words.iter().find(|w| {
+        !matches!(w.as_str(), "exec" | "env" | "nohup")
+            && !w.split_once('=').is_some_and(|(k, _)| {
+                !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            })
+    });
+    let binary = program.is_some_and(|p| p.rsplit('/').next() == Some(package));
+    flagged || joined || binary
+}
+
+/// The lane an existing worker's own process serves: the last of its processes in dev.sh
+/// (replicas on other lanes are inserted above it, below the marker).
+pub(super) fn served_lane(dev_sh: &str, name: &str, worker: &str) -> Option<String> {
+    served_lanes(dev_sh, name, worker).into_iter().next_back()
+}
+
+/// One past the highest `*_METRICS_PORT=<n>` in dev.sh (9100 when there is none).
+pub(super) fn next_metrics_port(dev_sh: &str) -> u16 {
+    let mut max = None;
+    for (i, _) in dev_sh.match_indices("_METRICS_PORT=") {
+        let digits: String = dev_sh[i + "_METRICS_PORT=".len()..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        if let Ok(p) = digits.parse::<u16>() {
+            max = Some(max.map_or(p, |m: u16| m.max(p)));
+        }
+    }
+    max.map_or(9100, |m| m.saturating_add(1))
+}

@@ -1,0 +1,129 @@
+//! What the repository already holds that a new kind must agree with: its namespaces, where a kind is registered, a kind's variant.
+
+use super::*;
+
+/// Whether `ident` appears in `text` as a whole identifier.
+pub(super) fn mentions_ident(text: &str, ident: &str) -> bool {
+    text.match_indices(ident).any(|(i, _)| {
+        let before = text[..i].chars().next_back();
+        let after = text[i + ident.len()..].chars().next();
+        let is_ident = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+        !is_ident(before) && !is_ident(after)
+    })
+}
+
+/// The file and line that already register or handle `kind`: a spec's `name: "KIND"` under
+/// `om/src/`, or a handler's `KIND … = "KIND"` under `workers/*/src/`.
+pub(super) fn registered_at(root: &Path, kind: &str) -> Option<(String, usize)> {
+    let literal = format!("\"{kind}\"");
+    let mut files = Vec::new();
+    super::super::rust_files(root, "om/src", &mut files);
+    if let Ok(entries) = std::fs::read_dir(root.join("workers")) {
+        let mut workers: Vec<String> = entries
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        workers.sort();
+        for w in workers {
+            super::super::rust_files(root, &format!("workers/{w}/src"), &mut files);
+        }
+    }
+    for rel in files {
+        // Regular files only (a FIFO here hung the generator). A refused file is refused
+        // again, with its reason, when the plan reads it to edit.
+        let Ok(Some(text)) = crate::repo::inside::read_text(root, &rel, 64 << 20) else {
+            continue;
+        };
+        for (i, line) in text.lines().enumerate() {
+            let t = line.trim();
+            let registers = t.contains(&literal)
+                && (t.starts_with("name:")
+                    || t.contains("WorkKindSpec")
+                    || (t.contains("KIND") && t.contains("&'static str"))
+                    || t.contains("KIND: &str"));
+            if registers {
+                return Some((rel, i + 1));
+            }
+        }
+    }
+    None
+}
+
+/// The namespaces of `om/src/` (folders with a kinds.rs), except `work`.
+pub(super) fn namespaces(root: &Path) -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir(root.join("om/src"))
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|e| e.path().join("kinds.rs").is_file())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n != "work")
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
+}
+
+pub(super) fn resolve_namespace(root: &Path, given: Option<&str>) -> Result<String, GenerateError> {
+    let ns = resolve_namespace_name(root, given)?;
+    // However it was found (given, or inferred from the one folder of om/src/), it reaches
+    // paths and templates: `café` or `ship-x` as a folder name must be refused like the
+    // same name given to `scaffold namespace`.
+    super::super::names::validate(super::super::names::NameKind::Namespace, &ns)?;
+    Ok(ns)
+}
+
+pub(super) fn resolve_namespace_name(
+    root: &Path,
+    given: Option<&str>,
+) -> Result<String, GenerateError> {
+    let known = namespaces(root);
+    match given {
+        Some(ns) if known.iter().any(|k| k == ns) => Ok(ns.to_owned()),
+        Some(ns) => Err(GenerateError::UnknownNamespace {
+            ns: ns.to_owned(),
+            known: list(&known),
+        }),
+        None => match known.as_slice() {
+            [one] => Ok(one.clone()),
+            [] => Err(GenerateError::NoNamespace),
+            _ => Err(GenerateError::AmbiguousNamespace {
+                known: list(&known),
+            }),
+        },
+    }
+}
+
+pub(super) fn list(names: &[String]) -> String {
+    if names.is_empty() {
+        "none".to_owned()
+    } else {
+        names.join(", ")
+    }
+}
+
+/// The `file:line` of a variant or payload that `kind`'s names would collide with in the
+/// namespace (`A_1` and `A1` are both `A1`).
+pub(super) fn variant_at(root: &Path, ns: &str, kind: &str) -> Option<String> {
+    let camel = names::camel(kind);
+    let payload = format!("{camel}Payload");
+    for (file, ident) in [
+        ("kinds.rs", camel.as_str()),
+        ("types/work.rs", payload.as_str()),
+    ] {
+        let rel = format!("om/src/{ns}/{file}");
+        // Regular files only (a FIFO here hung the generator). A refused file is refused
+        // again, with its reason, when the plan reads it to edit.
+        let Ok(Some(text)) = crate::repo::inside::read_text(root, &rel, 64 << 20) else {
+            continue;
+        };
+        for (i, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or_default();
+            if mentions_ident(code, ident) {
+                return Some(format!("{rel}:{}", i + 1));
+            }
+        }
+    }
+    None
+}
