@@ -53,6 +53,8 @@ fn version_key() -> u128 {
         include_str!("registry.rs"),
         include_str!("handlers.rs"),
         include_str!("exec.rs"),
+        include_str!("exec/commands.rs"),
+        include_str!("exec/contexts.rs"),
         include_str!("services.rs"),
         include_str!("orchestrations.rs"),
         include_str!("settings.rs"),
