@@ -1,0 +1,277 @@
+//! What `scaffold namespace` and `scaffold worker` refuse (bad, taken or colliding names,
+//! a missing marker or namespace), each refusal exiting 1 with the tree byte-identical.
+
+use super::*;
+
+#[test]
+fn namespace_creates_its_files_and_refuses_bad_or_existing_names() {
+    let (_tmp, dir) = repo();
+    let r = run_in(&dir, &["namespace", "shipping"]);
+    ok(&r);
+    for f in ["mod.rs", "kinds.rs", "types/work.rs", "README.md"] {
+        assert!(dir.join("om/src/shipping").join(f).is_file(), "{f}");
+    }
+    let lib = fs::read_to_string(dir.join("om/src/lib.rs")).expect("lib.rs");
+    assert!(lib.contains("pub mod shipping;"), "{lib}");
+    let before = tree(&dir);
+    for (ns, code, says) in [
+        ("shipping", 1, "exists"),
+        ("work", 1, "scaffold uses it"),
+        ("fn", 1, "Rust keyword"),
+        ("Shipping", 1, "upper-case"),
+        ("ship-ping", 1, "not allowed"),
+        ("../x", 1, "path"),
+    ] {
+        let r = run_in(&dir, &["namespace", ns]);
+        assert_eq!(r.code, code, "{ns}: {}", r.stderr);
+        assert!(r.stderr.contains(says), "{ns}: {}", r.stderr);
+        assert_same(&tree(&dir), &before, &format!("{ns} changed the tree"));
+    }
+    fs::create_dir(dir.join("om/src/billing")).expect("mkdir");
+    let before = tree(&dir);
+    let r = run_in(&dir, &["namespace", "billing"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("without kinds.rs"), "{}", r.stderr);
+    assert_same(&tree(&dir), &before, "the tree changed");
+}
+
+#[test]
+fn namespace_without_its_marker_is_an_error_and_writes_nothing() {
+    let (_tmp, dir) = repo();
+    let lib = dir.join("om/src/lib.rs");
+    let text = fs::read_to_string(&lib).expect("lib.rs");
+    fs::write(
+        &lib,
+        text.replace("// scaffold:namespaces", "// namespaces"),
+    )
+    .expect("write");
+    let before = tree(&dir);
+    let r = run_in(&dir, &["namespace", "shipping"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("om/src/lib.rs has no `// scaffold:namespaces` line"),
+        "{}",
+        r.stderr
+    );
+    assert_same(&tree(&dir), &before, "the tree changed");
+}
+
+#[test]
+fn worker_refuses_bad_names_with_nothing_written() {
+    let (_tmp, dir) = repo();
+    ok(&run_in(&dir, &["namespace", "shipping"]));
+    let before = tree(&dir);
+    let cases: &[(&[&str], &str)] = &[
+        (&["maintenance", "notify_shipment"], "invalid kind"),
+        (&["maintenance", "Notify"], "invalid kind"),
+        (&["maintenance", "_NOTIFY"], "invalid kind"),
+        (&["maintenance", "1NOTIFY"], "invalid kind"),
+        (&["maintenance", "NOTIFY__SHIPMENT"], "invalid kind"),
+        (&["maintenance", "NOTIFY_"], "invalid kind"),
+        (&["maintenance", "NOTIFY-SHIPMENT"], "invalid kind"),
+        (&["maintenance", "NOTIFY SHIPMENT"], "invalid kind"),
+        (&["maintenance", "../NOTIFY"], "invalid kind"),
+        (&["maintenance", "SWEEP"], "registered already"),
+        (&["maintenance", "ORCHESTRATION"], "registered already"),
+        (&["../x", "NOTIFY"], "invalid worker name"),
+        (&["Billing", "NOTIFY"], "invalid worker name"),
+        (&["billing_", "NOTIFY"], "invalid worker name"),
+        (&["bill--ing", "NOTIFY"], "invalid worker name"),
+        (&["9lives", "NOTIFY"], "invalid worker name"),
+        (&["", "NOTIFY"], "invalid worker name"),
+        (&["a/b", "NOTIFY"], "invalid worker name"),
+        (
+            &["maintenance", "NOTIFY", "--namespace", "Shipping"],
+            "invalid namespace",
+        ),
+        (
+            &["maintenance", "NOTIFY", "--namespace", "billing"],
+            "scaffold namespace billing",
+        ),
+        (
+            &["maintenance", "NOTIFY", "--namespace", "work"],
+            "the scaffold uses it",
+        ),
+        (
+            &["maintenance", "NOTIFY", "--namespace", "../om"],
+            "invalid namespace",
+        ),
+        (&["maintenance", "NOTIFY", "--lane", "Bulk"], "invalid lane"),
+        (
+            &["maintenance", "NOTIFY", "--lane", "bulk lane"],
+            "invalid lane",
+        ),
+        (&["maintenance", "NOTIFY", "--lane", "../x"], "invalid lane"),
+        (
+            &["maintenance", "NOTIFY", "--role", "maintenance"],
+            "--role applies to a new worker",
+        ),
+        (&["billing", "NOTIFY", "--role", "janitor"], "unknown role"),
+        (&["maintenance", "MOVE"], "Rust keyword"),
+        (&["maintenance", "SELF"], "Rust keyword"),
+        (&["om", "NOTIFY"], "invalid worker name `om`"),
+        (
+            &["verification", "NOTIFY"],
+            "invalid worker name `verification`",
+        ),
+        (&["outbox-relay", "NOTIFY"], "has no work loop"),
+        (
+            &["maintenance", "NOTIFY", "--container"],
+            "--container applies to a new worker",
+        ),
+        (&["fresh", "HEALTH"], "the new worker's own tests/health.rs"),
+    ];
+    assert!(cases.len() >= 20);
+    for (args, says) in cases {
+        let mut full = vec!["worker"];
+        full.extend_from_slice(args);
+        let r = run_in(&dir, &full);
+        assert_eq!(r.code, 1, "{args:?}: {}{}", r.stdout, r.stderr);
+        assert!(
+            r.stderr.contains(says),
+            "{args:?}: expected {says:?} in\n{}",
+            r.stderr
+        );
+        assert_same(&tree(&dir), &before, &format!("{args:?} changed the tree"));
+    }
+}
+
+#[test]
+fn worker_needs_a_namespace_and_asks_when_there_are_several() {
+    let (_tmp, dir) = repo();
+    let r = run_in(&dir, &["worker", "maintenance", "NOTIFY_SHIPMENT"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("scaffold namespace"), "{}", r.stderr);
+    ok(&run_in(&dir, &["namespace", "shipping"]));
+    ok(&run_in(&dir, &["namespace", "billing"]));
+    let before = tree(&dir);
+    let r = run_in(&dir, &["worker", "maintenance", "NOTIFY_SHIPMENT"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("--namespace"), "{}", r.stderr);
+    assert!(r.stderr.contains("billing, shipping"), "{}", r.stderr);
+    assert_same(&tree(&dir), &before, "the tree changed");
+}
+
+#[test]
+fn worker_failures_leave_the_tree_byte_identical() {
+    let (_tmp, dir) = repo();
+    ok(&run_in(&dir, &["namespace", "shipping"]));
+
+    // A missing marker.
+    let work_loop = dir.join("workers/maintenance/src/work_loop.rs");
+    let original = fs::read_to_string(&work_loop).expect("work_loop.rs");
+    fs::write(
+        &work_loop,
+        original.replace("// scaffold:handlers", "// handlers"),
+    )
+    .expect("write");
+    let before = tree(&dir);
+    let r = run_in(&dir, &["worker", "maintenance", "NOTIFY_SHIPMENT"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("workers/maintenance/src/work_loop.rs has no `// scaffold:handlers`"),
+        "{}",
+        r.stderr
+    );
+    assert_same(&tree(&dir), &before, "the tree changed");
+    fs::write(&work_loop, &original).expect("restore");
+
+    // A read-only file the command would change.
+    let kinds = dir.join("om/src/shipping/kinds.rs");
+    let mut perms = fs::metadata(&kinds).expect("meta").permissions();
+    perms.set_readonly(true);
+    fs::set_permissions(&kinds, perms.clone()).expect("chmod");
+    let before = tree(&dir);
+    let r = run_in(&dir, &["worker", "maintenance", "NOTIFY_SHIPMENT"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("om/src/shipping/kinds.rs is read-only"),
+        "{}",
+        r.stderr
+    );
+    assert_same(&tree(&dir), &before, "the tree changed");
+    #[allow(clippy::permissions_set_readonly_false)]
+    perms.set_readonly(false);
+    fs::set_permissions(&kinds, perms).expect("chmod");
+
+    // An override template that renders invalid Rust.
+    let over = dir.join(".scaffold/templates/kind");
+    fs::create_dir_all(&over).expect("mkdir");
+    fs::write(over.join("handler.rs.j2"), "impl {{ Kind }}Handler {\n").expect("write");
+    let before = tree(&dir);
+    let r = run_in(&dir, &["worker", "maintenance", "NOTIFY_SHIPMENT"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("workers/maintenance/src/handlers/notify_shipment.rs"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("override"), "{}", r.stderr);
+    assert_same(&tree(&dir), &before, "the tree changed");
+
+    // An override that names a variable nobody sets (strict undefined).
+    fs::write(over.join("handler.rs.j2"), "// {{ nobody_sets_this }}\n").expect("write");
+    let before = tree(&dir);
+    let r = run_in(&dir, &["worker", "maintenance", "NOTIFY_SHIPMENT"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("kind/handler.rs.j2"), "{}", r.stderr);
+    assert_same(&tree(&dir), &before, "the tree changed");
+}
+
+/// Names that differ only in case conversion (`A_1` and `A1` are both `A1`) are one kind;
+/// a kind added to a worker without `--lane` rides the worker's own lane, not a replica's.
+#[test]
+fn colliding_names_are_refused_and_lanes_follow_the_worker() {
+    let (_tmp, dir) = repo();
+    ok(&run_in(&dir, &["namespace", "shipping"]));
+    ok(&run_in(&dir, &["worker", "maintenance", "SEND_2FA_CODE"]));
+    let before = tree(&dir);
+    let r = run_in(&dir, &["worker", "maintenance", "SEND2FA_CODE"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("om/src/shipping/kinds.rs:"),
+        "{}",
+        r.stderr
+    );
+    assert_same(&tree(&dir), &before, "a colliding kind changed the tree");
+
+    ok(&run_in(&dir, &["worker", "billing", "K1"]));
+    ok(&run_in(
+        &dir,
+        &["worker", "billing", "K2", "--lane", "bulk"],
+    ));
+    ok(&run_in(&dir, &["worker", "billing", "K3"]));
+    let kinds = fs::read_to_string(dir.join("om/src/shipping/kinds.rs")).expect("kinds.rs");
+    let lane_of = |kind: &str| -> String {
+        let at = kinds.find(&format!("name: \"{kind}\"")).expect("the spec");
+        let rest = &kinds[at..];
+        let lane = rest.find("lane: \"").expect("a lane") + "lane: \"".len();
+        rest[lane..].split('"').next().expect("quoted").to_owned()
+    };
+    assert_eq!(lane_of("K1"), "billing");
+    assert_eq!(lane_of("K2"), "bulk");
+    assert_eq!(lane_of("K3"), "billing", "{kinds}");
+    check_clean(&dir, "billing K1, K2 --lane bulk, K3");
+
+    // A replica of billing on lane `eu` would be `billing-eu`, which is a worker's name.
+    ok(&run_in(&dir, &["worker", "billing-eu", "K4"]));
+    let before = tree(&dir);
+    let r = run_in(&dir, &["worker", "billing", "K5", "--lane", "eu"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("invalid lane `eu`"), "{}", r.stderr);
+    assert_same(&tree(&dir), &before, "a refused replica changed the tree");
+}
+
+#[test]
+fn namespace_refuses_a_module_that_exists_as_a_file() {
+    let (_tmp, dir) = repo();
+    fs::write(dir.join("om/src/ids.rs"), "//! ids\n").expect("write");
+    let before = tree(&dir);
+    let r = run_in(&dir, &["namespace", "ids"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("om/src/ids.rs"), "{}", r.stderr);
+    assert_same(&tree(&dir), &before, "the tree changed");
+}
