@@ -95,17 +95,9 @@ fn format_name(f: Format) -> &'static str {
 
 /// The directory the command runs in (`-C`), made absolute.
 pub fn working_dir(global: &GlobalArgs) -> Result<PathBuf, AppError> {
-    let cwd = std::env::current_dir().map_err(|source| AppError::Chdir {
-        path: PathBuf::from("."),
-        source,
-    })?;
-    match &global.chdir {
-        None => Ok(cwd),
-        Some(dir) => {
-            let path = cwd.join(dir);
-            std::fs::canonicalize(&path).map_err(|source| AppError::Chdir { path, source })
-        }
-    }
+    global
+        .working_dir()
+        .map_err(|(path, source)| AppError::Chdir { path, source })
 }
 
 pub fn style(global: &GlobalArgs) -> Style {

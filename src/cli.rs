@@ -31,6 +31,21 @@ pub struct GlobalArgs {
     pub color: ColorChoice,
 }
 
+impl GlobalArgs {
+    /// The directory the command runs in (`-C`, made absolute and canonical), or the path
+    /// that could not be used and why.
+    pub fn working_dir(&self) -> Result<PathBuf, (PathBuf, std::io::Error)> {
+        let cwd = std::env::current_dir().map_err(|e| (PathBuf::from("."), e))?;
+        match &self.chdir {
+            None => Ok(cwd),
+            Some(dir) => {
+                let path = cwd.join(dir);
+                std::fs::canonicalize(&path).map_err(|e| (path, e))
+            }
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
     Human,

@@ -71,10 +71,8 @@ impl Baseline {
         let node = match yaml::parse(&text) {
             Ok(n) => n,
             Err(e) => {
-                p.push(
-                    e.pos,
-                    format!("invalid YAML: {}", e.message),
-                    "here",
+                p.invalid_yaml(
+                    &e,
                     "fix the syntax, or delete the file and run `scaffold check --write-baseline`",
                 );
                 return Err(p.list);

@@ -294,6 +294,16 @@ impl<'r> Context<'r> {
         self.edges.get_or_init(|| super::edges::all(self))
     }
 
+    /// The edges made `via` a dependency or a reference that the codemap forbids.
+    pub fn forbidden_edges(
+        &self,
+        via: super::edges::EdgeVia,
+    ) -> impl Iterator<Item = &super::edges::Edge<'r>> {
+        self.edges()
+            .iter()
+            .filter(move |e| e.via == via && e.verdict() == super::edges::Verdict::Forbidden)
+    }
+
     /// Crates in a layer whose crates are workers.
     pub fn workers(&self) -> impl Iterator<Item = (usize, &Crate)> {
         self.repo

@@ -175,17 +175,9 @@ pub fn run(
 }
 
 fn working_dir(global: &GlobalArgs) -> Result<PathBuf, QueueError> {
-    let cwd = std::env::current_dir().map_err(|source| QueueError::Chdir {
-        path: PathBuf::from("."),
-        source,
-    })?;
-    match &global.chdir {
-        None => Ok(cwd),
-        Some(dir) => {
-            let path = cwd.join(dir);
-            std::fs::canonicalize(&path).map_err(|source| QueueError::Chdir { path, source })
-        }
-    }
+    global
+        .working_dir()
+        .map_err(|(path, source)| QueueError::Chdir { path, source })
 }
 
 /// The database URL with a relative SQLite path made absolute against `cwd`, and that path

@@ -27,12 +27,7 @@ pub fn parse_with<T>(
     let root = match super::yaml::parse(text) {
         Ok(n) => n,
         Err(e) => {
-            p.push(
-                e.pos,
-                format!("invalid YAML: {}", e.message),
-                "here",
-                "fix the YAML syntax",
-            );
+            p.invalid_yaml(&e, "fix the YAML syntax");
             return Err(p.list);
         }
     };
@@ -73,6 +68,11 @@ impl Problems {
             label: label.into(),
             help: help.into(),
         });
+    }
+
+    /// A manifest that is not YAML: where the parser stopped, and `help`.
+    pub fn invalid_yaml(&mut self, e: &super::yaml::SyntaxError, help: &str) {
+        self.push(e.pos, format!("invalid YAML: {}", e.message), "here", help);
     }
 
     /// The entries of a mapping, reporting an error when `node` is something else.

@@ -23,7 +23,7 @@
 //! or change the layer's `must_not_import` in `agent/codemap.yml` in a reviewed change.
 
 use super::super::context::Context;
-use super::super::edges::{EdgeVia, Verdict};
+use super::super::edges::EdgeVia;
 use super::super::finding::Finding;
 use super::super::sink::Sink;
 
@@ -40,10 +40,7 @@ pub const RULE: super::Decl = super::Decl {
 pub const ID: &str = RULE.id;
 
 pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
-    for e in ctx.edges() {
-        if e.via != EdgeVia::Dependency || e.verdict() != Verdict::Forbidden {
-            continue;
-        }
+    for e in ctx.forbidden_edges(EdgeVia::Dependency) {
         let from = &e.from_layer.name;
         let to = &e.to_layer.name;
         sink.push(

@@ -35,7 +35,7 @@
 //! `agent/codemap.yml` in a reviewed change.
 
 use super::super::context::Context;
-use super::super::edges::{EdgeVia, Verdict};
+use super::super::edges::EdgeVia;
 use super::super::finding::Finding;
 use super::super::sink::Sink;
 
@@ -52,10 +52,7 @@ pub const RULE: super::Decl = super::Decl {
 pub const ID: &str = RULE.id;
 
 pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
-    for e in ctx.edges() {
-        if e.via != EdgeVia::Reference || e.verdict() != Verdict::Forbidden {
-            continue;
-        }
+    for e in ctx.forbidden_edges(EdgeVia::Reference) {
         let from = &e.from_layer.name;
         let to = &e.to_layer.name;
         sink.push(

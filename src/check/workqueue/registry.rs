@@ -44,12 +44,7 @@ impl StrExpr {
             syn::Expr::MethodCall(m) if m.method == "as_str" && m.args.is_empty() => {
                 match peel(&m.receiver) {
                     syn::Expr::Path(p) if p.path.segments.len() >= 2 => {
-                        let segs: Vec<String> = p
-                            .path
-                            .segments
-                            .iter()
-                            .map(|s| s.ident.to_string())
-                            .collect();
+                        let segs = segments(&p.path);
                         let enum_name = &segs[segs.len() - 2];
                         if enum_name.ends_with("Kind") {
                             StrExpr::Variant(upper_snake(&segs[segs.len() - 1]))
@@ -76,25 +71,11 @@ pub struct Strings {
 
 impl Strings {
     pub fn add_const(&mut self, name: String, value: String) {
-        self.consts
-            .entry(name)
-            .and_modify(|v| {
-                if v.as_deref() != Some(value.as_str()) {
-                    *v = None;
-                }
-            })
-            .or_insert(Some(value));
+        agree(&mut self.consts, name, value);
     }
 
     pub fn add_rename(&mut self, alias: String, original: String) {
-        self.renames
-            .entry(alias)
-            .and_modify(|v| {
-                if v.as_deref() != Some(original.as_str()) {
-                    *v = None;
-                }
-            })
-            .or_insert(Some(original));
+        agree(&mut self.renames, alias, original);
     }
 
     /// The name `alias` stands for (itself when it is no alias).
@@ -139,6 +120,17 @@ impl Strings {
             },
         }
     }
+}
+
+/// Records `key = value`; two definitions that disagree resolve to nothing.
+fn agree(map: &mut HashMap<String, Option<String>>, key: String, value: String) {
+    map.entry(key)
+        .and_modify(|v| {
+            if v.as_deref() != Some(value.as_str()) {
+                *v = None;
+            }
+        })
+        .or_insert(Some(value));
 }
 
 /// One `WorkKindSpec { … }`.
@@ -462,13 +454,7 @@ fn konst(
                 let text = quote_text(file, e);
                 match peel(e) {
                     syn::Expr::Path(p) => {
-                        let segs = p
-                            .path
-                            .segments
-                            .iter()
-                            .map(|s| s.ident.to_string())
-                            .collect();
-                        list.push((loc(file, span_of(e)), text, segs, None));
+                        list.push((loc(file, span_of(e)), text, segments(&p.path), None));
                     }
                     syn::Expr::Array(a) => {
                         let specs: Vec<Spec> = a
@@ -525,12 +511,7 @@ fn spec(file: &SourceFile, slice: &str, e: &syn::Expr) -> Option<Spec> {
     let lane_f = field("lane");
     let default_tail = s.rest.as_deref().is_some_and(|r| match peel(r) {
         syn::Expr::Path(p) => {
-            let segs: Vec<String> = p
-                .path
-                .segments
-                .iter()
-                .map(|s| s.ident.to_string())
-                .collect();
+            let segs = segments(&p.path);
             segs.ends_with(&["WorkKindSpec".to_owned(), "DEFAULT".to_owned()])
         }
         _ => false,
@@ -550,6 +531,11 @@ fn spec(file: &SourceFile, slice: &str, e: &syn::Expr) -> Option<Spec> {
         lane,
         lane_at,
     })
+}
+
+/// A path's segments as written (`a::b::C` → `["a", "b", "C"]`).
+fn segments(path: &syn::Path) -> Vec<String> {
+    path.segments.iter().map(|s| s.ident.to_string()).collect()
 }
 
 #[cfg(test)]
