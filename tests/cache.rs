@@ -2,7 +2,7 @@
 //! an edit is seen however its metadata was dressed up, a damaged cache is rebuilt, and a
 //! `--staged` run keeps the entries of the files it did not visit.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -1,6 +1,6 @@
 //! Scenarios in temporary git repositories: change sets, ownership, gates, baseline, hook.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

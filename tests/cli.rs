@@ -1,6 +1,6 @@
 //! The binary's contract: exit codes, repo discovery, determinism, formats, broken pipes.
 
-mod common;
+use crate::common;
 
 use std::io::Read;
 use std::process::Stdio;

@@ -10,7 +10,7 @@
 //! The generated workspace builds into one shared target directory
 //! (`target/e2e-generated`) to keep the time down.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

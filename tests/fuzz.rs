@@ -1,7 +1,7 @@
 //! Arbitrary bytes as codemap, gate matrix, README, Cargo.toml or `.rs` file never panic
 //! the checker or any reporter. Bounded: PROPTEST_CASES (default 200 per target).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -2,7 +2,7 @@
 //! write, what they refuse, and that every refusal or failure leaves the tree
 //! byte-identical. (Building and testing the generated repository is tests/e2e_generated.rs.)
 
-mod common;
+use crate::common;
 #[path = "generate/ecosystem.rs"]
 mod ecosystem;
 #[path = "generate/integration.rs"]
@@ -19,93 +19,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use common::{Run, run_in};
-
-/// Every file under `dir` (relative `/` path → content hash and mode), directories as
-/// `path/`.
-fn tree(dir: &Path) -> Tree {
-    Tree(
-        files(dir)
-            .into_iter()
-            .map(|(p, bytes)| {
-                let mode = mode(&dir.join(&p));
-                (p, (xxhash_rust::xxh3::xxh3_64(&bytes), mode))
-            })
-            .collect(),
-    )
-}
-
-/// A tree's files by hash, compared with a diff of the paths that differ.
-#[derive(PartialEq, Eq)]
-struct Tree(BTreeMap<String, (u64, u32)>);
-
-impl std::fmt::Debug for Tree {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} entries", self.0.len())
-    }
-}
-
-#[track_caller]
-fn assert_same(after: &Tree, before: &Tree, what: &str) {
-    if after == before {
-        return;
-    }
-    let mut diff = Vec::new();
-    for (p, v) in &after.0 {
-        match before.0.get(p) {
-            None => diff.push(format!("+ {p}")),
-            Some(b) if b != v => diff.push(format!("~ {p}")),
-            _ => {}
-        }
-    }
-    for p in before.0.keys() {
-        if !after.0.contains_key(p) {
-            diff.push(format!("- {p}"));
-        }
-    }
-    panic!("{what}:\n{}", diff.join("\n"));
-}
-
-fn mode(path: &Path) -> u32 {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        fs::symlink_metadata(path)
-            .map(|m| m.permissions().mode())
-            .unwrap_or(0)
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = path;
-        0
-    }
-}
-
-/// Every file under `dir` with its bytes, directories as `path/` → empty.
-fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(entries) = fs::read_dir(&d) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let p = e.path();
-            let rel = p
-                .strip_prefix(dir)
-                .expect("inside")
-                .to_string_lossy()
-                .replace('\\', "/");
-            if p.is_dir() {
-                out.insert(format!("{rel}/"), Vec::new());
-                stack.push(p);
-            } else {
-                out.insert(rel, fs::read(&p).expect("readable"));
-            }
-        }
-    }
-    out
-}
+use common::{Run, assert_same, files, run_in, tree};
 
 fn copy_tree(from: &Path, to: &Path) {
     for (rel, bytes) in files(from) {

@@ -3,7 +3,7 @@
 //! the run or to a full run, with no stray file), and runs started at the same time (each
 //! one's work lands; none is lost).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -5,7 +5,7 @@
 //! `$TMPDIR` does not choose rustfmt; a planted or symlinked `.scaffold/txn` is refused;
 //! a held repository lock is waited on, named, and timed out.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

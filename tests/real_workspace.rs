@@ -5,7 +5,7 @@
 //! `use super::*`, a file outside every module tree). One layer per crate, so every
 //! edge found is a finding; the snapshots are the list.
 
-mod common;
+use crate::common;
 
 use common::{copy_fixture, run_in};
 

@@ -1,7 +1,7 @@
 //! Every rule has documentation, a fixture repo and snapshots of both renderings, fires on
 //! its fixture, and fires nowhere else there.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 
@@ -99,7 +99,7 @@ fn every_rule_has_docs_fixture_and_snapshots() {
             missing.push(format!("{id}: no fixture repo at fixtures/rules/{id}/"));
         }
         for kind in ["human", "json"] {
-            let snap = repo_root().join(format!("tests/snapshots/rules__{id}_{kind}.snap"));
+            let snap = repo_root().join(format!("tests/snapshots/it__rules__{id}_{kind}.snap"));
             if !snap.is_file() {
                 missing.push(format!("{id}: no snapshot {}", snap.display()));
             }
@@ -118,17 +118,17 @@ fn no_snapshot_is_orphaned() {
         .iter()
         .flat_map(|r| {
             [
-                format!("rules__{}_human.snap", r.id),
-                format!("rules__{}_json.snap", r.id),
+                format!("it__rules__{}_human.snap", r.id),
+                format!("it__rules__{}_json.snap", r.id),
             ]
         })
         .collect();
-    expected.insert("rules__rules_list.snap".to_owned());
+    expected.insert("it__rules__rules_list.snap".to_owned());
     let dir = repo_root().join("tests/snapshots");
     let orphans: Vec<String> = std::fs::read_dir(&dir)
         .expect("tests/snapshots exists")
         .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
-        .filter(|name| name.starts_with("rules__") && !expected.contains(name))
+        .filter(|name| name.starts_with("it__rules__") && !expected.contains(name))
         .collect();
     assert!(
         orphans.is_empty(),

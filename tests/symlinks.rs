@@ -3,9 +3,7 @@
 //! content never shown; nothing under `.scaffold/` is written through a symlink, by
 //! `check`'s caches or `queue migrate`.
 
-#![cfg(unix)]
-
-mod common;
+use crate::common;
 
 use std::os::unix::fs::symlink;
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! The work-queue rules (issue 7) beyond their per-rule fixtures: near-misses that must stay
 //! silent, the runtime stamp round trip, and each rule's blind spots.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

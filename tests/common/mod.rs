@@ -4,6 +4,12 @@ use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 
+mod test;
+mod tree;
+
+pub use test::Test;
+pub use tree::{assert_same, files, tree};
+
 /// Says loudly that a test did not run what it is for, and why: written to the process's
 /// stderr itself, which the test harness does not capture, so the line shows in CI's log
 /// even when the test passes (`eprintln!` would be captured and shown only on failure).

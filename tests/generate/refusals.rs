@@ -2,6 +2,7 @@
 //! a missing marker or namespace), each refusal exiting 1 with the tree byte-identical.
 
 use super::*;
+use crate::common::Test;
 
 #[test]
 fn namespace_creates_its_files_and_refuses_bad_or_existing_names() {
@@ -13,7 +14,6 @@ fn namespace_creates_its_files_and_refuses_bad_or_existing_names() {
     }
     let lib = fs::read_to_string(dir.join("om/src/lib.rs")).expect("lib.rs");
     assert!(lib.contains("pub mod shipping;"), "{lib}");
-    let before = tree(&dir);
     for (ns, code, says) in [
         ("shipping", 1, "exists"),
         ("work", 1, "scaffold uses it"),
@@ -22,17 +22,20 @@ fn namespace_creates_its_files_and_refuses_bad_or_existing_names() {
         ("ship-ping", 1, "not allowed"),
         ("../x", 1, "path"),
     ] {
-        let r = run_in(&dir, &["namespace", ns]);
-        assert_eq!(r.code, code, "{ns}: {}", r.stderr);
-        assert!(r.stderr.contains(says), "{ns}: {}", r.stderr);
-        assert_same(&tree(&dir), &before, &format!("{ns} changed the tree"));
+        Test::in_dir(&dir)
+            .args(["namespace", ns])
+            .status(code)
+            .stderr_has(says)
+            .tree_unchanged()
+            .run();
     }
     fs::create_dir(dir.join("om/src/billing")).expect("mkdir");
-    let before = tree(&dir);
-    let r = run_in(&dir, &["namespace", "billing"]);
-    assert_eq!(r.code, 1, "{}", r.stderr);
-    assert!(r.stderr.contains("without kinds.rs"), "{}", r.stderr);
-    assert_same(&tree(&dir), &before, "the tree changed");
+    Test::in_dir(&dir)
+        .args(["namespace", "billing"])
+        .status(1)
+        .stderr_has("without kinds.rs")
+        .tree_unchanged()
+        .run();
 }
 
 #[test]
@@ -45,23 +48,18 @@ fn namespace_without_its_marker_is_an_error_and_writes_nothing() {
         text.replace("// scaffold:namespaces", "// namespaces"),
     )
     .expect("write");
-    let before = tree(&dir);
-    let r = run_in(&dir, &["namespace", "shipping"]);
-    assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(
-        r.stderr
-            .contains("om/src/lib.rs has no `// scaffold:namespaces` line"),
-        "{}",
-        r.stderr
-    );
-    assert_same(&tree(&dir), &before, "the tree changed");
+    Test::in_dir(&dir)
+        .args(["namespace", "shipping"])
+        .status(2)
+        .stderr_has("om/src/lib.rs has no `// scaffold:namespaces` line")
+        .tree_unchanged()
+        .run();
 }
 
 #[test]
 fn worker_refuses_bad_names_with_nothing_written() {
     let (_tmp, dir) = repo();
     ok(&run_in(&dir, &["namespace", "shipping"]));
-    let before = tree(&dir);
     let cases: &[(&[&str], &str)] = &[
         (&["maintenance", "notify_shipment"], "invalid kind"),
         (&["maintenance", "Notify"], "invalid kind"),
@@ -124,16 +122,13 @@ fn worker_refuses_bad_names_with_nothing_written() {
     ];
     assert!(cases.len() >= 20);
     for (args, says) in cases {
-        let mut full = vec!["worker"];
-        full.extend_from_slice(args);
-        let r = run_in(&dir, &full);
-        assert_eq!(r.code, 1, "{args:?}: {}{}", r.stdout, r.stderr);
-        assert!(
-            r.stderr.contains(says),
-            "{args:?}: expected {says:?} in\n{}",
-            r.stderr
-        );
-        assert_same(&tree(&dir), &before, &format!("{args:?} changed the tree"));
+        Test::in_dir(&dir)
+            .args(["worker"])
+            .args(*args)
+            .status(1)
+            .stderr_has(says)
+            .tree_unchanged()
+            .run();
     }
 }
 
@@ -145,12 +140,13 @@ fn worker_needs_a_namespace_and_asks_when_there_are_several() {
     assert!(r.stderr.contains("scaffold namespace"), "{}", r.stderr);
     ok(&run_in(&dir, &["namespace", "shipping"]));
     ok(&run_in(&dir, &["namespace", "billing"]));
-    let before = tree(&dir);
-    let r = run_in(&dir, &["worker", "maintenance", "NOTIFY_SHIPMENT"]);
-    assert_eq!(r.code, 1, "{}", r.stderr);
-    assert!(r.stderr.contains("--namespace"), "{}", r.stderr);
-    assert!(r.stderr.contains("billing, shipping"), "{}", r.stderr);
-    assert_same(&tree(&dir), &before, "the tree changed");
+    Test::in_dir(&dir)
+        .args(["worker", "maintenance", "NOTIFY_SHIPMENT"])
+        .status(1)
+        .stderr_has("--namespace")
+        .stderr_has("billing, shipping")
+        .tree_unchanged()
+        .run();
 }
 
 #[test]
@@ -166,16 +162,12 @@ fn worker_failures_leave_the_tree_byte_identical() {
         original.replace("// scaffold:handlers", "// handlers"),
     )
     .expect("write");
-    let before = tree(&dir);
-    let r = run_in(&dir, &["worker", "maintenance", "NOTIFY_SHIPMENT"]);
-    assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(
-        r.stderr
-            .contains("workers/maintenance/src/work_loop.rs has no `// scaffold:handlers`"),
-        "{}",
-        r.stderr
-    );
-    assert_same(&tree(&dir), &before, "the tree changed");
+    Test::in_dir(&dir)
+        .args(["worker", "maintenance", "NOTIFY_SHIPMENT"])
+        .status(2)
+        .stderr_has("workers/maintenance/src/work_loop.rs has no `// scaffold:handlers`")
+        .tree_unchanged()
+        .run();
     fs::write(&work_loop, &original).expect("restore");
 
     // A read-only file the command would change.
@@ -183,15 +175,12 @@ fn worker_failures_leave_the_tree_byte_identical() {
     let mut perms = fs::metadata(&kinds).expect("meta").permissions();
     perms.set_readonly(true);
     fs::set_permissions(&kinds, perms.clone()).expect("chmod");
-    let before = tree(&dir);
-    let r = run_in(&dir, &["worker", "maintenance", "NOTIFY_SHIPMENT"]);
-    assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(
-        r.stderr.contains("om/src/shipping/kinds.rs is read-only"),
-        "{}",
-        r.stderr
-    );
-    assert_same(&tree(&dir), &before, "the tree changed");
+    Test::in_dir(&dir)
+        .args(["worker", "maintenance", "NOTIFY_SHIPMENT"])
+        .status(2)
+        .stderr_has("om/src/shipping/kinds.rs is read-only")
+        .tree_unchanged()
+        .run();
     #[allow(clippy::permissions_set_readonly_false)]
     perms.set_readonly(false);
     fs::set_permissions(&kinds, perms).expect("chmod");
