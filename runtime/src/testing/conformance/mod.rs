@@ -9,14 +9,22 @@
 //!
 //! Every test gets a fresh, migrated store whose clock is a [`ManualClock`].
 
+mod claims;
+mod failures;
+mod leases;
 mod lifetimes;
 mod operator;
-mod store;
+mod orchestration;
+mod stats_retention;
 mod work_loop;
 
+pub use claims::*;
+pub use failures::*;
+pub use leases::*;
 pub use lifetimes::*;
 pub use operator::*;
-pub use store::*;
+pub use orchestration::*;
+pub use stats_retention::*;
 pub use work_loop::*;
 
 use std::any::Any;

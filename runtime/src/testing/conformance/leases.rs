@@ -1,0 +1,240 @@
+//! Conformance: the lease and its fence — heartbeats, stale and expired holders failing
+//! closed, repeated completion, the sweeper, effects recorded once and fenced checkpoints.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::{LEASE, TestBackend, fresh, get, new, ok, stale};
+use crate::context::WorkContext;
+use crate::error::{StoreError, WorkError};
+use crate::item::{Finish, ItemState, Outcome};
+
+pub async fn heartbeat_returns_renewed_lease<F: Fn() -> Fut, Fut: Future<Output = TestBackend>>(
+    make: F,
+) {
+    let b = fresh(make).await;
+    let id = ok(b.store.enqueue(new("A")).await, "enqueue");
+    let c = ok(b.store.claim("default", 1, LEASE).await, "claim").remove(0);
+    b.clock.advance(Duration::from_secs(20));
+    let renewed = ok(b.store.heartbeat(id, c.fence, LEASE).await, "heartbeat");
+    assert_eq!(renewed, b.store.now().plus(LEASE));
+    assert_eq!(get(&b.store, id).await.lease_expires_at, Some(renewed));
+    b.clock.advance(Duration::from_secs(20));
+    assert_eq!(
+        ok(b.store.sweep().await, "sweep"),
+        0,
+        "the renewed lease holds past the first"
+    );
+    ok(b.store.complete(id, c.fence).await, "complete");
+}
+
+pub async fn stale_fence_fails_closed<F: Fn() -> Fut, Fut: Future<Output = TestBackend>>(make: F) {
+    let b = fresh(make).await;
+    let id = ok(b.store.enqueue(new("A")).await, "enqueue");
+    let old = ok(b.store.claim("default", 1, LEASE).await, "claim").remove(0);
+    b.clock.advance(LEASE + Duration::from_millis(1));
+    ok(b.store.sweep().await, "sweep");
+    let cur = ok(b.store.claim("default", 1, LEASE).await, "reclaim").remove(0);
+    let before = get(&b.store, id).await;
+    stale(b.store.heartbeat(id, old.fence, LEASE).await, "heartbeat");
+    stale(
+        b.store.checkpoint(id, old.fence, json!({"x": 1})).await,
+        "checkpoint",
+    );
+    stale(b.store.complete(id, old.fence).await, "complete");
+    let retry_at = b.store.now();
+    stale(
+        b.store
+            .fail(
+                id,
+                old.fence,
+                Outcome::Retry {
+                    retry_at,
+                    error: "x".into(),
+                },
+            )
+            .await,
+        "fail transient",
+    );
+    stale(
+        b.store
+            .fail(id, old.fence, Outcome::Dead { error: "x".into() })
+            .await,
+        "fail permanent",
+    );
+    stale(
+        b.store.record_effect(id, old.fence, "e", json!(1)).await,
+        "record_effect",
+    );
+    assert_eq!(
+        get(&b.store, id).await,
+        before,
+        "a stale holder changed nothing"
+    );
+    assert!(ok(b.store.effect(id, "e").await, "effect").is_none());
+    ok(
+        b.store.complete(id, cur.fence).await,
+        "current holder completes",
+    );
+}
+
+pub async fn expired_lease_fails_closed<F: Fn() -> Fut, Fut: Future<Output = TestBackend>>(
+    make: F,
+) {
+    let b = fresh(make).await;
+    let id = ok(b.store.enqueue(new("A")).await, "enqueue");
+    let c = ok(b.store.claim("default", 1, LEASE).await, "claim").remove(0);
+    b.clock.advance(LEASE);
+    let before = get(&b.store, id).await;
+    stale(b.store.heartbeat(id, c.fence, LEASE).await, "heartbeat");
+    stale(
+        b.store.checkpoint(id, c.fence, json!(1)).await,
+        "checkpoint",
+    );
+    stale(b.store.complete(id, c.fence).await, "complete");
+    stale(
+        b.store
+            .fail(id, c.fence, Outcome::Dead { error: "x".into() })
+            .await,
+        "fail",
+    );
+    assert_eq!(get(&b.store, id).await, before, "nothing changed");
+}
+
+pub async fn complete_repeated_with_same_fence_succeeds<
+    F: Fn() -> Fut,
+    Fut: Future<Output = TestBackend>,
+>(
+    make: F,
+) {
+    let b = fresh(make).await;
+    let id = ok(b.store.enqueue(new("A")).await, "enqueue");
+    let c = ok(b.store.claim("default", 1, LEASE).await, "claim").remove(0);
+    ok(b.store.complete(id, c.fence).await, "complete");
+    let done = get(&b.store, id).await;
+    ok(b.store.complete(id, c.fence).await, "complete again");
+    assert_eq!(get(&b.store, id).await, done);
+    stale(
+        b.store.complete(id, c.fence - 1).await,
+        "an older fence is still refused",
+    );
+    let batch = ok(
+        b.store
+            .finish_many(vec![
+                Finish {
+                    id,
+                    fence: c.fence,
+                    outcome: Outcome::Complete,
+                },
+                Finish {
+                    id,
+                    fence: c.fence + 1,
+                    outcome: Outcome::Complete,
+                },
+            ])
+            .await,
+        "batch",
+    );
+    assert!(batch[0].is_ok());
+    assert!(
+        matches!(batch[1], Err(StoreError::StaleLease { .. })),
+        "each row checks its own fence"
+    );
+}
+
+pub async fn sweeper_returns_expired_leases<F: Fn() -> Fut, Fut: Future<Output = TestBackend>>(
+    make: F,
+) {
+    let b = fresh(make).await;
+    let id = ok(b.store.enqueue(new("A")).await, "enqueue");
+    let last = ok(b.store.enqueue(new("A").max_attempts(1)).await, "enqueue");
+    ok(b.store.claim("default", 2, LEASE).await, "claim");
+    assert_eq!(ok(b.store.sweep().await, "early sweep"), 0);
+    b.clock.advance(LEASE);
+    assert_eq!(ok(b.store.sweep().await, "sweep"), 2);
+    let rec = get(&b.store, id).await;
+    assert_eq!(
+        (rec.state, rec.lease_owner.clone()),
+        (ItemState::Available, None)
+    );
+    assert_eq!(rec.attempt, 1, "the expired attempt counts");
+    assert_eq!(
+        get(&b.store, last).await.state,
+        ItemState::Dead,
+        "out of attempts"
+    );
+}
+
+pub async fn once_records_effects_once<F: Fn() -> Fut, Fut: Future<Output = TestBackend>>(make: F) {
+    let b = fresh(make).await;
+    let id = ok(b.store.enqueue(new("A")).await, "enqueue");
+    let runs = AtomicUsize::new(0);
+    let c1 = ok(b.store.claim("default", 1, LEASE).await, "claim").remove(0);
+    let ctx = WorkContext::new(b.store.clone(), id, c1.fence, None);
+    let out: String = ok(
+        ctx.once("send", || async {
+            runs.fetch_add(1, Ordering::SeqCst);
+            Ok("sent-1".to_owned())
+        })
+        .await,
+        "once",
+    );
+    assert_eq!(out, "sent-1");
+    // The worker dies before completing; the item comes back and the handler runs again.
+    b.clock.advance(LEASE);
+    ok(b.store.sweep().await, "sweep");
+    let c2 = ok(b.store.claim("default", 1, LEASE).await, "reclaim").remove(0);
+    let ctx2 = WorkContext::new(b.store.clone(), id, c2.fence, None);
+    let again: String = ok(
+        ctx2.once("send", || async {
+            runs.fetch_add(1, Ordering::SeqCst);
+            Ok("sent-2".to_owned())
+        })
+        .await,
+        "once again",
+    );
+    assert_eq!(again, "sent-1", "the recorded output comes back");
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "the effect ran once");
+    // A stale holder's effect is not recorded.
+    let r: Result<u8, WorkError> = ctx.once("other", || async { Ok(1) }).await;
+    assert!(matches!(
+        r,
+        Err(WorkError::Store(StoreError::StaleLease { .. }))
+    ));
+    assert!(ok(b.store.effect(id, "other").await, "effect").is_none());
+    assert_eq!(
+        ok(b.store.effect(id, "send").await, "effect"),
+        Some(json!("sent-1"))
+    );
+}
+
+pub async fn checkpoint_is_fenced<F: Fn() -> Fut, Fut: Future<Output = TestBackend>>(make: F) {
+    let b = fresh(make).await;
+    let id = ok(b.store.enqueue(new("A")).await, "enqueue");
+    let c = ok(b.store.claim("default", 1, LEASE).await, "claim").remove(0);
+    ok(
+        b.store.checkpoint(id, c.fence, json!({"cursor": 10})).await,
+        "checkpoint",
+    );
+    assert_eq!(
+        get(&b.store, id).await.checkpoint,
+        Some(json!({"cursor": 10}))
+    );
+    stale(
+        b.store
+            .checkpoint(id, c.fence + 1, json!({"cursor": 99}))
+            .await,
+        "wrong fence",
+    );
+    b.clock.advance(LEASE);
+    ok(b.store.sweep().await, "sweep");
+    let c2 = ok(b.store.claim("default", 1, LEASE).await, "reclaim").remove(0);
+    assert_eq!(
+        c2.item.checkpoint,
+        Some(json!({"cursor": 10})),
+        "the next claim sees the checkpoint"
+    );
+}

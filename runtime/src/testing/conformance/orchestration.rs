@@ -1,0 +1,206 @@
+//! Conformance: work across transactions and time — outbox rows that commit with the
+//! producer's transaction, orchestration steps resumed after a crash, and items parked until
+//! a time or a signal.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::{LEASE, TestBackend, fresh, get, new, ok};
+use crate::context::WorkContext;
+use crate::error::{StoreError, WorkError};
+use crate::handler::WorkHandler;
+use crate::item::{Item, ItemState, ListFilter, NewItem, Outcome};
+
+pub async fn outbox_commits_with_the_producer_transaction<
+    F: Fn() -> Fut,
+    Fut: Future<Output = TestBackend>,
+>(
+    make: F,
+) {
+    let b = fresh(make).await;
+    let direct = ok(b.store.enqueue(new("A")).await, "enqueue");
+    let store = b.store.clone();
+    let rolled_back: Result<i64, StoreError> = b
+        .store
+        .transaction(move |tx| {
+            store.enqueue_in(tx, new("OUT"))?;
+            Err(StoreError::Task("producer aborted".into()))
+        })
+        .await;
+    assert!(rolled_back.is_err());
+    assert_eq!(
+        ok(b.store.relay_outbox(100).await, "relay"),
+        0,
+        "a rolled-back row was never written"
+    );
+    let store = b.store.clone();
+    let row = ok(
+        b.store
+            .transaction(move |tx| {
+                if let Some(conn) = tx.connection() {
+                    conn.execute_batch(
+                        "CREATE TABLE IF NOT EXISTS orders (id INTEGER PRIMARY KEY)",
+                    )?;
+                    conn.execute("INSERT INTO orders (id) VALUES (1)", [])?;
+                }
+                store.enqueue_in(tx, new("OUT").dedupe_key("order-1"))
+            })
+            .await,
+        "commit",
+    );
+    assert_ne!(row, direct, "outbox ids never collide with item ids");
+    assert!(
+        ok(b.store.get(row).await, "get").is_none(),
+        "not an item before the relay"
+    );
+    assert_eq!(ok(b.store.relay_outbox(100).await, "relay"), 1);
+    let item = get(&b.store, row).await;
+    assert_eq!((item.id, item.kind.as_str()), (row, "OUT"));
+    assert_eq!(ok(b.store.relay_outbox(100).await, "relay again"), 0);
+    assert_eq!(
+        ok(b.store.list(ListFilter::default()).await, "list").len(),
+        2,
+        "relaying twice is a no-op"
+    );
+    let next = ok(b.store.enqueue(new("A")).await, "enqueue after relay");
+    assert!(next > row);
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Steps {
+    n: u32,
+}
+
+struct StepHandler {
+    ran: Arc<std::sync::Mutex<Vec<String>>>,
+    fail_at_b: Arc<AtomicBool>,
+}
+
+impl WorkHandler for StepHandler {
+    type Payload = Steps;
+    const KIND: &'static str = "ORCH";
+    const REQUIRES: &'static [&'static str] = &["orch.run"];
+    async fn handle(&self, ctx: &WorkContext, item: &Item<Steps>) -> Result<(), WorkError> {
+        let ran = Arc::clone(&self.ran);
+        let a: u32 = ctx
+            .step("a", || async move {
+                ran.lock()
+                    .map_err(|_| WorkError::permanent("poisoned"))?
+                    .push("a".into());
+                Ok(item.payload.n + 1)
+            })
+            .await?;
+        if self.fail_at_b.swap(false, Ordering::SeqCst) {
+            return Err(WorkError::transient("crash before b"));
+        }
+        let ran = Arc::clone(&self.ran);
+        let b: u32 = ctx
+            .step("b", || async move {
+                ran.lock()
+                    .map_err(|_| WorkError::permanent("poisoned"))?
+                    .push("b".into());
+                Ok(a * 10)
+            })
+            .await?;
+        assert_eq!(b, (item.payload.n + 1) * 10);
+        Ok(())
+    }
+}
+
+pub async fn orchestration_resumes_at_last_checkpoint<
+    F: Fn() -> Fut,
+    Fut: Future<Output = TestBackend>,
+>(
+    make: F,
+) {
+    let b = fresh(make).await;
+    let h = StepHandler {
+        ran: Arc::default(),
+        fail_at_b: Arc::new(AtomicBool::new(true)),
+    };
+    let id = ok(
+        b.store.enqueue(NewItem::new("ORCH", json!({"n": 4}))).await,
+        "enqueue",
+    );
+    let c = ok(b.store.claim("default", 1, LEASE).await, "claim").remove(0);
+    let ctx = WorkContext::new(b.store.clone(), id, c.fence, c.item.checkpoint.clone());
+    let item = Item::from_record(&c.item, c.fence, Steps { n: 4 });
+    assert!(matches!(
+        h.handle(&ctx, &item).await,
+        Err(WorkError::Transient(_))
+    ));
+    // The worker restarts: the lease expires and another claim resumes after step a.
+    b.clock.advance(LEASE);
+    ok(b.store.sweep().await, "sweep");
+    let c2 = ok(b.store.claim("default", 1, LEASE).await, "reclaim").remove(0);
+    let ctx2 = WorkContext::new(b.store.clone(), id, c2.fence, c2.item.checkpoint.clone());
+    assert_eq!(ctx2.finished_steps(), vec!["a".to_owned()]);
+    ok(
+        h.handle(
+            &ctx2,
+            &Item::from_record(&c2.item, c2.fence, Steps { n: 4 }),
+        )
+        .await,
+        "resume",
+    );
+    ok(b.store.complete(id, c2.fence).await, "complete");
+    let ran = h.ran.lock().map(|r| r.clone()).unwrap_or_default();
+    assert_eq!(
+        ran,
+        vec!["a".to_owned(), "b".to_owned()],
+        "no step ran twice"
+    );
+    assert_eq!(
+        get(&b.store, id).await.checkpoint,
+        Some(json!({"steps": {"a": 5, "b": 50}}))
+    );
+}
+
+pub async fn park_until_time_and_signal<F: Fn() -> Fut, Fut: Future<Output = TestBackend>>(
+    make: F,
+) {
+    let b = fresh(make).await;
+    let timed = ok(b.store.enqueue(new("A")).await, "enqueue");
+    let signalled = ok(b.store.enqueue(new("A")).await, "enqueue");
+    let claimed = ok(b.store.claim("default", 2, LEASE).await, "claim");
+    let until = b.store.now().plus(Duration::from_secs(600));
+    for c in &claimed {
+        let outcome = if c.item.id == timed {
+            Outcome::Park {
+                until: Some(until),
+                signal: None,
+            }
+        } else {
+            Outcome::Park {
+                until: None,
+                signal: Some("approved".into()),
+            }
+        };
+        ok(b.store.fail(c.item.id, c.fence, outcome).await, "park");
+    }
+    let rec = get(&b.store, timed).await;
+    assert_eq!(
+        (rec.state, rec.attempt),
+        (ItemState::Parked, 0),
+        "parking gives the attempt back"
+    );
+    assert!(ok(b.store.claim("default", 5, LEASE).await, "claim").is_empty());
+    assert_eq!(ok(b.store.signal("other").await, "signal"), 0);
+    assert_eq!(ok(b.store.signal("approved").await, "signal"), 1);
+    let woke = ok(b.store.claim("default", 5, LEASE).await, "claim");
+    assert_eq!(
+        woke.iter().map(|c| c.item.id).collect::<Vec<_>>(),
+        vec![signalled]
+    );
+    b.clock.advance(Duration::from_secs(600));
+    let due = ok(b.store.claim("default", 5, LEASE).await, "claim");
+    assert_eq!(
+        due.iter().map(|c| c.item.id).collect::<Vec<_>>(),
+        vec![timed]
+    );
+}
