@@ -1,0 +1,140 @@
+//! Conformance: leases under the loop — a lost lease cancels its handler, and heartbeats
+//! keep a handler that runs longer than its lease.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::super::{TestBackend, fresh, get, ok};
+use super::{REGISTRY, hang};
+use crate::context::WorkContext;
+use crate::error::WorkError;
+use crate::handler::WorkHandler;
+use crate::item::{Item, ItemState, NewItem};
+use crate::time::ManualClock;
+use crate::work_loop::{LoopEvent, WorkLoop};
+
+pub async fn loop_lost_lease_cancels_handler<F: Fn() -> Fut, Fut: Future<Output = TestBackend>>(
+    make: F,
+) {
+    let b = fresh(make).await;
+    let id = ok(
+        b.store
+            .enqueue(NewItem::new("HANG", json!({})).lane("slow"))
+            .await,
+        "enqueue",
+    );
+    let h = hang();
+    let (started, dropped) = (Arc::clone(&h.started), Arc::clone(&h.dropped));
+    let lost = Arc::new(tokio::sync::Notify::new());
+    let on_lost = Arc::clone(&lost);
+    let lease = Duration::from_millis(300);
+    let lp = ok(
+        WorkLoop::builder(b.store.clone(), REGISTRY)
+            .handler(h)
+            .lane("slow")
+            .lease(lease)
+            .poll_interval(Duration::from_secs(3600))
+            .drain_timeout(Duration::from_millis(50))
+            .observer(move |e| {
+                if matches!(e, LoopEvent::LeaseLost { .. }) {
+                    on_lost.notify_one();
+                }
+            })
+            .build(),
+        "build",
+    );
+    let store = b.store.clone();
+    let clock = Arc::clone(&b.clock);
+    ok(
+        lp.run(async move {
+            started.notified().await;
+            // Another worker takes the item over: the lease expires and it is claimed anew.
+            clock.advance(lease + Duration::from_millis(1));
+            ok(store.sweep().await, "sweep");
+            let thief = ok(
+                store.claim("slow", 1, Duration::from_secs(60)).await,
+                "steal",
+            );
+            assert_eq!(thief.len(), 1);
+            lost.notified().await;
+        })
+        .await,
+        "run",
+    );
+    assert_eq!(
+        dropped.load(Ordering::SeqCst),
+        1,
+        "the handler was cancelled"
+    );
+    assert_eq!(lp.counters().leases_lost.load(Ordering::SeqCst), 1);
+    assert_eq!(lp.counters().completed.load(Ordering::SeqCst), 0);
+    let rec = get(&b.store, id).await;
+    assert_eq!(
+        (rec.state, rec.fence),
+        (ItemState::Running, 2),
+        "the new holder keeps it"
+    );
+}
+
+/// Runs for twice its lease by the store's clock; only renewed leases let it complete.
+struct LongHandler {
+    clock: Arc<ManualClock>,
+    step: Duration,
+}
+
+impl WorkHandler for LongHandler {
+    type Payload = Value;
+    const KIND: &'static str = "LONG";
+    const REQUIRES: &'static [&'static str] = &["jobs.long"];
+    async fn handle(&self, _: &WorkContext, _: &Item<Value>) -> Result<(), WorkError> {
+        for _ in 0..12 {
+            self.clock.advance(self.step);
+            tokio::time::sleep(Duration::from_millis(60)).await;
+        }
+        Ok(())
+    }
+}
+
+pub async fn loop_heartbeats_keep_a_long_handler<
+    F: Fn() -> Fut,
+    Fut: Future<Output = TestBackend>,
+>(
+    make: F,
+) {
+    let b = fresh(make).await;
+    let lease = Duration::from_millis(300);
+    let spec = REGISTRY[0][3];
+    let id = ok(b.store.enqueue(spec.item(json!({}))).await, "enqueue");
+    let lp = ok(
+        WorkLoop::builder(b.store.clone(), REGISTRY)
+            .handler(LongHandler {
+                clock: Arc::clone(&b.clock),
+                step: lease / 6,
+            })
+            .lease(lease)
+            .sweep_interval(Duration::from_millis(20))
+            .build(),
+        "build",
+    );
+    assert_eq!(lp.lanes(), ["long".to_owned()]);
+    let store = b.store.clone();
+    let settled = async move {
+        while !matches!(
+            get(&store, id).await.state,
+            ItemState::Completed | ItemState::Dead
+        ) {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    ok(lp.run(settled).await, "run");
+    let rec = get(&b.store, id).await;
+    assert_eq!(
+        (rec.state, rec.fence, rec.lane.as_str()),
+        (ItemState::Completed, 1, "long")
+    );
+    assert_eq!(lp.counters().leases_lost.load(Ordering::SeqCst), 0);
+}

@@ -1,0 +1,170 @@
+//! Conformance: a loop's life — its worker row online while it runs and offline after,
+//! prefetch held to its concurrency, and the drain that releases items past its deadline.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::super::{TestBackend, fresh, get, ok};
+use super::{REGISTRY, hang, job_loop, until_count};
+use crate::item::{ItemState, ListFilter, NewItem, WorkerState};
+use crate::store::Store;
+use crate::work_loop::WorkLoop;
+
+pub async fn loop_drain_releases_items_past_deadline<
+    F: Fn() -> Fut,
+    Fut: Future<Output = TestBackend>,
+>(
+    make: F,
+) {
+    let b = fresh(make).await;
+    let id = ok(
+        b.store
+            .enqueue(NewItem::new("HANG", json!({})).lane("slow"))
+            .await,
+        "enqueue",
+    );
+    let h = hang();
+    let (started, dropped) = (Arc::clone(&h.started), Arc::clone(&h.dropped));
+    let lp = ok(
+        WorkLoop::builder(b.store.clone(), REGISTRY)
+            .handler(h)
+            .lane("slow")
+            .drain_timeout(Duration::from_millis(50))
+            .build(),
+        "build",
+    );
+    ok(
+        lp.run(async move { started.notified().await }).await,
+        "run returns Ok after the drain",
+    );
+    assert_eq!(dropped.load(Ordering::SeqCst), 1);
+    let rec = get(&b.store, id).await;
+    assert_eq!(
+        (rec.state, rec.attempt, rec.lease_owner.clone()),
+        (ItemState::Available, 0, None),
+        "released, attempt given back"
+    );
+    assert_eq!(lp.counters().released.load(Ordering::SeqCst), 1);
+}
+
+pub async fn loop_worker_lifecycle<F: Fn() -> Fut, Fut: Future<Output = TestBackend>>(make: F) {
+    let b = fresh(make).await;
+    ok(
+        b.store.enqueue(NewItem::new("JOB", json!({"n": 1}))).await,
+        "enqueue",
+    );
+    let lp = job_loop(&b.store, Arc::default());
+    let store = b.store.clone();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen_in = Arc::clone(&seen);
+    let me = lp.worker_id().to_owned();
+    ok(
+        lp.run(async move {
+            until_count(&store, ItemState::Completed, 1).await;
+            let rows = ok(store.workers().await, "workers");
+            if let Ok(mut s) = seen_in.lock() {
+                s.extend(rows.into_iter().filter(|w| w.id == me).map(|w| w.state));
+            }
+        })
+        .await,
+        "run",
+    );
+    let during = seen.lock().map(|s| s.clone()).unwrap_or_default();
+    assert_eq!(during, vec![WorkerState::Online]);
+    let rows = ok(b.store.workers().await, "workers");
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].state, WorkerState::Offline);
+    assert_eq!(rows[0].lanes, vec!["default".to_owned()]);
+}
+
+/// Without a prefetch setting a loop holds no more items than it runs: a second worker
+/// beside a busy one finds the rest of the backlog, and a killed holder would strand only
+/// what it was running. On drain everything held goes back with its attempt.
+pub async fn loop_prefetch_defaults_to_concurrency<
+    F: Fn() -> Fut,
+    Fut: Future<Output = TestBackend>,
+>(
+    make: F,
+) {
+    let b = fresh(make).await;
+    let items: Vec<NewItem> = (0..10)
+        .map(|_| NewItem::new("HANG", json!({})).lane("slow"))
+        .collect();
+    ok(b.store.enqueue_many(items).await, "enqueue");
+    let build = |id: &str| {
+        ok(
+            WorkLoop::builder(b.store.clone(), REGISTRY)
+                .handler(hang())
+                .lane("slow")
+                .concurrency(2)
+                .worker_id(id)
+                .poll_interval(Duration::from_millis(5))
+                .drain_timeout(Duration::from_millis(50))
+                .build(),
+            "build",
+        )
+    };
+    let held_by = |store: Store, owner: &'static str| async move {
+        ok(
+            store
+                .list(ListFilter {
+                    state: Some(ItemState::Running),
+                    ..ListFilter::default()
+                })
+                .await,
+            "list",
+        )
+        .iter()
+        .filter(|r| r.lease_owner.as_deref() == Some(owner))
+        .count()
+    };
+    let (first, second) = (build("first"), build("second"));
+    let store = b.store.clone();
+    let (seen_first, seen_second) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (sf, ss) = (Arc::clone(&seen_first), Arc::clone(&seen_second));
+    let first_run = {
+        let first = first.clone();
+        let store = store.clone();
+        tokio::spawn(async move {
+            first
+                .run(async move {
+                    while held_by(store.clone(), "first").await < 2 {
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    }
+                    // Many claim rounds pass: none may take more.
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    sf.store(held_by(store.clone(), "first").await, Ordering::SeqCst);
+                    let second_run = second.run(async {
+                        while held_by(store.clone(), "second").await < 2 {
+                            tokio::time::sleep(Duration::from_millis(5)).await;
+                        }
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                        ss.store(held_by(store.clone(), "second").await, Ordering::SeqCst);
+                    });
+                    ok(second_run.await, "second run");
+                })
+                .await
+        })
+    };
+    ok(ok(first_run.await, "join"), "first run");
+    assert_eq!(
+        seen_first.load(Ordering::SeqCst),
+        2,
+        "the first worker held more than it ran"
+    );
+    assert_eq!(
+        seen_second.load(Ordering::SeqCst),
+        2,
+        "the second worker found no work"
+    );
+    let all = ok(b.store.list(ListFilter::default()).await, "list");
+    assert!(
+        all.iter()
+            .all(|r| r.state == ItemState::Available && r.attempt == 0 && r.lease_owner.is_none()),
+        "drain released every held item with its attempt: {all:?}"
+    );
+}

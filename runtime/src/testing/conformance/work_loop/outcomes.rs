@@ -1,0 +1,147 @@
+//! Conformance: items run by the loop to their outcome — a backlog drained, unknown kinds
+//! and undecodable payloads dead at once, transient errors retried, outbox rows relayed and
+//! run.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::super::{TestBackend, fresh, get, ok};
+use super::{FlakyHandler, JobHandler, REGISTRY, job_loop, until_count};
+use crate::item::{ItemState, ListFilter, NewItem};
+use crate::work_loop::WorkLoop;
+
+pub async fn loop_drains_all_items<F: Fn() -> Fut, Fut: Future<Output = TestBackend>>(make: F) {
+    let b = fresh(make).await;
+    let n: u32 = 300;
+    ok(
+        b.store
+            .enqueue_many(
+                (0..n)
+                    .map(|i| NewItem::new("JOB", json!({"n": i})))
+                    .collect(),
+            )
+            .await,
+        "enqueue",
+    );
+    let done = Arc::new(AtomicUsize::new(0));
+    let lp = job_loop(&b.store, Arc::clone(&done));
+    ok(
+        lp.run(until_count(&b.store, ItemState::Completed, u64::from(n)))
+            .await,
+        "run",
+    );
+    assert_eq!(done.load(Ordering::SeqCst), n as usize);
+    assert_eq!(lp.counters().completed.load(Ordering::SeqCst), u64::from(n));
+    assert_eq!(lp.counters().stale_rejected.load(Ordering::SeqCst), 0);
+    let items = ok(b.store.list(ListFilter::default()).await, "list");
+    assert!(
+        items
+            .iter()
+            .all(|i| i.state == ItemState::Completed && i.fence == 1)
+    );
+    for i in items.iter().take(5) {
+        assert!(ok(b.store.effect(i.id, "effect").await, "effect").is_some());
+    }
+}
+
+pub async fn loop_unknown_kind_and_undecodable_payload_are_dead<
+    F: Fn() -> Fut,
+    Fut: Future<Output = TestBackend>,
+>(
+    make: F,
+) {
+    let b = fresh(make).await;
+    let unknown = ok(
+        b.store.enqueue(NewItem::new("NOBODY", json!({}))).await,
+        "enqueue",
+    );
+    let garbled = ok(
+        b.store
+            .enqueue(NewItem::new("JOB", json!({"n": "not a number"})))
+            .await,
+        "enqueue",
+    );
+    let lp = job_loop(&b.store, Arc::default());
+    ok(
+        lp.run(until_count(&b.store, ItemState::Dead, 2)).await,
+        "run",
+    );
+    let u = get(&b.store, unknown).await;
+    assert_eq!((u.state, u.attempt), (ItemState::Dead, 1), "dead at once");
+    assert!(
+        u.last_error
+            .as_deref()
+            .is_some_and(|e| e.contains("unknown kind"))
+    );
+    let g = get(&b.store, garbled).await;
+    assert_eq!((g.state, g.attempt), (ItemState::Dead, 1), "dead at once");
+    assert!(
+        g.last_error
+            .as_deref()
+            .is_some_and(|e| e.contains("undecodable payload"))
+    );
+}
+
+pub async fn loop_transient_retries_with_backoff<
+    F: Fn() -> Fut,
+    Fut: Future<Output = TestBackend>,
+>(
+    make: F,
+) {
+    let b = fresh(make).await;
+    let id = ok(
+        b.store
+            .enqueue(NewItem::new("FLAKY", json!({"n": 1})))
+            .await,
+        "enqueue",
+    );
+    let lp = job_loop(&b.store, Arc::default());
+    ok(
+        lp.run(until_count(&b.store, ItemState::Completed, 1)).await,
+        "run",
+    );
+    let rec = get(&b.store, id).await;
+    assert_eq!(
+        (rec.state, rec.attempt, rec.fence),
+        (ItemState::Completed, 2, 2)
+    );
+    assert_eq!(rec.last_error.as_deref(), Some("first try fails"));
+    assert_eq!(lp.counters().retried.load(Ordering::SeqCst), 1);
+}
+
+pub async fn loop_relays_the_outbox<F: Fn() -> Fut, Fut: Future<Output = TestBackend>>(make: F) {
+    let b = fresh(make).await;
+    let store = b.store.clone();
+    let row = ok(
+        b.store
+            .transaction(move |tx| store.enqueue_in(tx, NewItem::new("JOB", json!({"n": 7}))))
+            .await,
+        "producer transaction",
+    );
+    let done = Arc::new(AtomicUsize::new(0));
+    let lp = ok(
+        WorkLoop::builder(b.store.clone(), REGISTRY)
+            .handler(JobHandler {
+                done: Arc::clone(&done),
+            })
+            .handler(FlakyHandler)
+            .poll_interval(Duration::from_millis(5))
+            .sweep_interval(Duration::from_millis(5))
+            .build(),
+        "build",
+    );
+    ok(
+        lp.run(until_count(&b.store, ItemState::Completed, 1)).await,
+        "run",
+    );
+    assert_eq!(
+        get(&b.store, row).await.state,
+        ItemState::Completed,
+        "the relayed item keeps the row id"
+    );
+    assert_eq!(done.load(Ordering::SeqCst), 1);
+}
