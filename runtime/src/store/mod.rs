@@ -15,6 +15,7 @@
 mod backend;
 pub mod memory;
 pub mod postgres;
+mod sql;
 pub mod sqlite;
 
 pub use backend::{Backend, BoxFuture, ClaimRequest, RelayReport, TxBody};

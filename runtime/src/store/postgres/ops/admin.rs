@@ -18,6 +18,25 @@ async fn state_of(tx: &Transaction<'_>, id: ItemId) -> StoreResult<ItemState> {
     parse_state(&row.try_get::<_, String>(0)?)
 }
 
+/// An operator's change that matched no row: the item is not in the state it needs, and
+/// the error says which it is in.
+async fn changed_or_wrong_state(
+    tx: &Transaction<'_>,
+    id: ItemId,
+    changed: u64,
+    expected: &'static str,
+) -> StoreResult<()> {
+    if changed == 0 {
+        let state = state_of(tx, id).await?;
+        return Err(StoreError::WrongState {
+            id,
+            state,
+            expected,
+        });
+    }
+    Ok(())
+}
+
 pub(crate) async fn retry(db: &PostgresBackend, id: ItemId, now: Timestamp) -> StoreResult<()> {
     let mut conn = db.conn().await?;
     let tx = conn.transaction().await?;
@@ -28,14 +47,7 @@ pub(crate) async fn retry(db: &PostgresBackend, id: ItemId, now: Timestamp) -> S
             &[&id, &now.as_millis()],
         )
         .await?;
-    if changed == 0 {
-        let state = state_of(&tx, id).await?;
-        return Err(StoreError::WrongState {
-            id,
-            state,
-            expected: "dead",
-        });
-    }
+    changed_or_wrong_state(&tx, id, changed, "dead").await?;
     tx.execute("SELECT pg_notify($1, '*')", &[&db.channel()])
         .await?;
     tx.commit().await?;
@@ -78,14 +90,7 @@ pub(crate) async fn discard(db: &PostgresBackend, id: ItemId) -> StoreResult<()>
             &[&id],
         )
         .await?;
-    if changed == 0 {
-        let state = state_of(&tx, id).await?;
-        return Err(StoreError::WrongState {
-            id,
-            state,
-            expected: "dead",
-        });
-    }
+    changed_or_wrong_state(&tx, id, changed, "dead").await?;
     tx.execute("DELETE FROM work_effects WHERE item_id = $1", &[&id])
         .await?;
     tx.commit().await?;
@@ -123,14 +128,13 @@ pub(crate) async fn cancel(db: &PostgresBackend, id: ItemId, now: Timestamp) -> 
             &[&id, &now.as_millis()],
         )
         .await?;
-    if changed == 0 {
-        let state = state_of(&tx, id).await?;
-        return Err(StoreError::WrongState {
-            id,
-            state,
-            expected: "live (available, running, failed or parked)",
-        });
-    }
+    changed_or_wrong_state(
+        &tx,
+        id,
+        changed,
+        "live (available, running, failed or parked)",
+    )
+    .await?;
     tx.commit().await?;
     Ok(())
 }

@@ -32,16 +32,11 @@ use tokio_postgres::types::Json;
 use crate::error::StoreError;
 use crate::item::{ItemRecord, ItemState};
 use crate::store::StoreResult;
+use crate::store::sql::{COLS, LIVE};
 use crate::time::Timestamp;
-
-const COLS: &str = "id, kind, lane, payload, state, priority, attempt, max_attempts, run_at, \
-    lease_owner, lease_expires_at, fence, dedupe_key, checkpoint, last_error, parked_on, \
-    created_at, updated_at";
 
 /// The fence guard every fenced update carries: $1 = id, $2 = fence, $3 = now.
 const HELD: &str = "id = $1 AND fence = $2 AND state = 'running' AND lease_expires_at > $3";
-
-const LIVE: &str = "('available', 'running', 'failed', 'parked')";
 
 fn task(msg: String) -> StoreError {
     StoreError::Task(msg)

@@ -1,12 +1,11 @@
 //! Read-only queries: one item, a filtered list, per-lane stats, outbox stats and counts
 //! per kind and state.
 
-use std::collections::BTreeMap;
-
 use super::{COLS, limit_of, parse_state, record};
 use crate::item::{ItemId, ItemRecord, ItemState, LaneStats, ListFilter, OutboxStats};
 use crate::store::StoreResult;
 use crate::store::postgres::PostgresBackend;
+use crate::store::sql::LaneTally;
 use crate::time::Timestamp;
 
 pub(crate) async fn get(db: &PostgresBackend, id: ItemId) -> StoreResult<Option<ItemRecord>> {
@@ -60,33 +59,18 @@ pub(crate) async fn stats(db: &PostgresBackend, now: Timestamp) -> StoreResult<V
         )
         .await?;
     let rows = conn.query(&stmt, &[&now.as_millis()]).await?;
-    let mut lanes: BTreeMap<String, LaneStats> = BTreeMap::new();
+    let mut lanes = LaneTally::new(now);
     for r in &rows {
         let lane: String = r.try_get(0)?;
         let state = parse_state(&r.try_get::<_, String>(1)?)?;
         let count: i64 = r.try_get(2)?;
         if r.try_get::<_, bool>(5)? {
-            lanes
-                .entry(lane.clone())
-                .or_insert_with(|| LaneStats::new(lane))
-                .scheduled = u64::try_from(count).unwrap_or(0);
+            lanes.scheduled(lane, count);
             continue;
         }
-        let oldest_created: Option<i64> = r.try_get(3)?;
-        let oldest_due: Option<i64> = r.try_get(4)?;
-        let oldest = if state == ItemState::Available {
-            oldest_due
-        } else {
-            oldest_created
-        };
-        let entry = lanes
-            .entry(lane.clone())
-            .or_insert_with(|| LaneStats::new(lane));
-        let s = entry.get_mut(state);
-        s.count = u64::try_from(count).unwrap_or(0);
-        s.oldest_age_ms = oldest.map_or(0, |t| now.millis_since(Timestamp::from_millis(t)));
+        lanes.add(lane, state, count, r.try_get(3)?, r.try_get(4)?);
     }
-    Ok(lanes.into_values().collect())
+    Ok(lanes.finish())
 }
 
 pub(crate) async fn outbox_stats(db: &PostgresBackend, now: Timestamp) -> StoreResult<OutboxStats> {

@@ -21,6 +21,25 @@ fn state_of(conn: &Connection, id: ItemId) -> StoreResult<ItemState> {
         .map_err(|e: crate::item::UnknownState| StoreError::Task(e.to_string()))
 }
 
+/// An operator's change that matched no row: the item is not in the state it needs, and
+/// the error says which it is in.
+fn changed_or_wrong_state(
+    conn: &Connection,
+    id: ItemId,
+    changed: usize,
+    expected: &'static str,
+) -> StoreResult<()> {
+    if changed == 0 {
+        let state = state_of(conn, id)?;
+        return Err(StoreError::WrongState {
+            id,
+            state,
+            expected,
+        });
+    }
+    Ok(())
+}
+
 pub(crate) fn retry(conn: &mut Connection, id: ItemId, now: Timestamp) -> StoreResult<()> {
     let tx = write(conn)?;
     let changed = tx.execute(
@@ -28,14 +47,7 @@ pub(crate) fn retry(conn: &mut Connection, id: ItemId, now: Timestamp) -> StoreR
          WHERE id = ?1 AND state = 'dead'",
         params![id, now.as_millis()],
     )?;
-    if changed == 0 {
-        let state = state_of(&tx, id)?;
-        return Err(StoreError::WrongState {
-            id,
-            state,
-            expected: "dead",
-        });
-    }
+    changed_or_wrong_state(&tx, id, changed, "dead")?;
     tx.commit()?;
     Ok(())
 }
@@ -57,14 +69,7 @@ pub(crate) fn discard(conn: &mut Connection, id: ItemId) -> StoreResult<()> {
         "DELETE FROM work_items WHERE id = ?1 AND state = 'dead'",
         [id],
     )?;
-    if changed == 0 {
-        let state = state_of(&tx, id)?;
-        return Err(StoreError::WrongState {
-            id,
-            state,
-            expected: "dead",
-        });
-    }
+    changed_or_wrong_state(&tx, id, changed, "dead")?;
     tx.execute("DELETE FROM work_effects WHERE item_id = ?1", [id])?;
     tx.commit()?;
     Ok(())
@@ -91,14 +96,12 @@ pub(crate) fn cancel(conn: &mut Connection, id: ItemId, now: Timestamp) -> Store
         ),
         params![id, now.as_millis()],
     )?;
-    if changed == 0 {
-        let state = state_of(&tx, id)?;
-        return Err(StoreError::WrongState {
-            id,
-            state,
-            expected: "live (available, running, failed or parked)",
-        });
-    }
+    changed_or_wrong_state(
+        &tx,
+        id,
+        changed,
+        "live (available, running, failed or parked)",
+    )?;
     tx.commit()?;
     Ok(())
 }

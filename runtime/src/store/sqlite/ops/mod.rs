@@ -29,16 +29,11 @@ use rusqlite::{Connection, Row, Transaction, TransactionBehavior};
 use serde_json::Value;
 
 use crate::item::{ItemRecord, ItemState};
+use crate::store::sql::{COLS, LIVE};
 use crate::time::Timestamp;
-
-const COLS: &str = "id, kind, lane, payload, state, priority, attempt, max_attempts, run_at, \
-    lease_owner, lease_expires_at, fence, dedupe_key, checkpoint, last_error, parked_on, \
-    created_at, updated_at";
 
 /// The fence guard every fenced update carries: ?1 = id, ?2 = fence, ?3 = now.
 const HELD: &str = "id = ?1 AND fence = ?2 AND state = 'running' AND lease_expires_at > ?3";
-
-const LIVE: &str = "('available', 'running', 'failed', 'parked')";
 
 fn write(conn: &mut Connection) -> rusqlite::Result<Transaction<'_>> {
     conn.transaction_with_behavior(TransactionBehavior::Immediate)

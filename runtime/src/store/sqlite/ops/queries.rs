@@ -1,14 +1,13 @@
 //! Read-only queries: one item, a filtered list, per-lane stats, outbox stats and counts
 //! per kind and state.
 
-use std::collections::BTreeMap;
-
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{COLS, record};
 use crate::error::StoreError;
 use crate::item::{ItemId, ItemRecord, ItemState, LaneStats, ListFilter, OutboxStats};
 use crate::store::StoreResult;
+use crate::store::sql::LaneTally;
 use crate::time::Timestamp;
 
 pub(crate) fn get(conn: &mut Connection, id: ItemId) -> StoreResult<Option<ItemRecord>> {
@@ -46,7 +45,7 @@ pub(crate) fn stats(conn: &mut Connection, now: Timestamp) -> StoreResult<Vec<La
                 state = 'available' AND run_at > ?1 AS scheduled \
          FROM work_items GROUP BY lane, state, scheduled",
     )?;
-    let mut lanes: BTreeMap<String, LaneStats> = BTreeMap::new();
+    let mut lanes = LaneTally::new(now);
     let rows = stmt.query_map([now.as_millis()], |r| {
         Ok((
             r.get::<_, String>(0)?,
@@ -60,28 +59,15 @@ pub(crate) fn stats(conn: &mut Connection, now: Timestamp) -> StoreResult<Vec<La
     for row in rows {
         let (lane, state, count, oldest_created, oldest_due, scheduled) = row?;
         if scheduled {
-            lanes
-                .entry(lane.clone())
-                .or_insert_with(|| LaneStats::new(lane))
-                .scheduled = u64::try_from(count).unwrap_or(0);
+            lanes.scheduled(lane, count);
             continue;
         }
         let state: ItemState = state
             .parse()
             .map_err(|e: crate::item::UnknownState| StoreError::Task(e.to_string()))?;
-        let oldest = if state == ItemState::Available {
-            oldest_due
-        } else {
-            oldest_created
-        };
-        let entry = lanes
-            .entry(lane.clone())
-            .or_insert_with(|| LaneStats::new(lane));
-        let s = entry.get_mut(state);
-        s.count = u64::try_from(count).unwrap_or(0);
-        s.oldest_age_ms = oldest.map_or(0, |t| now.millis_since(Timestamp::from_millis(t)));
+        lanes.add(lane, state, count, oldest_created, oldest_due);
     }
-    Ok(lanes.into_values().collect())
+    Ok(lanes.finish())
 }
 
 pub(crate) fn outbox_stats(conn: &mut Connection, now: Timestamp) -> StoreResult<OutboxStats> {
