@@ -159,7 +159,7 @@ pub fn run(repo: &Repo, opts: &CheckOptions) -> Outcome {
         }
     }
     let files_checked = files.len() + seen;
-    let texts = finding_texts(repo, &ctx.sources, &files, &sink);
+    let texts = finding_texts(&ctx.sources, &files, &sink);
     // Freed on a pool thread while this one applies the policy and reports: tens of
     // thousands of sources' allocations are a tenth of a warm check.
     let sources = std::mem::take(&mut ctx.sources);
@@ -187,10 +187,11 @@ pub fn run(repo: &Repo, opts: &CheckOptions) -> Outcome {
     outcome
 }
 
-/// The text of each file a finding is on, read once: the source or manifest this run
-/// already holds (a source's text is read on first use, and kept), else the file.
+/// The text of each file a finding is on that this run already holds: a source's (read on
+/// first use, and kept) or a manifest's. Any other file is left to its reader: the sink's
+/// fingerprints read it as before, and the reporter only through `inside::read_text`, which
+/// refuses a path reached through a symlinked folder (a change set can name one).
 fn finding_texts(
-    repo: &Repo,
     sources: &[context::Source],
     manifests: &[&crate::source::SourceFile],
     sink: &Sink,
@@ -199,10 +200,10 @@ fn finding_texts(
     for path in sink.paths() {
         let text = match sources.binary_search_by(|s| s.path.as_str().cmp(path)) {
             Ok(i) => Some(sources[i].file().text.clone()),
-            Err(_) => match manifests.binary_search_by(|f| f.path.as_str().cmp(path)) {
-                Ok(i) => Some(manifests[i].text.clone()),
-                Err(_) => repo.read(path).map(std::sync::Arc::new),
-            },
+            Err(_) => manifests
+                .binary_search_by(|f| f.path.as_str().cmp(path))
+                .ok()
+                .map(|i| manifests[i].text.clone()),
         };
         if let Some(text) = text {
             texts.insert(path.to_owned(), text);
