@@ -5,6 +5,7 @@ pub mod cache;
 pub mod catalogue;
 pub mod cfg_test;
 pub mod context;
+pub mod crate_names;
 pub mod edges;
 pub mod finding;
 pub mod markdown;

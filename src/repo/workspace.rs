@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use rayon::prelude::*;
-use toml_edit::{Item, TableLike};
+use toml_edit::Item;
 
 use super::gaps::{Gap, Why};
 use super::manifest::PathGlob;
@@ -271,7 +271,7 @@ impl Workspace {
                 };
                 SourceFile::new(manifest_path, text)
             };
-            load_crate(dir, file, &workspace_deps, files)
+            package::load_crate(dir, file, &workspace_deps, files)
         };
         // Cargo makes every path dependency of a member that lies inside the root (and is
         // not excluded) a member too, listed or not, transitively: read in waves until no
@@ -315,244 +315,6 @@ impl Workspace {
             "crates sorted by dir"
         );
         (ws, findings)
-    }
-}
-
-fn load_crate(
-    dir: &str,
-    file: SourceFile,
-    workspace_deps: &BTreeMap<String, (Option<String>, String)>,
-    files: &[String],
-) -> Result<Option<Crate>, Box<Gap>> {
-    let doc = toml_edit::Document::parse(file.text.to_string())
-        .map_err(|e| Box::new(toml_error(&file, &e)))?;
-    let top = doc.as_table();
-    let Some((pkg_key, pkg)) = top.get_key_value("package") else {
-        return Ok(None);
-    };
-    let pkg_loc = key_loc(&file, pkg_key, pkg);
-    let Some(pkg) = pkg.as_table_like() else {
-        return Err(Box::new(Gap {
-            path: file.path.clone(),
-            at: pkg_loc,
-            why: Why::PackageNotTable,
-        }));
-    };
-    let Some(name) = pkg.get("name").and_then(Item::as_str) else {
-        return Err(Box::new(Gap {
-            path: file.path.clone(),
-            at: pkg_loc,
-            why: Why::PackageUnnamed,
-        }));
-    };
-    let lib_name = top
-        .get("lib")
-        .and_then(Item::as_table_like)
-        .and_then(|l| l.get("name"))
-        .and_then(Item::as_str)
-        .map_or_else(|| name.replace('-', "_"), str::to_owned);
-    let role = pkg
-        .get("metadata")
-        .and_then(Item::as_table_like)
-        .and_then(|m| m.get("scaffold"))
-        .and_then(Item::as_table_like)
-        .and_then(|s| s.get_key_value("role"))
-        .and_then(|(k, v)| v.as_str().map(|r| (r.to_owned(), value_loc(&file, k, v))));
-    let mut deps = Vec::new();
-    for kind in [DepKind::Normal, DepKind::Dev, DepKind::Build] {
-        collect_deps(
-            &file,
-            top.get(kind.table()),
-            kind,
-            None,
-            dir,
-            workspace_deps,
-            &mut deps,
-        );
-        if kind == DepKind::Dev {
-            // Cargo still accepts the old underscore spelling.
-            collect_deps(
-                &file,
-                top.get("dev_dependencies"),
-                kind,
-                None,
-                dir,
-                workspace_deps,
-                &mut deps,
-            );
-        }
-    }
-    if let Some(targets) = top.get("target").and_then(Item::as_table_like) {
-        for (target, t) in targets.iter() {
-            let Some(t) = t.as_table_like() else { continue };
-            for kind in [DepKind::Normal, DepKind::Dev, DepKind::Build] {
-                collect_deps(
-                    &file,
-                    t.get(kind.table()),
-                    kind,
-                    Some(target),
-                    dir,
-                    workspace_deps,
-                    &mut deps,
-                );
-            }
-        }
-    }
-    Ok(Some(Crate {
-        package: name.to_owned(),
-        lib_name,
-        dir: dir.to_owned(),
-        manifest: file,
-        deps,
-        role,
-        package_loc: pkg_loc,
-        targets: targets(top, pkg, dir, files),
-    }))
-}
-
-/// The root files of a package's targets, as cargo finds them: `[lib]`, `[[bin]]`,
-/// `[[example]]`, `[[test]]`, `[[bench]]` paths (or the files their names give), the
-/// files cargo discovers itself unless `autobins = false` and the like, and the build
-/// script. Only files that exist; sorted, each once with its strongest scope.
-fn targets(
-    top: &toml_edit::Table,
-    pkg: &dyn TableLike,
-    dir: &str,
-    files: &[String],
-) -> Vec<(String, DepKind)> {
-    let exists = |p: &str| files.binary_search_by(|f| f.as_str().cmp(p)).is_ok();
-    let at = |p: &str| join_rel(dir, p);
-    let mut out: Vec<(String, DepKind)> = Vec::new();
-    let lib = top.get("lib").and_then(Item::as_table_like);
-    match lib.and_then(|l| l.get("path")).and_then(Item::as_str) {
-        Some(p) => out.extend(at(p).map(|p| (p, DepKind::Normal))),
-        None => out.extend(at("src/lib.rs").map(|p| (p, DepKind::Normal))),
-    }
-    match pkg.get("build") {
-        Some(b) if b.as_bool() == Some(false) => {}
-        Some(b) if b.as_str().is_some() => {
-            out.extend(b.as_str().and_then(at).map(|p| (p, DepKind::Build)));
-        }
-        _ => out.extend(at("build.rs").map(|p| (p, DepKind::Build))),
-    }
-    for (key, folder, scope, auto) in [
-        ("bin", "src/bin", DepKind::Normal, "autobins"),
-        ("example", "examples", DepKind::Dev, "autoexamples"),
-        ("test", "tests", DepKind::Dev, "autotests"),
-        ("bench", "benches", DepKind::Dev, "autobenches"),
-    ] {
-        if let Some(list) = top.get(key).and_then(Item::as_array_of_tables) {
-            for t in list.iter() {
-                if let Some(p) = t.get("path").and_then(Item::as_str) {
-                    out.extend(at(p).map(|p| (p, scope)));
-                } else if let Some(name) = t.get("name").and_then(Item::as_str) {
-                    for p in [
-                        format!("{folder}/{name}.rs"),
-                        format!("{folder}/{name}/main.rs"),
-                    ] {
-                        out.extend(at(&p).map(|p| (p, scope)));
-                    }
-                    if key == "bin" {
-                        out.extend(at("src/main.rs").map(|p| (p, scope)));
-                    }
-                }
-            }
-        }
-        if pkg.get(auto).and_then(Item::as_bool) == Some(false) {
-            continue;
-        }
-        if key == "bin" {
-            out.extend(at("src/main.rs").map(|p| (p, scope)));
-        }
-        let Some(base) = at(folder) else { continue };
-        let prefix = format!("{base}/");
-        let start = files.partition_point(|f| f.as_str() < prefix.as_str());
-        for f in files[start..].iter().take_while(|f| f.starts_with(&prefix)) {
-            let rest = &f[prefix.len()..];
-            let direct = rest.ends_with(".rs") && !rest.contains('/');
-            let main = rest
-                .strip_suffix("/main.rs")
-                .is_some_and(|d| !d.contains('/'));
-            if direct || main {
-                out.push((f.clone(), scope));
-            }
-        }
-    }
-    out.retain(|(p, _)| exists(p));
-    out.sort();
-    // One entry per file: a file that is both a bin and a test root is held to normal.
-    out.dedup_by(|later, kept| {
-        later.0 == kept.0 && {
-            if later.1 == DepKind::Normal {
-                kept.1 = DepKind::Normal;
-            }
-            true
-        }
-    });
-    out
-}
-
-fn collect_deps(
-    file: &SourceFile,
-    table: Option<&Item>,
-    kind: DepKind,
-    target: Option<&str>,
-    dir: &str,
-    workspace_deps: &BTreeMap<String, (Option<String>, String)>,
-    out: &mut Vec<Dep>,
-) {
-    let Some(table) = table.and_then(Item::as_table_like) else {
-        return;
-    };
-    for (key, item) in table.iter() {
-        let loc = table
-            .get_key_value(key)
-            .map_or(Location::START, |(k, i)| key_loc(file, k, i));
-        let spec: Option<&dyn TableLike> = item.as_table_like();
-        // `workspace = true` inherits the `[workspace.dependencies]` entry of the same key
-        // (looked up by `package =` too, for manifests that spell it out).
-        let own_package = spec.and_then(|s| s.get("package")).and_then(Item::as_str);
-        let inherited = spec
-            .filter(|s| s.get("workspace").and_then(Item::as_bool) == Some(true))
-            .and_then(|_| {
-                workspace_deps
-                    .get(key)
-                    .or_else(|| own_package.and_then(|p| workspace_deps.get(p)))
-            });
-        let package = own_package
-            .map(str::to_owned)
-            .or_else(|| inherited.and_then(|(p, _)| p.clone()))
-            .unwrap_or_else(|| key.to_owned());
-        let path = match (
-            spec.and_then(|s| s.get("path")).and_then(Item::as_str),
-            inherited,
-        ) {
-            (Some(p), _) => join_rel(dir, p),
-            (None, Some((_, p))) => Some(p.clone()),
-            (None, None) => None,
-        };
-        out.push(Dep {
-            key: key.to_owned(),
-            package,
-            kind,
-            target: target.map(str::to_owned),
-            path,
-            loc,
-        });
-    }
-}
-
-fn key_loc(file: &SourceFile, key: &toml_edit::Key, item: &Item) -> Location {
-    match key.span().or_else(|| item.span()) {
-        Some(r) => Location::in_file(file, r.start, r.end - r.start),
-        None => Location::START,
-    }
-}
-
-fn value_loc(file: &SourceFile, key: &toml_edit::Key, item: &Item) -> Location {
-    match item.span().or_else(|| key.span()) {
-        Some(r) => Location::in_file(file, r.start, r.end - r.start),
-        None => Location::START,
     }
 }
 
@@ -612,5 +374,6 @@ pub fn join_rel(dir: &str, rel: &str) -> Option<String> {
     Some(parts.join("/"))
 }
 
+mod package;
 #[cfg(test)]
 mod tests;

@@ -8,7 +8,6 @@ use scaffold_runtime::bench::BenchReport;
 use scaffold_runtime::{
     EffectRecord, ItemRecord, ItemState, LaneStats, OutboxStats, Timestamp, WorkerRecord,
 };
-use serde::Serialize;
 use serde_json::Value;
 
 use crate::queue::{QueueError, time};
@@ -85,9 +84,7 @@ pub fn print_error(out: &mut dyn Write, error: &QueueError) -> io::Result<()> {
 /// Writes `printed` to `out`, as JSON (one document and a newline) or for people.
 pub fn print(out: &mut dyn Write, printed: &Printed, as_json: bool) -> io::Result<()> {
     if as_json {
-        let doc = to_json(printed);
-        serde_json::to_writer(&mut *out, &doc).map_err(io::Error::other)?;
-        return writeln!(out);
+        return json::print(out, printed);
     }
     match printed {
         Printed::Migrated {
@@ -315,231 +312,6 @@ fn workers_table(
     Ok(())
 }
 
-/// The JSON documents, as structs so keys keep the documented order.
-#[derive(Serialize)]
-#[serde(untagged)]
-enum Doc<'a> {
-    Migrated {
-        database: &'a str,
-        schema_version: i64,
-    },
-    Enqueued {
-        #[serde(flatten)]
-        item: ItemJson<'a>,
-        duplicate: bool,
-    },
-    Status {
-        lanes: Vec<LaneJson<'a>>,
-        outbox: &'a OutboxStats,
-    },
-    List {
-        items: Vec<ItemJson<'a>>,
-    },
-    Show {
-        #[serde(flatten)]
-        item: ItemJson<'a>,
-        lease_owner: Option<&'a str>,
-        lease_expires_at: Option<String>,
-        checkpoint: Option<&'a Value>,
-        created_at: String,
-        updated_at: String,
-        effects: Vec<EffectJson<'a>>,
-    },
-    Workers {
-        workers: Vec<WorkerJson<'a>>,
-    },
-    Retried {
-        retried: u64,
-        ids: &'a [i64],
-    },
-    Discarded {
-        discarded: i64,
-    },
-    Cancelled {
-        cancelled: i64,
-    },
-    Signalled {
-        signal: &'a str,
-        woken: u64,
-    },
-    Released {
-        worker: &'a str,
-        released: u64,
-    },
-    Bench {
-        #[serde(flatten)]
-        median_run: &'a BenchReport,
-        runs: usize,
-        jobs_per_sec_median: u64,
-        jobs_per_sec_min: u64,
-        jobs_per_sec_max: u64,
-        jobs_per_sec_each: Vec<u64>,
-    },
-}
-
-#[derive(Serialize)]
-struct EffectJson<'a> {
-    key: &'a str,
-    output: &'a Value,
-    fence: i64,
-    recorded_at: String,
-}
-
-#[derive(Serialize)]
-struct WorkerJson<'a> {
-    id: &'a str,
-    state: &'static str,
-    lanes: &'a [String],
-    started_at: String,
-    last_heartbeat_at: String,
-    lease_ms: i64,
-    held: &'a [i64],
-}
-
-#[derive(Serialize)]
-struct LaneJson<'a> {
-    lane: &'a str,
-    available: u64,
-    running: u64,
-    completed: u64,
-    failed: u64,
-    dead: u64,
-    parked: u64,
-    scheduled: u64,
-    oldest_available_age_ms: u64,
-}
-
-#[derive(Serialize)]
-struct ItemJson<'a> {
-    id: i64,
-    kind: &'a str,
-    lane: &'a str,
-    state: &'static str,
-    priority: i32,
-    attempt: i32,
-    max_attempts: i32,
-    run_at: String,
-    fence: i64,
-    dedupe_key: Option<&'a str>,
-    parked_on: Option<&'a str>,
-    last_error: Option<&'a str>,
-    payload: &'a Value,
-}
-
-fn to_json(printed: &Printed) -> Doc<'_> {
-    match printed {
-        Printed::Migrated {
-            database,
-            schema_version,
-        } => Doc::Migrated {
-            database,
-            schema_version: *schema_version,
-        },
-        Printed::Enqueued { item, duplicate } => Doc::Enqueued {
-            item: item_json(item),
-            duplicate: *duplicate,
-        },
-        Printed::Show { item, effects, .. } => Doc::Show {
-            item: item_json(item),
-            lease_owner: item.lease_owner.as_deref(),
-            lease_expires_at: item.lease_expires_at.map(time::format),
-            checkpoint: item.checkpoint.as_ref(),
-            created_at: time::format(item.created_at),
-            updated_at: time::format(item.updated_at),
-            effects: effects
-                .iter()
-                .map(|e| EffectJson {
-                    key: &e.key,
-                    output: &e.output,
-                    fence: e.fence,
-                    recorded_at: time::format(e.recorded_at),
-                })
-                .collect(),
-        },
-        Printed::Workers { workers, .. } => Doc::Workers {
-            workers: workers
-                .iter()
-                .map(|(w, held)| WorkerJson {
-                    id: &w.id,
-                    state: w.state.as_str(),
-                    lanes: &w.lanes,
-                    started_at: time::format(w.started_at),
-                    last_heartbeat_at: time::format(w.last_seen_at),
-                    lease_ms: w.lease_ms,
-                    held,
-                })
-                .collect(),
-        },
-        Printed::Cancelled { id } => Doc::Cancelled { cancelled: *id },
-        Printed::Signalled { signal, woken } => Doc::Signalled {
-            signal,
-            woken: *woken,
-        },
-        Printed::Released { worker, released } => Doc::Released {
-            worker,
-            released: *released,
-        },
-        Printed::Status { lanes, outbox } => Doc::Status {
-            outbox,
-            lanes: lanes
-                .iter()
-                .map(|l| LaneJson {
-                    lane: &l.lane,
-                    available: l.get(ItemState::Available).count,
-                    running: l.get(ItemState::Running).count,
-                    completed: l.get(ItemState::Completed).count,
-                    failed: l.get(ItemState::Failed).count,
-                    dead: l.get(ItemState::Dead).count,
-                    parked: l.get(ItemState::Parked).count,
-                    scheduled: l.scheduled,
-                    oldest_available_age_ms: l.get(ItemState::Available).oldest_age_ms,
-                })
-                .collect(),
-        },
-        Printed::List(items) => Doc::List {
-            items: items.iter().map(item_json).collect(),
-        },
-        Printed::Retried { ids, count } => Doc::Retried {
-            retried: *count,
-            ids,
-        },
-        Printed::Discarded { id } => Doc::Discarded { discarded: *id },
-        Printed::Bench(runs) => {
-            let s = BenchSummary::of(runs);
-            // The run whose rate is the median (the lower one of an even count's pair).
-            let mut by_rate: Vec<&BenchReport> = runs.iter().collect();
-            by_rate.sort_by_key(|r| r.jobs_per_sec);
-            let median_run = by_rate[(by_rate.len().max(1) - 1) / 2];
-            Doc::Bench {
-                median_run,
-                runs: s.runs,
-                jobs_per_sec_median: s.median,
-                jobs_per_sec_min: s.min,
-                jobs_per_sec_max: s.max,
-                jobs_per_sec_each: runs.iter().map(|r| r.jobs_per_sec).collect(),
-            }
-        }
-    }
-}
-
-fn item_json(i: &ItemRecord) -> ItemJson<'_> {
-    ItemJson {
-        id: i.id,
-        kind: &i.kind,
-        lane: &i.lane,
-        state: i.state.as_str(),
-        priority: i.priority,
-        attempt: i.attempt,
-        max_attempts: i.max_attempts,
-        run_at: time::format(i.run_at),
-        fence: i.fence,
-        dedupe_key: i.dedupe_key.as_deref(),
-        parked_on: i.parked_on.as_deref(),
-        last_error: i.last_error.as_deref(),
-        payload: &i.payload,
-    }
-}
-
 fn age(ms: u64) -> String {
     match ms {
         0 => "-".to_owned(),
@@ -599,3 +371,5 @@ fn list_table(out: &mut dyn Write, items: &[ItemRecord]) -> io::Result<()> {
     }
     Ok(())
 }
+
+mod json;
