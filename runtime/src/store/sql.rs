@@ -4,7 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::item::{ItemState, LaneStats};
+use super::{Claimed, SCHEMA_VERSION, StoreResult};
+use crate::error::StoreError;
+use crate::item::{ItemState, LaneStats, WorkerRecord, WorkerState};
 use crate::time::Timestamp;
 
 /// The `work_items` columns a row is decoded from, in the order both backends decode them.
@@ -65,4 +67,52 @@ impl LaneTally {
     pub(crate) fn finish(self) -> Vec<LaneStats> {
         self.lanes.into_values().collect()
     }
+}
+
+/// Sorts claimed items the way a claim hands them out: highest priority first, then the
+/// earliest due, then the oldest id (the SQL `ORDER BY` of both claim queries, which a
+/// multi-row `UPDATE … RETURNING` does not keep).
+pub(crate) fn claim_order(claimed: &mut [Claimed]) {
+    claimed.sort_by(|a, b| {
+        (b.item.priority, a.item.run_at, a.item.id).cmp(&(
+            a.item.priority,
+            b.item.run_at,
+            b.item.id,
+        ))
+    });
+}
+
+/// A `workers` row (`id, lanes, state, started_at, last_seen_at, lease_ms`) as a record;
+/// `Err` names the state the row holds when it is not one this runtime knows.
+pub(crate) fn worker_record(
+    id: String,
+    lanes: &str,
+    state: &str,
+    (started_at, last_seen_at, lease_ms): (i64, i64, i64),
+) -> Result<WorkerRecord, String> {
+    Ok(WorkerRecord {
+        id,
+        lanes: lanes
+            .split(',')
+            .filter(|l| !l.is_empty())
+            .map(str::to_owned)
+            .collect(),
+        state: WorkerState::parse(state)
+            .ok_or_else(|| format!("unknown worker state `{state}`"))?,
+        started_at: Timestamp::from_millis(started_at),
+        last_seen_at: Timestamp::from_millis(last_seen_at),
+        lease_ms,
+    })
+}
+
+/// Refuses a database a newer runtime has migrated (its schema past [`SCHEMA_VERSION`]):
+/// this runtime would misread its rows.
+pub(crate) fn refuse_newer(found: i64) -> StoreResult<()> {
+    if found > SCHEMA_VERSION {
+        return Err(StoreError::SchemaTooNew {
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    Ok(())
 }

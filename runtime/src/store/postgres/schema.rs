@@ -2,7 +2,6 @@
 
 use deadpool_postgres::Object;
 
-use crate::error::StoreError;
 use crate::store::StoreResult;
 use crate::time::{Clock, SystemClock};
 
@@ -55,12 +54,7 @@ pub(crate) async fn migrate(conn: &mut Object, schema: &str, lock_key: i64) -> S
         .query_one("SELECT COALESCE(max(version), 0) FROM schema_version", &[])
         .await?
         .try_get(0)?;
-    if current > LATEST_VERSION {
-        return Err(StoreError::SchemaTooNew {
-            found: current,
-            supported: LATEST_VERSION,
-        });
-    }
+    crate::store::sql::refuse_newer(current)?;
     let now = SystemClock.now().as_millis();
     for (v, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > current) {
         tx.batch_execute(sql).await?;

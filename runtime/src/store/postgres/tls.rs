@@ -118,12 +118,16 @@ pub(crate) fn connector(settings: &TlsSettings) -> StoreResult<MakeRustlsConnect
             builder.with_root_certificates(roots).with_no_client_auth()
         }
         (SslMode::VerifyCa | SslMode::Require, Some(roots)) => {
-            let inner = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
-                .build()
-                .map_err(|e| tls_error(e.to_string()))?;
+            let chain =
+                WebPkiServerVerifier::builder_with_provider(Arc::new(roots), Arc::clone(&provider))
+                    .build()
+                    .map_err(|e| tls_error(e.to_string()))?;
             builder
                 .dangerous()
-                .with_custom_certificate_verifier(Arc::new(ChainOnly { inner }))
+                .with_custom_certificate_verifier(Arc::new(NoHostCheck {
+                    provider,
+                    chain: Some(chain),
+                }))
                 .with_no_client_auth()
         }
         (SslMode::VerifyCa | SslMode::VerifyFull, None) => {
@@ -133,29 +137,43 @@ pub(crate) fn connector(settings: &TlsSettings) -> StoreResult<MakeRustlsConnect
         }
         (SslMode::Disable | SslMode::Prefer | SslMode::Require, _) => builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(EncryptOnly { provider }))
+            .with_custom_certificate_verifier(Arc::new(NoHostCheck {
+                provider,
+                chain: None,
+            }))
             .with_no_client_auth(),
     };
     Ok(MakeRustlsConnect::new(config))
 }
 
-/// `prefer` and `require` without a root: encrypted, the server not authenticated (as
-/// libpq); handshake signatures are still checked.
+/// The modes that do not compare the host name: `prefer` and `require` without a root
+/// (encrypted, the server not authenticated, as libpq), and `verify-ca` (or `require` with
+/// a root: the chain must lead to a trusted CA). Handshake signatures are always checked.
 #[derive(Debug)]
-struct EncryptOnly {
+struct NoHostCheck {
     provider: Arc<CryptoProvider>,
+    /// The trusted roots' verifier; `None`: the chain is not checked.
+    chain: Option<Arc<WebPkiServerVerifier>>,
 }
 
-impl ServerCertVerifier for EncryptOnly {
+impl ServerCertVerifier for NoHostCheck {
     fn verify_server_cert(
         &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
+        let Some(chain) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) => Ok(ServerCertVerified::assertion()),
+            other => other,
+        }
     }
 
     fn verify_tls12_signature(
@@ -190,58 +208,5 @@ impl ServerCertVerifier for EncryptOnly {
         self.provider
             .signature_verification_algorithms
             .supported_schemes()
-    }
-}
-
-/// `verify-ca` (and `require` with a root): the chain must lead to a trusted CA; the host
-/// name is not compared with the certificate.
-#[derive(Debug)]
-struct ChainOnly {
-    inner: Arc<WebPkiServerVerifier>,
-}
-
-impl ServerCertVerifier for ChainOnly {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        server_name: &ServerName<'_>,
-        ocsp_response: &[u8],
-        now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        match self.inner.verify_server_cert(
-            end_entity,
-            intermediates,
-            server_name,
-            ocsp_response,
-            now,
-        ) {
-            Err(rustls::Error::InvalidCertificate(
-                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
-            )) => Ok(ServerCertVerified::assertion()),
-            other => other,
-        }
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.inner.supported_verify_schemes()
     }
 }

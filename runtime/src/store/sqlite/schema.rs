@@ -66,12 +66,7 @@ pub(crate) fn open(path: &Path) -> StoreResult<Connection> {
         .map_err(|e| map_open_error(path, e))?;
     // Refuse a newer schema before configuring anything: switching to WAL writes the header.
     let found = version(&conn).map_err(|e| map_open_error(path, e))?;
-    if found > LATEST_VERSION {
-        return Err(StoreError::SchemaTooNew {
-            found,
-            supported: LATEST_VERSION,
-        });
-    }
+    crate::store::sql::refuse_newer(found)?;
     configure(&conn).map_err(|e| map_open_error(path, e))?;
     Ok(conn)
 }
@@ -158,12 +153,7 @@ pub(crate) fn migrate(conn: &mut Connection) -> StoreResult<i64> {
          )",
     )?;
     let current = version(&tx)?;
-    if current > LATEST_VERSION {
-        return Err(StoreError::SchemaTooNew {
-            found: current,
-            supported: LATEST_VERSION,
-        });
-    }
+    crate::store::sql::refuse_newer(current)?;
     let now = SystemClock.now().as_millis();
     for (v, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > current) {
         tx.execute_batch(sql)?;

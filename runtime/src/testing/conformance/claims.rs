@@ -20,7 +20,7 @@ pub async fn migrate_is_idempotent<F: Fn() -> Fut, Fut: Future<Output = TestBack
 
 pub async fn enqueue_one_and_many<F: Fn() -> Fut, Fut: Future<Output = TestBackend>>(make: F) {
     let b = fresh(make).await;
-    let one = ok(b.store.enqueue(new("A")).await, "enqueue");
+    let one = b.enqueue(new("A")).await;
     let many = ok(
         b.store
             .enqueue_many(
@@ -52,7 +52,7 @@ pub async fn dedupe_key_is_unique_among_live_items<
     make: F,
 ) {
     let b = fresh(make).await;
-    let first = ok(b.store.enqueue(new("A").dedupe_key("k")).await, "enqueue");
+    let first = b.enqueue(new("A").dedupe_key("k")).await;
     let again = ok(
         b.store.enqueue(new("A").dedupe_key("k")).await,
         "enqueue dup",
@@ -102,7 +102,7 @@ pub async fn dedupe_is_race_free<F: Fn() -> Fut, Fut: Future<Output = TestBacken
 pub async fn run_at_delays_claim<F: Fn() -> Fut, Fut: Future<Output = TestBackend>>(make: F) {
     let b = fresh(make).await;
     let later = b.store.now().plus(Duration::from_secs(60));
-    let id = ok(b.store.enqueue(new("A").run_at(later)).await, "enqueue");
+    let id = b.enqueue(new("A").run_at(later)).await;
     assert!(ok(b.store.claim("default", 10, LEASE).await, "claim").is_empty());
     b.clock.advance(Duration::from_secs(61));
     let claimed = ok(b.store.claim("default", 10, LEASE).await, "claim");
@@ -126,7 +126,7 @@ pub async fn priority_orders_claims<F: Fn() -> Fut, Fut: Future<Output = TestBac
 
 pub async fn claim_increments_fence<F: Fn() -> Fut, Fut: Future<Output = TestBackend>>(make: F) {
     let b = fresh(make).await;
-    let id = ok(b.store.enqueue(new("A")).await, "enqueue");
+    let id = b.enqueue(new("A")).await;
     let c1 = ok(b.store.claim_as("w1", "default", 5, LEASE).await, "claim").remove(0);
     assert_eq!(c1.fence, 1);
     assert_eq!(c1.lease_expires_at, b.store.now().plus(LEASE));

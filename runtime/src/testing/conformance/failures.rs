@@ -17,7 +17,7 @@ pub async fn transient_backs_off_then_dead<F: Fn() -> Fut, Fut: Future<Output = 
         base: Duration::from_secs(2),
         cap: Duration::from_secs(5),
     };
-    let id = ok(b.store.enqueue(new("A").max_attempts(3)).await, "enqueue");
+    let id = b.enqueue(new("A").max_attempts(3)).await;
     for attempt in 1..=3 {
         let c = ok(b.store.claim("default", 1, LEASE).await, "claim").remove(0);
         assert_eq!(c.item.attempt, attempt);
@@ -54,7 +54,7 @@ pub async fn transient_backs_off_then_dead<F: Fn() -> Fut, Fut: Future<Output = 
 
 pub async fn permanent_is_dead_at_once<F: Fn() -> Fut, Fut: Future<Output = TestBackend>>(make: F) {
     let b = fresh(make).await;
-    let id = ok(b.store.enqueue(new("A")).await, "enqueue");
+    let id = b.enqueue(new("A")).await;
     let c = ok(b.store.claim("default", 1, LEASE).await, "claim").remove(0);
     ok(
         b.store

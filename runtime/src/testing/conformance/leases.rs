@@ -16,7 +16,7 @@ pub async fn heartbeat_returns_renewed_lease<F: Fn() -> Fut, Fut: Future<Output 
     make: F,
 ) {
     let b = fresh(make).await;
-    let id = ok(b.store.enqueue(new("A")).await, "enqueue");
+    let id = b.enqueue(new("A")).await;
     let c = ok(b.store.claim("default", 1, LEASE).await, "claim").remove(0);
     b.clock.advance(Duration::from_secs(20));
     let renewed = ok(b.store.heartbeat(id, c.fence, LEASE).await, "heartbeat");
@@ -33,7 +33,7 @@ pub async fn heartbeat_returns_renewed_lease<F: Fn() -> Fut, Fut: Future<Output 
 
 pub async fn stale_fence_fails_closed<F: Fn() -> Fut, Fut: Future<Output = TestBackend>>(make: F) {
     let b = fresh(make).await;
-    let id = ok(b.store.enqueue(new("A")).await, "enqueue");
+    let id = b.enqueue(new("A")).await;
     let old = ok(b.store.claim("default", 1, LEASE).await, "claim").remove(0);
     b.clock.advance(LEASE + Duration::from_millis(1));
     ok(b.store.sweep().await, "sweep");
@@ -85,7 +85,7 @@ pub async fn expired_lease_fails_closed<F: Fn() -> Fut, Fut: Future<Output = Tes
     make: F,
 ) {
     let b = fresh(make).await;
-    let id = ok(b.store.enqueue(new("A")).await, "enqueue");
+    let id = b.enqueue(new("A")).await;
     let c = ok(b.store.claim("default", 1, LEASE).await, "claim").remove(0);
     b.clock.advance(LEASE);
     let before = get(&b.store, id).await;
@@ -111,7 +111,7 @@ pub async fn complete_repeated_with_same_fence_succeeds<
     make: F,
 ) {
     let b = fresh(make).await;
-    let id = ok(b.store.enqueue(new("A")).await, "enqueue");
+    let id = b.enqueue(new("A")).await;
     let c = ok(b.store.claim("default", 1, LEASE).await, "claim").remove(0);
     ok(b.store.complete(id, c.fence).await, "complete");
     let done = get(&b.store, id).await;
@@ -149,8 +149,8 @@ pub async fn sweeper_returns_expired_leases<F: Fn() -> Fut, Fut: Future<Output =
     make: F,
 ) {
     let b = fresh(make).await;
-    let id = ok(b.store.enqueue(new("A")).await, "enqueue");
-    let last = ok(b.store.enqueue(new("A").max_attempts(1)).await, "enqueue");
+    let id = b.enqueue(new("A")).await;
+    let last = b.enqueue(new("A").max_attempts(1)).await;
     ok(b.store.claim("default", 2, LEASE).await, "claim");
     assert_eq!(ok(b.store.sweep().await, "early sweep"), 0);
     b.clock.advance(LEASE);
@@ -170,7 +170,7 @@ pub async fn sweeper_returns_expired_leases<F: Fn() -> Fut, Fut: Future<Output =
 
 pub async fn once_records_effects_once<F: Fn() -> Fut, Fut: Future<Output = TestBackend>>(make: F) {
     let b = fresh(make).await;
-    let id = ok(b.store.enqueue(new("A")).await, "enqueue");
+    let id = b.enqueue(new("A")).await;
     let runs = AtomicUsize::new(0);
     let c1 = ok(b.store.claim("default", 1, LEASE).await, "claim").remove(0);
     let ctx = WorkContext::new(b.store.clone(), id, c1.fence, None);
@@ -213,7 +213,7 @@ pub async fn once_records_effects_once<F: Fn() -> Fut, Fut: Future<Output = Test
 
 pub async fn checkpoint_is_fenced<F: Fn() -> Fut, Fut: Future<Output = TestBackend>>(make: F) {
     let b = fresh(make).await;
-    let id = ok(b.store.enqueue(new("A")).await, "enqueue");
+    let id = b.enqueue(new("A")).await;
     let c = ok(b.store.claim("default", 1, LEASE).await, "claim").remove(0);
     ok(
         b.store.checkpoint(id, c.fence, json!({"cursor": 10})).await,

@@ -15,7 +15,7 @@ use crate::item::{Enqueued, ItemState, ListFilter, NewItem, WorkerRecord, Worker
 /// so the old holder's (id, fence) names nothing current and every write of it is refused.
 pub async fn ids_are_never_reused<F: Fn() -> Fut, Fut: Future<Output = TestBackend>>(make: F) {
     let b = fresh(make).await;
-    let old = ok(b.store.enqueue(new("A").max_attempts(1)).await, "enqueue");
+    let old = b.enqueue(new("A").max_attempts(1)).await;
     let held = ok(
         b.store.claim_as("host-a", "default", 1, LEASE).await,
         "claim",
@@ -144,7 +144,7 @@ pub async fn poison_item_runs_out_of_attempts<F: Fn() -> Fut, Fut: Future<Output
     make: F,
 ) {
     let b = fresh(make).await;
-    let id = ok(b.store.enqueue(new("A").max_attempts(3)).await, "enqueue");
+    let id = b.enqueue(new("A").max_attempts(3)).await;
     for attempt in 1..=3 {
         let c = ok(b.store.claim("default", 10, LEASE).await, "claim");
         assert_eq!(c.len(), 1, "attempt {attempt} was not claimable");

@@ -35,7 +35,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::error::StoreError;
-use crate::item::{ItemRecord, NewItem};
+use crate::item::{ItemId, ItemRecord, NewItem};
 use crate::store::Store;
 use crate::time::ManualClock;
 
@@ -45,6 +45,13 @@ pub struct TestBackend {
     pub store: Store,
     pub clock: Arc<ManualClock>,
     pub guard: Box<dyn Any + Send>,
+}
+
+impl TestBackend {
+    /// Enqueues `item`; a test whose set-up cannot enqueue fails here.
+    pub async fn enqueue(&self, item: NewItem) -> ItemId {
+        ok(self.store.enqueue(item).await, "enqueue")
+    }
 }
 
 impl std::fmt::Debug for TestBackend {

@@ -15,8 +15,8 @@ pub async fn operator_cancel_and_release<F: Fn() -> Fut, Fut: Future<Output = Te
     make: F,
 ) {
     let b = fresh(make).await;
-    let waiting = ok(b.store.enqueue(new("A")).await, "enqueue");
-    let running = ok(b.store.enqueue(new("A")).await, "enqueue");
+    let waiting = b.enqueue(new("A")).await;
+    let running = b.enqueue(new("A")).await;
     let c = ok(b.store.claim_as("w-1", "default", 1, LEASE).await, "claim");
     assert_eq!(c[0].item.id, waiting);
     let second = ok(b.store.claim_as("w-2", "default", 1, LEASE).await, "claim").remove(0);
@@ -65,13 +65,13 @@ pub async fn operator_cancel_and_release<F: Fn() -> Fut, Fut: Future<Output = Te
 
 pub async fn operator_views<F: Fn() -> Fut, Fut: Future<Output = TestBackend>>(make: F) {
     let b = fresh(make).await;
-    let due = ok(b.store.enqueue(new("A")).await, "enqueue");
+    let due = b.enqueue(new("A")).await;
     let later = b.store.now().plus(Duration::from_secs(3600));
     ok(
         b.store.enqueue(new("SWEEP").run_at(later)).await,
         "scheduled",
     );
-    let newest = ok(b.store.enqueue(new("B")).await, "enqueue");
+    let newest = b.enqueue(new("B")).await;
     let stats = ok(b.store.stats().await, "stats");
     assert_eq!(stats.len(), 1);
     assert_eq!(stats[0].get(ItemState::Available).count, 2, "due items");

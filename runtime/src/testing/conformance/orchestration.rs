@@ -23,7 +23,7 @@ pub async fn outbox_commits_with_the_producer_transaction<
     make: F,
 ) {
     let b = fresh(make).await;
-    let direct = ok(b.store.enqueue(new("A")).await, "enqueue");
+    let direct = b.enqueue(new("A")).await;
     let store = b.store.clone();
     let rolled_back: Result<i64, StoreError> = b
         .store
@@ -123,10 +123,7 @@ pub async fn orchestration_resumes_at_last_checkpoint<
         ran: Arc::default(),
         fail_at_b: Arc::new(AtomicBool::new(true)),
     };
-    let id = ok(
-        b.store.enqueue(NewItem::new("ORCH", json!({"n": 4}))).await,
-        "enqueue",
-    );
+    let id = b.enqueue(NewItem::new("ORCH", json!({"n": 4}))).await;
     let c = ok(b.store.claim("default", 1, LEASE).await, "claim").remove(0);
     let ctx = WorkContext::new(b.store.clone(), id, c.fence, c.item.checkpoint.clone());
     let item = Item::from_record(&c.item, c.fence, Steps { n: 4 });
@@ -165,8 +162,8 @@ pub async fn park_until_time_and_signal<F: Fn() -> Fut, Fut: Future<Output = Tes
     make: F,
 ) {
     let b = fresh(make).await;
-    let timed = ok(b.store.enqueue(new("A")).await, "enqueue");
-    let signalled = ok(b.store.enqueue(new("A")).await, "enqueue");
+    let timed = b.enqueue(new("A")).await;
+    let signalled = b.enqueue(new("A")).await;
     let claimed = ok(b.store.claim("default", 2, LEASE).await, "claim");
     let until = b.store.now().plus(Duration::from_secs(600));
     for c in &claimed {

@@ -37,6 +37,21 @@ async fn changed_or_wrong_state(
     Ok(())
 }
 
+/// Commits an operator's change of `changed` items; when it made any claimable, every
+/// lane's workers are woken (`'*'`: the change may span lanes).
+async fn commit_waking(
+    db: &PostgresBackend,
+    tx: Transaction<'_>,
+    changed: u64,
+) -> StoreResult<u64> {
+    if changed > 0 {
+        tx.execute("SELECT pg_notify($1, '*')", &[&db.channel()])
+            .await?;
+    }
+    tx.commit().await?;
+    Ok(changed)
+}
+
 pub(crate) async fn retry(db: &PostgresBackend, id: ItemId, now: Timestamp) -> StoreResult<()> {
     let mut conn = db.conn().await?;
     let tx = conn.transaction().await?;
@@ -48,10 +63,7 @@ pub(crate) async fn retry(db: &PostgresBackend, id: ItemId, now: Timestamp) -> S
         )
         .await?;
     changed_or_wrong_state(&tx, id, changed, "dead").await?;
-    tx.execute("SELECT pg_notify($1, '*')", &[&db.channel()])
-        .await?;
-    tx.commit().await?;
-    Ok(())
+    commit_waking(db, tx, changed).await.map(|_| ())
 }
 
 pub(crate) async fn retry_all_dead(db: &PostgresBackend, now: Timestamp) -> StoreResult<u64> {
@@ -73,12 +85,7 @@ pub(crate) async fn retry_all_dead(db: &PostgresBackend, now: Timestamp) -> Stor
             &[&now.as_millis()],
         )
         .await?;
-    if changed > 0 {
-        tx.execute("SELECT pg_notify($1, '*')", &[&db.channel()])
-            .await?;
-    }
-    tx.commit().await?;
-    Ok(changed)
+    commit_waking(db, tx, changed).await
 }
 
 pub(crate) async fn discard(db: &PostgresBackend, id: ItemId) -> StoreResult<()> {
@@ -107,12 +114,7 @@ pub(crate) async fn signal(db: &PostgresBackend, signal: &str, now: Timestamp) -
             &[&signal, &now.as_millis()],
         )
         .await?;
-    if changed > 0 {
-        tx.execute("SELECT pg_notify($1, '*')", &[&db.channel()])
-            .await?;
-    }
-    tx.commit().await?;
-    Ok(changed)
+    commit_waking(db, tx, changed).await
 }
 
 pub(crate) async fn cancel(db: &PostgresBackend, id: ItemId, now: Timestamp) -> StoreResult<()> {
@@ -159,10 +161,5 @@ pub(crate) async fn release_worker(
         &[&owner],
     )
     .await?;
-    if changed > 0 {
-        tx.execute("SELECT pg_notify($1, '*')", &[&db.channel()])
-            .await?;
-    }
-    tx.commit().await?;
-    Ok(changed)
+    commit_waking(db, tx, changed).await
 }

@@ -64,13 +64,7 @@ pub(crate) async fn claim(
             })
         })
         .collect::<StoreResult<Vec<_>>>()?;
-    claimed.sort_by(|a, b| {
-        (b.item.priority, a.item.run_at, a.item.id).cmp(&(
-            a.item.priority,
-            b.item.run_at,
-            b.item.id,
-        ))
-    });
+    crate::store::sql::claim_order(&mut claimed);
     Ok(claimed)
 }
 

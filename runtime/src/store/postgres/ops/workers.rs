@@ -2,9 +2,10 @@
 //! offline.
 
 use super::task;
-use crate::item::{WorkerRecord, WorkerState};
+use crate::item::WorkerRecord;
 use crate::store::StoreResult;
 use crate::store::postgres::PostgresBackend;
+use crate::store::sql::worker_record;
 use crate::time::Timestamp;
 
 pub(crate) async fn put_worker(db: &PostgresBackend, w: &WorkerRecord) -> StoreResult<()> {
@@ -43,21 +44,9 @@ pub(crate) async fn workers(db: &PostgresBackend) -> StoreResult<Vec<WorkerRecor
     let rows = conn.query(&stmt, &[]).await?;
     rows.iter()
         .map(|r| {
-            let lanes: String = r.try_get(1)?;
-            let state: String = r.try_get(2)?;
-            Ok(WorkerRecord {
-                id: r.try_get(0)?,
-                lanes: lanes
-                    .split(',')
-                    .filter(|l| !l.is_empty())
-                    .map(str::to_owned)
-                    .collect(),
-                state: WorkerState::parse(&state)
-                    .ok_or_else(|| task(format!("unknown worker state `{state}`")))?,
-                started_at: Timestamp::from_millis(r.try_get(3)?),
-                last_seen_at: Timestamp::from_millis(r.try_get(4)?),
-                lease_ms: r.try_get(5)?,
-            })
+            let (lanes, state): (String, String) = (r.try_get(1)?, r.try_get(2)?);
+            let times = (r.try_get(3)?, r.try_get(4)?, r.try_get(5)?);
+            worker_record(r.try_get(0)?, &lanes, &state, times).map_err(task)
         })
         .collect()
 }

@@ -45,13 +45,7 @@ pub(crate) fn claim(
         .collect::<rusqlite::Result<Vec<_>>>()?
     };
     tx.commit()?;
-    claimed.sort_by(|a, b| {
-        (b.item.priority, a.item.run_at, a.item.id).cmp(&(
-            a.item.priority,
-            b.item.run_at,
-            b.item.id,
-        ))
-    });
+    crate::store::sql::claim_order(&mut claimed);
     Ok(claimed)
 }
 

@@ -4,8 +4,9 @@
 use rusqlite::{Connection, params};
 
 use super::{conversion, write};
-use crate::item::{WorkerRecord, WorkerState};
+use crate::item::WorkerRecord;
 use crate::store::StoreResult;
+use crate::store::sql::worker_record;
 use crate::time::Timestamp;
 
 pub(crate) fn put_worker(conn: &mut Connection, w: &WorkerRecord) -> StoreResult<()> {
@@ -33,21 +34,9 @@ pub(crate) fn workers(conn: &mut Connection) -> StoreResult<Vec<WorkerRecord>> {
         "SELECT id, lanes, state, started_at, last_seen_at, lease_ms FROM workers ORDER BY id",
     )?;
     let rows = stmt.query_map([], |r| {
-        let lanes: String = r.get(1)?;
-        let state: String = r.get(2)?;
-        Ok(WorkerRecord {
-            id: r.get(0)?,
-            lanes: lanes
-                .split(',')
-                .filter(|l| !l.is_empty())
-                .map(str::to_owned)
-                .collect(),
-            state: WorkerState::parse(&state)
-                .ok_or_else(|| conversion(2, format!("unknown worker state `{state}`")))?,
-            started_at: Timestamp::from_millis(r.get(3)?),
-            last_seen_at: Timestamp::from_millis(r.get(4)?),
-            lease_ms: r.get(5)?,
-        })
+        let (lanes, state): (String, String) = (r.get(1)?, r.get(2)?);
+        let times = (r.get(3)?, r.get(4)?, r.get(5)?);
+        worker_record(r.get(0)?, &lanes, &state, times).map_err(|e| conversion(2, e))
     })?;
     Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
 }

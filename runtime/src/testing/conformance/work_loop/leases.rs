@@ -9,11 +9,11 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::super::{TestBackend, fresh, get, ok};
-use super::{REGISTRY, hang};
+use super::{REGISTRY, hanging};
 use crate::context::WorkContext;
 use crate::error::WorkError;
 use crate::handler::WorkHandler;
-use crate::item::{Item, ItemState, NewItem};
+use crate::item::{Item, ItemState};
 use crate::time::ManualClock;
 use crate::work_loop::{LoopEvent, WorkLoop};
 
@@ -21,13 +21,7 @@ pub async fn loop_lost_lease_cancels_handler<F: Fn() -> Fut, Fut: Future<Output 
     make: F,
 ) {
     let b = fresh(make).await;
-    let id = ok(
-        b.store
-            .enqueue(NewItem::new("HANG", json!({})).lane("slow"))
-            .await,
-        "enqueue",
-    );
-    let h = hang();
+    let (id, h) = hanging(&b).await;
     let (started, dropped) = (Arc::clone(&h.started), Arc::clone(&h.dropped));
     let lost = Arc::new(tokio::sync::Notify::new());
     let on_lost = Arc::clone(&lost);
@@ -108,7 +102,7 @@ pub async fn loop_heartbeats_keep_a_long_handler<
     let b = fresh(make).await;
     let lease = Duration::from_millis(300);
     let spec = REGISTRY[0][3];
-    let id = ok(b.store.enqueue(spec.item(json!({}))).await, "enqueue");
+    let id = b.enqueue(spec.item(json!({}))).await;
     let lp = ok(
         WorkLoop::builder(b.store.clone(), REGISTRY)
             .handler(LongHandler {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::super::{TestBackend, fresh, get, ok};
-use super::{REGISTRY, hang, job_loop, until_count};
+use super::{REGISTRY, hang, hanging, job_loop, until_count};
 use crate::item::{ItemState, ListFilter, NewItem, WorkerState};
 use crate::store::Store;
 use crate::work_loop::WorkLoop;
@@ -21,13 +21,7 @@ pub async fn loop_drain_releases_items_past_deadline<
     make: F,
 ) {
     let b = fresh(make).await;
-    let id = ok(
-        b.store
-            .enqueue(NewItem::new("HANG", json!({})).lane("slow"))
-            .await,
-        "enqueue",
-    );
-    let h = hang();
+    let (id, h) = hanging(&b).await;
     let (started, dropped) = (Arc::clone(&h.started), Arc::clone(&h.dropped));
     let lp = ok(
         WorkLoop::builder(b.store.clone(), REGISTRY)
@@ -53,10 +47,7 @@ pub async fn loop_drain_releases_items_past_deadline<
 
 pub async fn loop_worker_lifecycle<F: Fn() -> Fut, Fut: Future<Output = TestBackend>>(make: F) {
     let b = fresh(make).await;
-    ok(
-        b.store.enqueue(NewItem::new("JOB", json!({"n": 1}))).await,
-        "enqueue",
-    );
+    b.enqueue(NewItem::new("JOB", json!({"n": 1}))).await;
     let lp = job_loop(&b.store, Arc::default());
     let store = b.store.clone();
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));

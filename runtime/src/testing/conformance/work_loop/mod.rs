@@ -18,13 +18,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use super::ok;
+use super::{TestBackend, ok};
 use crate::context::WorkContext;
 use crate::error::WorkError;
 use crate::handler::WorkHandler;
-use crate::item::{Item, ItemState};
+use crate::item::{Item, ItemId, ItemState, NewItem};
 use crate::retry::RetryPolicy;
 use crate::spec::WorkKindSpec;
 use crate::store::Store;
@@ -124,6 +124,14 @@ fn hang() -> HangHandler {
         started: Arc::default(),
         dropped: Arc::default(),
     }
+}
+
+/// One `HANG` item enqueued on lane `slow`, and the handler that hangs on it.
+async fn hanging(b: &TestBackend) -> (ItemId, HangHandler) {
+    let id = b
+        .enqueue(NewItem::new("HANG", json!({})).lane("slow"))
+        .await;
+    (id, hang())
 }
 
 /// Resolves once `store` holds `n` items in `state`.

@@ -55,16 +55,10 @@ pub async fn loop_unknown_kind_and_undecodable_payload_are_dead<
     make: F,
 ) {
     let b = fresh(make).await;
-    let unknown = ok(
-        b.store.enqueue(NewItem::new("NOBODY", json!({}))).await,
-        "enqueue",
-    );
-    let garbled = ok(
-        b.store
-            .enqueue(NewItem::new("JOB", json!({"n": "not a number"})))
-            .await,
-        "enqueue",
-    );
+    let unknown = b.enqueue(NewItem::new("NOBODY", json!({}))).await;
+    let garbled = b
+        .enqueue(NewItem::new("JOB", json!({"n": "not a number"})))
+        .await;
     let lp = job_loop(&b.store, Arc::default());
     ok(
         lp.run(until_count(&b.store, ItemState::Dead, 2)).await,
@@ -93,12 +87,7 @@ pub async fn loop_transient_retries_with_backoff<
     make: F,
 ) {
     let b = fresh(make).await;
-    let id = ok(
-        b.store
-            .enqueue(NewItem::new("FLAKY", json!({"n": 1})))
-            .await,
-        "enqueue",
-    );
+    let id = b.enqueue(NewItem::new("FLAKY", json!({"n": 1}))).await;
     let lp = job_loop(&b.store, Arc::default());
     ok(
         lp.run(until_count(&b.store, ItemState::Completed, 1)).await,
