@@ -197,6 +197,22 @@ fn terraform_that_does_not_parse_is_a_finding_at_the_break() {
     assert!(message.contains("does not parse as HCL"), "{message}");
 }
 
+/// A compose file that is not YAML is a finding where it breaks: which lanes it runs was
+/// unknown and the check said nothing about it.
+#[test]
+fn compose_that_does_not_parse_is_a_finding_at_the_break() {
+    let tmp = copy_fixture("near-miss/workqueue");
+    let compose = tmp.path().join("deployment/local/docker-compose.full.yml");
+    let text = std::fs::read_to_string(&compose).expect("compose");
+    std::fs::write(&compose, format!("{text}\nservices: [\n")).expect("write");
+    let found = findings(tmp.path(), &[]);
+    assert_eq!(found.len(), 1, "{:#?}", rules_of(&found));
+    assert_eq!(found[0]["rule"], "lane-undeployed");
+    assert_eq!(found[0]["path"], "deployment/local/docker-compose.full.yml");
+    let message = found[0]["message"].as_str().expect("message");
+    assert!(message.contains("does not parse as YAML"), "{message}");
+}
+
 #[test]
 fn rules_can_be_selected_and_turned_off() {
     let tmp = copy_fixture("rules/worker-shell-exec");

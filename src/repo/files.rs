@@ -19,6 +19,9 @@ pub struct Walk {
     /// name that is not UTF-8 (as read lossily), or a symlink. Findings, never silently
     /// skipped.
     pub unchecked: Vec<(String, Unchecked)>,
+    /// Every other file that is a symlink, sorted: never read, and a rule that needs one
+    /// of them says it could not read it.
+    pub links: Vec<String>,
 }
 
 /// Why a `.rs` file found by the walk is not checked.
@@ -84,6 +87,7 @@ impl FileStat {
 pub fn walk(root: &Path, stats: bool) -> Walk {
     let out: Mutex<Vec<Vec<Found>>> = Mutex::new(Vec::new());
     let unchecked: Mutex<Vec<(String, Unchecked)>> = Mutex::new(Vec::new());
+    let links: Mutex<Vec<String>> = Mutex::new(Vec::new());
     WalkBuilder::new(root)
         .hidden(false)
         .git_ignore(true)
@@ -103,6 +107,7 @@ pub fn walk(root: &Path, stats: bool) -> Walk {
         .run(|| {
             let mut found = ThreadFiles::new(&out);
             let unchecked = &unchecked;
+            let links = &links;
             Box::new(move |entry| {
                 // A symlinked `.rs` file: cargo would build it, the check reads only real
                 // files inside the root, so it is reported, not skipped.
@@ -113,6 +118,14 @@ pub fn walk(root: &Path, stats: bool) -> Walk {
                     && let Ok(mut list) = unchecked.lock()
                 {
                     list.push((rel, Unchecked::Symlink));
+                    return WalkState::Continue;
+                }
+                if let Ok(e) = &entry
+                    && e.file_type().is_some_and(|t| t.is_symlink())
+                    && let Some(rel) = relative(root, e.path())
+                    && let Ok(mut list) = links.lock()
+                {
+                    list.push(rel);
                     return WalkState::Continue;
                 }
                 if let Ok(e) = entry
@@ -147,6 +160,8 @@ pub fn walk(root: &Path, stats: bool) -> Walk {
     rayon::slice::ParallelSliceMut::par_sort_unstable_by(&mut all[..], |a, b| a.0.cmp(&b.0));
     let mut unchecked = unchecked.into_inner().unwrap_or_else(|p| p.into_inner());
     unchecked.sort_unstable();
+    let mut links = links.into_inner().unwrap_or_else(|p| p.into_inner());
+    links.sort_unstable();
     if !stats {
         // No vector of nothing but `None` beside the file list.
         let files = all.into_iter().map(|(path, _)| path).collect();
@@ -154,6 +169,7 @@ pub fn walk(root: &Path, stats: bool) -> Walk {
             files,
             stats: Vec::new(),
             unchecked,
+            links,
         };
     }
     let (files, stats) = all.into_iter().unzip();
@@ -161,6 +177,7 @@ pub fn walk(root: &Path, stats: bool) -> Walk {
         files,
         stats,
         unchecked,
+        links,
     }
 }
 

@@ -90,6 +90,9 @@ pub struct Repo {
     /// What the load could not read: manifests, members, file names, symlinked sources
     /// (rule source-unparsed reports each).
     pub gaps: Vec<gaps::Gap>,
+    /// Files (other than `.rs` ones, which are gaps) that are symlinks, sorted: never
+    /// read; a rule that needs one says it could not read it.
+    pub links: Vec<String>,
     /// The metadata of each `.rs` file by its index in `files`, taken during the walk
     /// (empty when the walk took none, or for a listed load).
     stats: Vec<Option<files::FileStat>>,
@@ -136,6 +139,7 @@ impl Repo {
             files,
             stats: Vec::new(),
             unchecked: Vec::new(),
+            links: Vec::new(),
         })
     }
 
@@ -200,6 +204,7 @@ impl Repo {
             gate_matrix,
             workspace,
             gaps,
+            links: walk.links,
             stats: walk.stats,
             started_ns,
         })

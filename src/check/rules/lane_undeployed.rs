@@ -17,6 +17,10 @@
 //! Terraform, so is an instance of the `service` module. A lane given by a variable
 //! (`"$LANE"`, `var.lane`) could be any lane, so that place is not checked.
 //!
+//! A file of a place that cannot be read (a symlink, no permission, over 32 MiB) or does
+//! not parse (compose YAML, Terraform HCL) is a finding too: what the place runs is then
+//! unknown, and no lane is checked against it until the file is fixed.
+//!
 //! ## Why
 //! Items of a lane nobody serves are enqueued and never claimed. A lane that works on a
 //! laptop (dev.sh) but has no process in Terraform fails only in production, and the other
@@ -35,8 +39,9 @@
 //! (`scaffold worker <worker> <KIND> --lane bulk` writes all three).
 
 use super::super::context::Context;
-use super::super::finding::Finding;
+use super::super::finding::{Finding, Location};
 use super::super::sink::Sink;
+use super::super::workqueue::lanes::Unknown;
 use super::super::workqueue::{Model, lanes};
 
 /// The rule, declared once: `scaffold rules`, `rules/catalogue.yml` and the README's
@@ -61,22 +66,10 @@ pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
     if !places.iter().any(|p| p.exists) {
         return;
     }
-    for (path, e) in places.iter().flat_map(|p| &p.unparsed) {
-        let at = crate::check::finding::Location {
-            line: e.line,
-            column: e.column,
-            offset: e.offset,
-            len: 1,
-        };
-        sink.push(
-            Finding::new(ID, path.clone(), at)
-                .message(format!(
-                    "{path} does not parse as HCL ({}), so which lanes it runs workers on is unknown",
-                    e.message
-                ))
-                .label("does not parse")
-                .help("fix the syntax (`terraform fmt` or `terraform validate` points at it); until then no lane is checked against Terraform"),
-        );
+    for place in &places {
+        for (path, why) in &place.unknown {
+            sink.push(unknown(&place.name, path, why));
+        }
     }
     let mut done: Vec<String> = Vec::new();
     for k in &kinds {
@@ -146,4 +139,37 @@ fn workers_handling(
         }
     }
     Some(out)
+}
+
+/// The finding on a file of a place whose lanes are unknown: no lane is checked against
+/// the place until it is fixed.
+fn unknown(place: &str, path: &str, why: &Unknown) -> Finding {
+    match why {
+        Unknown::Syntax {
+            language,
+            message,
+            at,
+        } => {
+            let fix = if *language == "HCL" {
+                "fix the syntax (`terraform fmt` or `terraform validate` points at it); until then no lane is checked against Terraform".to_owned()
+            } else {
+                format!("fix the syntax (`docker compose config` points at it); until then no lane is checked against {place}")
+            };
+            Finding::new(ID, path.to_owned(), *at)
+                .message(format!(
+                    "{path} does not parse as {language} ({message}), so which lanes it runs workers on is unknown"
+                ))
+                .label("does not parse")
+                .help(fix)
+        }
+        Unknown::Unread(reason) => Finding::new(ID, path.to_owned(), Location::START)
+            .message(format!(
+                "{path} cannot be read ({reason}), so which lanes {place} runs workers on is unknown"
+            ))
+            .label("not read")
+            .help(format!(
+                "make it a regular file inside the repository, readable and under {} MiB; until then no lane is checked against {place}",
+                crate::repo::TEXT_LIMIT >> 20
+            )),
+    }
 }

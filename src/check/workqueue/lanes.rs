@@ -11,8 +11,11 @@
 //!   lane as for dev.sh.
 //! - **Terraform** (`deployment/terraform/**/*.tf`): a `module`/`resource` block that sets
 //!   `*_LANE`, passes `--lane`, mentions `"serve"`, or instantiates the `service` module
-//!   ([`crate::layout::terraform`]); a file that does not parse is a finding of
-//!   `lane-undeployed`, and the place then counts as serving every lane.
+//!   ([`crate::layout::terraform`]).
+//!
+//! A file of a place that cannot be read, or does not parse (YAML, HCL), is a finding of
+//! `lane-undeployed` (fail closed: never a silent skip), and its place then counts as
+//! serving every lane; so is a compose service's Dockerfile that cannot be read.
 //!
 //! The readers of each place live in [`crate::layout`], which the generator reads too.
 //!
@@ -21,11 +24,12 @@
 
 use std::collections::BTreeSet;
 
+use crate::check::finding::Location;
 use crate::layout::compose::{get, is_compose_file, scalar, service_worker, words_of};
 use crate::layout::dev_sh::{dev_sh_processes, is_lane_var, lane_assignment, serve_lane};
 use crate::layout::{DEFAULT_LANE, DEV_SH, terraform};
-use crate::repo::Repo;
 use crate::repo::yaml::{self, Node, Value};
+use crate::repo::{Repo, TEXT_LIMIT, Unread};
 
 /// One place workers run.
 #[derive(Debug, Clone, Default)]
@@ -42,14 +46,53 @@ pub struct Place {
     /// name of their `deployment/docker/<worker>.Dockerfile` or, without one, the service.
     /// `None` for places that must run every worker.
     pub workers: Option<BTreeSet<String>>,
-    /// Its files that do not parse, and why: what they serve is unknown, so the place
-    /// counts as serving every lane and the rule says so.
-    pub unparsed: Vec<(String, terraform::ParseError)>,
+    /// Its files that cannot be read or do not parse, and why: what they serve is
+    /// unknown, so the place counts as serving every lane and the rule says so.
+    pub unknown: Vec<(String, Unknown)>,
+}
+
+/// Why what a file of a place serves is unknown.
+#[derive(Debug, Clone)]
+pub enum Unknown {
+    /// It was not read.
+    Unread(Unread),
+    /// It does not parse as `language`.
+    Syntax {
+        language: &'static str,
+        message: String,
+        at: Location,
+    },
 }
 
 impl Place {
     pub fn serves(&self, lane: &str) -> bool {
         self.any || self.lanes.contains(lane)
+    }
+
+    /// Reads one of the place's files; one that cannot be read makes what the place serves
+    /// unknown.
+    fn read(&mut self, repo: &Repo, path: &str) -> Option<String> {
+        match crate::repo::read_in_within(&repo.root, path, None, TEXT_LIMIT) {
+            Ok(text) => Some(text),
+            Err(why) => {
+                self.unknown_file(path, Unknown::Unread(why));
+                None
+            }
+        }
+    }
+
+    /// The place's files that are symlinks (never read): each makes what the place serves
+    /// unknown.
+    fn links(&mut self, repo: &Repo, of_place: impl Fn(&str) -> bool) {
+        for link in repo.links.iter().filter(|l| of_place(l)) {
+            self.exists = true;
+            self.unknown_file(link, Unknown::Unread(Unread::Unreadable));
+        }
+    }
+
+    fn unknown_file(&mut self, path: &str, why: Unknown) {
+        self.any = true;
+        self.unknown.push((path.to_owned(), why));
     }
 
     fn add(&mut self, lane: Option<String>) {
@@ -81,15 +124,14 @@ fn dev_sh(repo: &Repo) -> Place {
         name: DEV_SH.to_owned(),
         ..Place::default()
     };
-    let Some(text) = repo
-        .files
-        .binary_search(&DEV_SH.to_owned())
-        .ok()
-        .and_then(|_| repo.read(DEV_SH))
-    else {
+    place.links(repo, |l| l == DEV_SH);
+    if repo.files.binary_search(&DEV_SH.to_owned()).is_err() {
+        return place;
+    }
+    place.exists = true;
+    let Some(text) = place.read(repo, DEV_SH) else {
         return place;
     };
-    place.exists = true;
     for process in dev_sh_processes(&text) {
         place.add(process.lane);
     }
@@ -110,12 +152,30 @@ fn compose(repo: &Repo) -> Place {
         workers: Some(BTreeSet::new()),
         ..Place::default()
     };
+    place.links(repo, is_compose_file);
     for f in files {
-        let Some(text) = repo.read(f) else { continue };
-        let Ok(root) = yaml::parse(&text) else {
-            // Not YAML we can read: say nothing about its lanes.
-            place.any = true;
+        let Some(text) = place.read(repo, f) else {
             continue;
+        };
+        let root = match yaml::parse(&text) {
+            Ok(root) => root,
+            Err(e) => {
+                let at = Location {
+                    line: e.pos.line,
+                    column: e.pos.column,
+                    offset: e.pos.offset,
+                    len: 1,
+                };
+                place.unknown_file(
+                    f,
+                    Unknown::Syntax {
+                        language: "YAML",
+                        message: e.message,
+                        at,
+                    },
+                );
+                continue;
+            }
         };
         let Some(services) = get(&root, "services") else {
             continue;
@@ -155,7 +215,7 @@ fn compose_service(repo: &Repo, svc: &Node, place: &mut Place) -> bool {
     });
     let refs: Vec<&str> = words.iter().map(String::as_str).collect();
     let serve = serve_lane(&refs);
-    let image_serves = command.is_none() && entry.is_none() && dockerfile_serves(repo, svc);
+    let image_serves = command.is_none() && entry.is_none() && dockerfile_serves(repo, svc, place);
     if serve.is_none() && env_lane.is_none() && !image_serves {
         return false;
     }
@@ -163,8 +223,9 @@ fn compose_service(repo: &Repo, svc: &Node, place: &mut Place) -> bool {
     true
 }
 
-/// Whether the service builds from a Dockerfile of the repo whose CMD/ENTRYPOINT is `serve`.
-fn dockerfile_serves(repo: &Repo, svc: &Node) -> bool {
+/// Whether the service builds from a Dockerfile of the repo whose CMD/ENTRYPOINT is `serve`
+/// (a Dockerfile that cannot be read is unknown to `place`).
+fn dockerfile_serves(repo: &Repo, svc: &Node, place: &mut Place) -> bool {
     let Some(build) = get(svc, "build") else {
         return false;
     };
@@ -179,7 +240,8 @@ fn dockerfile_serves(repo: &Repo, svc: &Node) -> bool {
     else {
         return false;
     };
-    repo.read(path).is_some_and(|text| {
+    let path = path.clone();
+    place.read(repo, &path).is_some_and(|text| {
         text.lines().any(|l| {
             let t = l.trim_start();
             (t.starts_with("CMD") || t.starts_with("ENTRYPOINT"))
@@ -202,13 +264,32 @@ fn terraform(repo: &Repo) -> Place {
         exists: !files.is_empty(),
         ..Place::default()
     };
+    // A linked `.tf` file, or a linked folder (Terraform would read the files in it).
+    place.links(repo, |l| {
+        l.starts_with("deployment/terraform/")
+            && (l.ends_with(".tf") || repo.root.join(l).metadata().is_ok_and(|m| m.is_dir()))
+    });
     for f in files {
-        let Some(text) = repo.read(f) else { continue };
+        let Some(text) = place.read(repo, f) else {
+            continue;
+        };
         match terraform::worker_lanes(&text) {
             Ok(lanes) => lanes.into_iter().for_each(|lane| place.add(lane)),
             Err(e) => {
-                place.any = true;
-                place.unparsed.push((f.clone(), e));
+                let at = Location {
+                    line: e.line,
+                    column: e.column,
+                    offset: e.offset,
+                    len: 1,
+                };
+                place.unknown_file(
+                    f,
+                    Unknown::Syntax {
+                        language: "HCL",
+                        message: e.message,
+                        at,
+                    },
+                );
             }
         }
     }
