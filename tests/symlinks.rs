@@ -8,9 +8,12 @@ use crate::common;
 use std::os::unix::fs::symlink;
 use std::path::Path;
 
+use common::Test;
 use common::{copy_fixture, run_in};
 
 const SECRET: &str = "CI_TOKEN=hunter2-do-not-print";
+/// What of [`SECRET`] must never be printed.
+const SHOWN: &str = "hunter2";
 
 /// A folder outside the repository holding a "secret" file.
 fn outside() -> tempfile::TempDir {
@@ -19,15 +22,12 @@ fn outside() -> tempfile::TempDir {
     dir
 }
 
-fn never_shows_the_secret(args: &[&str], repo: &Path) -> common::Run {
-    let run = run_in(repo, args);
-    assert!(
-        !run.stdout.contains("hunter2") && !run.stderr.contains("hunter2"),
-        "the secret was shown:\n{}\n{}",
-        run.stdout,
-        run.stderr
-    );
-    run
+/// `scaffold <args>` in `repo`, which must exit `status` and never print the secret.
+fn refused(repo: &Path, args: &[&str], status: i32) -> Test {
+    Test::in_dir(repo)
+        .args(args)
+        .status(status)
+        .never_prints(SHOWN)
 }
 
 #[test]
@@ -38,10 +38,10 @@ fn a_symlinked_codemap_is_refused_unread() {
     std::fs::remove_file(&codemap).expect("rm");
     symlink(out.path().join("environ"), &codemap).expect("link");
     for format in ["human", "json"] {
-        let run = never_shows_the_secret(&["check", "--format", format], repo.path());
-        assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
-        assert!(run.stderr.contains("agent/codemap.yml"), "{}", run.stderr);
-        assert!(run.stderr.contains("symlink"), "{}", run.stderr);
+        refused(repo.path(), &["check", "--format", format], 2)
+            .stderr_has("agent/codemap.yml")
+            .stderr_has("symlink")
+            .run();
     }
 }
 
@@ -52,9 +52,8 @@ fn a_symlinked_gate_matrix_or_agent_folder_is_refused_unread() {
     let gm = repo.path().join("agent/manifests/gate-matrix.yml");
     std::fs::remove_file(&gm).expect("rm");
     symlink(out.path().join("environ"), &gm).expect("link");
-    let run = never_shows_the_secret(&["check"], repo.path());
-    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
-    never_shows_the_secret(&["gates"], repo.path());
+    refused(repo.path(), &["check"], 2).run();
+    refused(repo.path(), &["gates"], 2).run();
 
     // The whole manifests folder a link to the outside, holding a file of that name.
     let repo = copy_fixture("clean");
@@ -66,9 +65,9 @@ fn a_symlinked_gate_matrix_or_agent_folder_is_refused_unread() {
     )
     .expect("cp");
     symlink(out.path(), &manifests).expect("link");
-    let run = never_shows_the_secret(&["check"], repo.path());
-    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
-    assert!(run.stderr.contains("agent/manifests"), "{}", run.stderr);
+    refused(repo.path(), &["check"], 2)
+        .stderr_has("agent/manifests")
+        .run();
 }
 
 #[test]
@@ -80,9 +79,9 @@ fn a_symlinked_baseline_is_refused_unread() {
         repo.path().join("agent/baseline.yml"),
     )
     .expect("link");
-    let run = never_shows_the_secret(&["check"], repo.path());
-    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
-    assert!(run.stdout.contains("refused"), "{}", run.stdout);
+    refused(repo.path(), &["check"], 2)
+        .stdout_has("refused")
+        .run();
 }
 
 #[test]
@@ -99,7 +98,44 @@ fn a_finding_on_a_symlinked_file_shows_no_snippet_of_its_target() {
         std::fs::remove_file(&readme).expect("rm");
     }
     symlink(out.path().join("README.md"), &readme).expect("link");
-    never_shows_the_secret(&["check"], repo.path());
+    let run = Test::in_dir(repo.path())
+        .args(["check"])
+        .never_prints(SHOWN)
+        .status(1)
+        .run();
+    assert!(
+        run.stdout.contains("workers/maintenance/README.md"),
+        "{}",
+        run.stdout
+    );
+}
+
+/// A file of a place workers run (dev.sh, compose, Terraform) that is a symlink is a
+/// finding, unread: it was skipped, and the place then served no lane it declared.
+#[test]
+fn a_symlinked_place_file_is_a_finding_unread() {
+    let out = outside();
+    let repo = copy_fixture("near-miss/workqueue");
+    let tf = repo
+        .path()
+        .join("deployment/terraform/modules/environment/main.tf");
+    std::fs::remove_file(&tf).expect("rm");
+    symlink(out.path().join("environ"), &tf).expect("link");
+    let run = refused(repo.path(), &["check", "--format", "json"], 1).run();
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON");
+    let unread = doc["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .find(|f| f["rule"] == "lane-undeployed")
+        .unwrap_or_else(|| panic!("no lane-undeployed finding: {}", run.stdout));
+    assert_eq!(
+        unread["path"],
+        "deployment/terraform/modules/environment/main.tf"
+    );
+    let message = unread["message"].as_str().expect("message");
+    assert!(message.contains("cannot be read"), "{message}");
+    refused(repo.path(), &["check"], 1).run();
 }
 
 #[test]
@@ -213,8 +249,7 @@ fn a_named_baseline_must_exist_inside_the_repository() {
     );
     let elsewhere = out.path().join("environ");
     let elsewhere = elsewhere.to_str().expect("UTF-8 temp path");
-    let run = never_shows_the_secret(&["check", "--baseline", elsewhere], repo.path());
-    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    refused(repo.path(), &["check", "--baseline", elsewhere], 2).run();
     // Writing one creates it.
     let run = run_in(
         repo.path(),
@@ -258,7 +293,7 @@ fn the_generator_refuses_fifos_and_links_in_place_of_what_it_edits() {
             stderr.contains(victim) && stderr.contains("refused"),
             "{stderr}"
         );
-        assert!(!stderr.contains("hunter2"), "{stderr}");
+        assert!(!stderr.contains(SHOWN), "{stderr}");
         std::fs::remove_file(&path).expect("rm");
         std::fs::write(&path, saved).expect("restore");
     }
@@ -287,8 +322,9 @@ fn template_overrides_stay_inside_and_run_out_of_fuel() {
         "{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}\n",
     ] {
         std::fs::write(overrides.join("handler.rs.j2"), body).expect("write");
-        let run = never_shows_the_secret(&["worker", "maintenance", "NOTIFY_SHIPMENT"], &repo);
-        assert_eq!(run.code, 2, "{body}: {}{}", run.stdout, run.stderr);
+        refused(&repo, &["worker", "maintenance", "NOTIFY_SHIPMENT"], 2)
+            .tree_unchanged()
+            .run();
         let handler = repo.join("workers/maintenance/src/handlers/notify_shipment.rs");
         assert!(!handler.exists(), "{body}: a file was written");
     }

@@ -23,6 +23,7 @@ pub struct Test {
     stdout: Option<String>,
     stdout_has: Vec<String>,
     stderr_has: Vec<String>,
+    never: Vec<String>,
     tree_unchanged: bool,
 }
 
@@ -37,6 +38,7 @@ impl Test {
             stdout: None,
             stdout_has: Vec::new(),
             stderr_has: Vec::new(),
+            never: Vec::new(),
             tree_unchanged: false,
         }
     }
@@ -75,6 +77,12 @@ impl Test {
 
     pub fn stderr_has(mut self, part: &str) -> Test {
         self.stderr_has.push(part.to_owned());
+        self
+    }
+
+    /// Neither stdout nor stderr holds `part` (a secret, a raw control character).
+    pub fn never_prints(mut self, part: &str) -> Test {
+        self.never.push(part.to_owned());
         self
     }
 
@@ -119,6 +127,14 @@ impl Test {
             assert!(
                 run.stderr.contains(part.as_str()),
                 "{what}: stderr lacks {part:?}:\n{}",
+                run.stderr
+            );
+        }
+        for part in &self.never {
+            assert!(
+                !run.stdout.contains(part.as_str()) && !run.stderr.contains(part.as_str()),
+                "{what} printed {part:?}:\n{}\n{}",
+                run.stdout,
                 run.stderr
             );
         }
