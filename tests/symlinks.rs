@@ -138,6 +138,44 @@ fn a_symlinked_place_file_is_a_finding_unread() {
     refused(repo.path(), &["check"], 1).run();
 }
 
+/// `.env.example` and the runtime's stamp as symlinks: each rule that needs one says it
+/// cannot be read (it said the file was missing), and never reads it through the link.
+#[test]
+fn a_symlinked_env_example_or_stamp_is_said_unread() {
+    let out = outside();
+    for (fixture, file, rule) in [
+        (
+            "rules/settings-undocumented",
+            ".env.example",
+            "settings-undocumented",
+        ),
+        (
+            "rules/runtime-drift",
+            "platform/runtime/.scaffold-stamp",
+            "runtime-drift",
+        ),
+    ] {
+        let repo = copy_fixture(fixture);
+        let path = repo.path().join(file);
+        std::fs::remove_file(&path).expect("rm");
+        symlink(out.path().join("environ"), &path).expect("link");
+        let run = refused(repo.path(), &["check", "--format", "json"], 1).run();
+        let doc: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON");
+        let said = doc["findings"]
+            .as_array()
+            .expect("findings")
+            .iter()
+            .any(|f| {
+                f["rule"] == rule
+                    && f["message"]
+                        .as_str()
+                        .is_some_and(|m| m.contains(&format!("{file} cannot be read")))
+            });
+        assert!(said, "{rule}: {}", run.stdout);
+        refused(repo.path(), &["check"], 1).run();
+    }
+}
+
 #[test]
 fn check_never_writes_through_a_committed_cache_link() {
     let out = outside();

@@ -118,6 +118,20 @@ impl Repo {
         read_in(&self.root, rel)
     }
 
+    /// A file the walk listed, read: `Ok(None)` when the repository has no such file,
+    /// `Err` when it has one that cannot be read (a symlink, which is never read, no
+    /// permission, or larger than [`TEXT_LIMIT`]).
+    pub fn read_listed(&self, rel: &str) -> Result<Option<String>, Unread> {
+        let listed = |list: &[String]| list.binary_search_by(|f| f.as_str().cmp(rel)).is_ok();
+        if listed(&self.links) {
+            return Err(Unread::Unreadable);
+        }
+        if !listed(&self.files) {
+            return Ok(None);
+        }
+        read_in_within(&self.root, rel, None, TEXT_LIMIT).map(Some)
+    }
+
     /// Loads the repository, walking its whole tree.
     pub fn load(root: &Path) -> Result<Repo, RepoError> {
         Self::load_with(root, || files::walk(root, false))

@@ -68,12 +68,23 @@ pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
     let update = format!(
         "replace platform/runtime's Cargo.toml, src/ and migrations/ with those of scaffold-runtime {ours_version} (the runtime this scaffold ships) and write its stamp, or run the scaffold release that matches the stamp"
     );
-    let Some(text) = repo
-        .files
-        .binary_search(&STAMP_PATH.to_owned())
-        .ok()
-        .and_then(|_| repo.read(STAMP_PATH))
-    else {
+    let text = match repo.read_listed(STAMP_PATH) {
+        Ok(text) => text,
+        Err(why) => {
+            sink.push(
+                Finding::new(ID, STAMP_PATH, Location::START)
+                    .message(format!(
+                        "{STAMP_PATH} cannot be read ({why}): which scaffold-runtime {RUNTIME_DIR} holds is unknown"
+                    ))
+                    .label("stamp not read")
+                    .help(format!(
+                        "make {STAMP_PATH} a regular file inside the repository (it is never read through a symlink); {update}"
+                    )),
+            );
+            return;
+        }
+    };
+    let Some(text) = text else {
         let manifest = format!("{RUNTIME_DIR}/Cargo.toml");
         let at = if repo.files.binary_search(&manifest).is_ok() {
             manifest

@@ -56,13 +56,11 @@ pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
         return;
     }
     let prefix = upper_snake(name);
-    let text = ctx
-        .repo
-        .files
-        .binary_search(&ENV_EXAMPLE.to_owned())
-        .ok()
-        .and_then(|_| ctx.repo.read(ENV_EXAMPLE));
-    let vars = text.as_deref().map(variables).unwrap_or_default();
+    let text = ctx.repo.read_listed(ENV_EXAMPLE);
+    let vars = match &text {
+        Ok(Some(text)) => variables(text),
+        _ => HashSet::new(),
+    };
     for f in fields {
         let var = format!("{prefix}_{}", f.key.to_ascii_uppercase().replace('-', "_"));
         if vars.contains(&var) {
@@ -70,7 +68,7 @@ pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
         }
         let package = &ctx.repo.workspace.crates[f.krate].package;
         let (message, help) = match &text {
-            Some(_) => (
+            Ok(Some(_)) => (
                 format!(
                     "setting `{}` of worker `{package}` is read from `{var}`, which .env.example does not list",
                     f.field
@@ -79,13 +77,23 @@ pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
                     "add `{var}=<default>` to .env.example with a comment saying what it does (commented out when the default fits)"
                 ),
             ),
-            None => (
+            Ok(None) => (
                 format!(
                     "setting `{}` of worker `{package}` is read from `{var}`, and the repository has no .env.example",
                     f.field
                 ),
                 format!(
                     "create .env.example listing every worker setting, starting with `{var}=<default>`"
+                ),
+            ),
+            Err(why) => (
+                format!(
+                    "setting `{}` of worker `{package}` is read from `{var}`, and .env.example cannot be read ({why})",
+                    f.field
+                ),
+                format!(
+                    "make .env.example a regular file inside the repository, readable and under {} MiB, listing `{var}=<default>`",
+                    crate::repo::TEXT_LIMIT >> 20
                 ),
             ),
         };
