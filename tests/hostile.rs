@@ -9,7 +9,7 @@ use crate::common;
 
 use std::path::PathBuf;
 
-use common::{copy_fixture, run_in};
+use common::{Test, copy_fixture, run_in};
 
 /// Declares a module in the maintenance worker's crate root: only files of a crate's
 /// module tree are its code.
@@ -52,10 +52,12 @@ fn a_manifest_problem_on_a_very_long_line_is_shown_clipped() {
     let mut text = std::fs::read_to_string(&codemap).expect("read");
     text.push_str(&format!("unknown_key_{}: 1\n", "x".repeat(70_000)));
     std::fs::write(&codemap, text).expect("write");
-    let run = run_in(repo.path(), &["check"]);
-    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
-    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
-    assert!(run.stdout.contains("clipped"), "{}", run.stdout);
+    Test::in_dir(repo.path())
+        .args(["check"])
+        .status(2)
+        .never_prints("panicked")
+        .stdout_has("clipped")
+        .run();
 }
 
 /// A namespace inferred from the one folder of om/src/ is validated like one given on the
@@ -68,12 +70,12 @@ fn an_inferred_namespace_is_validated() {
     std::fs::create_dir_all(&ns).expect("mkdir");
     std::fs::write(ns.join("kinds.rs"), "").expect("write");
     std::fs::write(ns.join("README.md"), "# café\n").expect("write");
-    let before = std::fs::read_to_string(repo.join("om/src/root.rs")).expect("read");
-    let run = run_in(&repo, &["worker", "maintenance", "NOTIFY_SHIPMENT"]);
-    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
-    assert!(run.stderr.contains("café"), "{}", run.stderr);
-    let after = std::fs::read_to_string(repo.join("om/src/root.rs")).expect("read");
-    assert_eq!(before, after, "something was written");
+    Test::in_dir(&repo)
+        .args(["worker", "maintenance", "NOTIFY_SHIPMENT"])
+        .status(1)
+        .stderr_has("café")
+        .tree_unchanged()
+        .run();
 }
 
 /// Control characters in a file's name or content never reach the terminal raw: an ESC in
@@ -88,21 +90,18 @@ fn control_characters_are_escaped_in_human_output() {
         repo.path(),
         "#[path = \"bad\\u{1b}[31m\\nname.rs\"]\nmod bad;",
     );
-    let run = run_in(repo.path(), &["check"]);
-    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
-    assert!(
-        !run.stdout.contains('\u{1b}'),
-        "a raw ESC was printed: {:?}",
-        run.stdout
-    );
-    assert!(
-        run.stdout.contains("\\u{1b}[31m\\nname.rs"),
-        "{}",
-        run.stdout
-    );
+    Test::in_dir(repo.path())
+        .args(["check"])
+        .status(1)
+        .never_prints("\u{1b}")
+        .stdout_has("\\u{1b}[31m\\nname.rs")
+        .run();
     for format in ["json", "sarif", "github"] {
-        let run = run_in(repo.path(), &["check", "--format", format]);
-        assert!(!run.stdout.contains('\u{1b}'), "{format}: {:?}", run.stdout);
+        Test::in_dir(repo.path())
+            .args(["check", "--format", format])
+            .status(1)
+            .never_prints("\u{1b}")
+            .run();
     }
 }
 
@@ -245,11 +244,15 @@ fn a_symlinked_transaction_folder_is_refused_and_not_followed() {
     std::fs::write(outside.join("journal.json"), "{}").expect("write");
     std::fs::create_dir_all(repo.join(".scaffold")).expect("mkdir");
     std::os::unix::fs::symlink(&outside, repo.join(".scaffold/txn")).expect("link");
-    let run = common::run_in(&repo, &["check"]);
-    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
-    assert!(run.stderr.contains("is a symlink"), "{}", run.stderr);
-    let worker = common::run_in(&repo, &["worker", "maintenance", "REINDEX"]);
-    assert_eq!(worker.code, 2, "{}{}", worker.stdout, worker.stderr);
+    Test::in_dir(&repo)
+        .args(["check"])
+        .status(2)
+        .stderr_has("is a symlink")
+        .run();
+    Test::in_dir(&repo)
+        .args(["worker", "maintenance", "REINDEX"])
+        .status(2)
+        .run();
     assert_eq!(
         std::fs::read_dir(&outside).expect("readable").count(),
         1,
@@ -270,14 +273,11 @@ fn a_journal_naming_a_path_outside_the_repository_is_refused() {
                      "before": null, "after": "0"}],
     });
     std::fs::write(txn.join("journal.json"), journal.to_string()).expect("write");
-    let run = common::run_in(&repo, &["check"]);
-    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
-    assert!(
-        run.stderr
-            .contains("cannot finish the interrupted `scaffold worker x X`"),
-        "{}",
-        run.stderr
-    );
+    Test::in_dir(&repo)
+        .args(["check"])
+        .status(2)
+        .stderr_has("cannot finish the interrupted `scaffold worker x X`")
+        .run();
     assert!(
         !tmp.path().join("escaped.txt").exists(),
         "wrote outside the root"
@@ -477,9 +477,11 @@ fn a_planted_journal_cannot_write_a_git_hook_or_pull_a_file_in_through_a_link() 
                          "before": null, "after": "0"}],
         });
         std::fs::write(txn.join("journal.json"), journal.to_string()).expect("write");
-        let run = run_in(&repo, &["check"]);
-        assert_eq!(run.code, 2, "{path}: {}{}", run.stdout, run.stderr);
-        assert!(run.stderr.contains(says), "{path}: {}", run.stderr);
+        Test::in_dir(&repo)
+            .args(["check"])
+            .status(2)
+            .stderr_has(says)
+            .run();
         assert!(!repo.join(path).exists(), "{path} was written");
         assert!(outside.exists(), "the outside file was moved");
         std::fs::remove_dir_all(&txn).expect("clean");
