@@ -110,6 +110,18 @@ impl Location {
     }
 }
 
+impl From<&crate::layout::terraform::ParseError> for Location {
+    /// Where hcl-edit stopped: one byte at the break.
+    fn from(e: &crate::layout::terraform::ParseError) -> Self {
+        Location {
+            line: e.line,
+            column: e.column,
+            offset: e.offset,
+            len: 1,
+        }
+    }
+}
+
 impl From<crate::repo::yaml::Pos> for Location {
     fn from(p: crate::repo::yaml::Pos) -> Self {
         Location {

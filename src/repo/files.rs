@@ -109,23 +109,21 @@ pub fn walk(root: &Path, stats: bool) -> Walk {
             let unchecked = &unchecked;
             let links = &links;
             Box::new(move |entry| {
-                // A symlinked `.rs` file: cargo would build it, the check reads only real
-                // files inside the root, so it is reported, not skipped.
+                // A symlink is never followed. A symlinked `.rs` file: cargo would build it,
+                // the check reads only real files inside the root, so it is reported, not
+                // skipped; any other is listed for the rules that need it to say so.
                 if let Ok(e) = &entry
                     && e.file_type().is_some_and(|t| t.is_symlink())
-                    && e.file_name().to_string_lossy().ends_with(".rs")
-                    && let Some(rel) = relative(root, e.path())
-                    && let Ok(mut list) = unchecked.lock()
                 {
-                    list.push((rel, Unchecked::Symlink));
-                    return WalkState::Continue;
-                }
-                if let Ok(e) = &entry
-                    && e.file_type().is_some_and(|t| t.is_symlink())
-                    && let Some(rel) = relative(root, e.path())
-                    && let Ok(mut list) = links.lock()
-                {
-                    list.push(rel);
+                    if let Some(rel) = relative(root, e.path()) {
+                        if rel.ends_with(".rs") {
+                            if let Ok(mut list) = unchecked.lock() {
+                                list.push((rel, Unchecked::Symlink));
+                            }
+                        } else if let Ok(mut list) = links.lock() {
+                            list.push(rel);
+                        }
+                    }
                     return WalkState::Continue;
                 }
                 if let Ok(e) = entry

@@ -124,14 +124,16 @@ fn dev_sh(repo: &Repo) -> Place {
         name: DEV_SH.to_owned(),
         ..Place::default()
     };
-    place.links(repo, |l| l == DEV_SH);
-    if repo.files.binary_search(&DEV_SH.to_owned()).is_err() {
-        return place;
-    }
-    place.exists = true;
-    let Some(text) = place.read(repo, DEV_SH) else {
-        return place;
+    let text = match repo.read_listed(DEV_SH) {
+        Ok(None) => return place,
+        Ok(Some(text)) => text,
+        Err(why) => {
+            place.exists = true;
+            place.unknown_file(DEV_SH, Unknown::Unread(why));
+            return place;
+        }
     };
+    place.exists = true;
     for process in dev_sh_processes(&text) {
         place.add(process.lane);
     }
@@ -161,10 +163,8 @@ fn compose(repo: &Repo) -> Place {
             Ok(root) => root,
             Err(e) => {
                 let at = Location {
-                    line: e.pos.line,
-                    column: e.pos.column,
-                    offset: e.pos.offset,
                     len: 1,
+                    ..e.pos.into()
                 };
                 place.unknown_file(
                     f,
@@ -264,10 +264,12 @@ fn terraform(repo: &Repo) -> Place {
         exists: !files.is_empty(),
         ..Place::default()
     };
-    // A linked `.tf` file, or a linked folder (Terraform would read the files in it).
+    // A linked `.tf` file, or a linked folder (Terraform would read the files in it),
+    // told by its name: the link is not followed, not even to ask what it points at.
     place.links(repo, |l| {
-        l.starts_with("deployment/terraform/")
-            && (l.ends_with(".tf") || repo.root.join(l).metadata().is_ok_and(|m| m.is_dir()))
+        l.strip_prefix("deployment/terraform/").is_some_and(|rest| {
+            rest.ends_with(".tf") || !rest.rsplit('/').next().unwrap_or(rest).contains('.')
+        })
     });
     for f in files {
         let Some(text) = place.read(repo, f) else {
@@ -276,12 +278,7 @@ fn terraform(repo: &Repo) -> Place {
         match terraform::worker_lanes(&text) {
             Ok(lanes) => lanes.into_iter().for_each(|lane| place.add(lane)),
             Err(e) => {
-                let at = Location {
-                    line: e.line,
-                    column: e.column,
-                    offset: e.offset,
-                    len: 1,
-                };
+                let at = Location::from(&e);
                 place.unknown_file(
                     f,
                     Unknown::Syntax {
