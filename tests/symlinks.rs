@@ -122,10 +122,8 @@ fn a_symlinked_place_file_is_a_finding_unread() {
     std::fs::remove_file(&tf).expect("rm");
     symlink(out.path().join("environ"), &tf).expect("link");
     let run = refused(repo.path(), &["check", "--format", "json"], 1).run();
-    let doc: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON");
-    let unread = doc["findings"]
-        .as_array()
-        .expect("findings")
+    let found = run.findings();
+    let unread = found
         .iter()
         .find(|f| f["rule"] == "lane-undeployed")
         .unwrap_or_else(|| panic!("no lane-undeployed finding: {}", run.stdout));
@@ -160,17 +158,12 @@ fn a_symlinked_env_example_or_stamp_is_said_unread() {
         std::fs::remove_file(&path).expect("rm");
         symlink(out.path().join("environ"), &path).expect("link");
         let run = refused(repo.path(), &["check", "--format", "json"], 1).run();
-        let doc: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON");
-        let said = doc["findings"]
-            .as_array()
-            .expect("findings")
-            .iter()
-            .any(|f| {
-                f["rule"] == rule
-                    && f["message"]
-                        .as_str()
-                        .is_some_and(|m| m.contains(&format!("{file} cannot be read")))
-            });
+        let said = run.findings().iter().any(|f| {
+            f["rule"] == rule
+                && f["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains(&format!("{file} cannot be read")))
+        });
         assert!(said, "{rule}: {}", run.stdout);
         refused(repo.path(), &["check"], 1).run();
     }

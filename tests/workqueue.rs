@@ -28,10 +28,7 @@ const WORKQUEUE_RULES: [&str; 12] = [
 fn findings(dir: &Path, extra: &[&str]) -> Vec<serde_json::Value> {
     let mut args = vec!["check", "--format", "json"];
     args.extend_from_slice(extra);
-    let run = run_in(dir, &args);
-    let v: serde_json::Value = serde_json::from_str(&run.stdout)
-        .unwrap_or_else(|e| panic!("JSON output: {e}\n{}{}", run.stdout, run.stderr));
-    v["findings"].as_array().expect("findings").clone()
+    run_in(dir, &args).findings()
 }
 
 fn rules_of(found: &[serde_json::Value]) -> Vec<String> {

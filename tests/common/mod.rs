@@ -155,6 +155,16 @@ pub struct Run {
     pub stderr: String,
 }
 
+impl Run {
+    /// The findings of a `check --format json` run.
+    #[track_caller]
+    pub fn findings(&self) -> Vec<serde_json::Value> {
+        let v: serde_json::Value = serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("JSON output: {e}\n{}{}", self.stdout, self.stderr));
+        v["findings"].as_array().expect("findings").clone()
+    }
+}
+
 pub fn run_in(dir: &Path, args: &[&str]) -> Run {
     let out = scaffold()
         .arg("-C")
