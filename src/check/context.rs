@@ -96,6 +96,9 @@ pub struct Context<'r> {
     /// Layer index (into `codemap.layers`) of each crate.
     pub crate_layer: Vec<Option<usize>>,
     pub sources: Vec<Source>,
+    /// Files the crates' module trees reach that cannot be read (rule source-unparsed
+    /// reports each at what reaches it).
+    pub unreadable: Vec<Unreadable>,
     /// The names code uses for workspace crates.
     pub crate_names: CrateNames,
     /// README.md of each crate, when it has one.
@@ -175,11 +178,19 @@ impl<'r> Context<'r> {
         // `include!` may reach a file outside the crate's folder: parsed, then walked again.
         let mut rounds = 0;
         sources.sort_by(|a, b| (&a.path, a.krate).cmp(&(&b.path, b.krate)));
+        let reported = repo.unchecked_sources();
+        let probe = |rel: &str| crate::repo::inside::probe(&repo.root, rel);
+        let mut unreadable: Vec<Unreadable>;
         let walk = loop {
             let walk = {
                 let nodes = nodes_of(&sources);
-                super::modtree::reach(ws, &repo.files, &nodes)
+                super::modtree::reach(ws, &repo.files, &reported, &nodes, &probe)
             };
+            unreadable = walk
+                .unreadable
+                .into_iter()
+                .map(|u| Unreadable::of(u, &sources))
+                .collect();
             let mut missing = walk.missing;
             if let Some(keep) = &subset {
                 let unreached = sources
@@ -200,7 +211,19 @@ impl<'r> Context<'r> {
                 let all: BTreeSet<&(String, usize)> = jobs.iter().collect();
                 missing.retain(|m| !all.contains(m));
             }
-            if missing.is_empty() || rounds == MAX_TREE_ROUNDS {
+            if missing.is_empty() {
+                break walk.reached;
+            }
+            if rounds == MAX_TREE_ROUNDS {
+                // A chain of files outside every crate's folder (or hidden from the walk)
+                // deeper than this: what it reaches further is a finding, never a skip.
+                unreadable.extend(missing.into_iter().map(|(path, krate)| Unreadable {
+                    from: None,
+                    krate,
+                    via: super::modtree::Via::Target,
+                    path,
+                    why: UnreadableWhy::TooDeep,
+                }));
                 break walk.reached;
             }
             rounds += 1;
@@ -263,10 +286,13 @@ impl<'r> Context<'r> {
                     .map(|t| SourceFile::new(path, t))
             })
             .collect();
+        unreadable.sort();
+        unreadable.dedup();
         let ctx = Context {
             repo,
             crate_layer,
             sources,
+            unreadable,
             crate_names,
             readmes,
             changes,
@@ -317,8 +343,43 @@ impl<'r> Context<'r> {
 }
 
 /// How many times the module trees are walked again for files outside their crates'
-/// folders (a `#[path]` chain); what a deeper chain reaches past this is not checked.
-const MAX_TREE_ROUNDS: usize = 16;
+/// folders or hidden from the walk (a `#[path]` chain, a module tree under an ignored
+/// folder); what a deeper chain reaches past this is a finding.
+const MAX_TREE_ROUNDS: usize = 64;
+
+/// A file a crate's module tree reaches that the check cannot read: what reaches it is a
+/// `source-unparsed` finding.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Unreadable {
+    /// The file whose `mod` or `include!` reaches it; `None` for a target's root or a
+    /// chain too deep to follow.
+    pub from: Option<String>,
+    pub krate: usize,
+    pub via: super::modtree::Via,
+    /// The file cargo would read.
+    pub path: String,
+    pub why: UnreadableWhy,
+}
+
+/// Why an [`Unreadable`] file is not read.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum UnreadableWhy {
+    Tree(super::modtree::Why),
+    /// Reached past [`MAX_TREE_ROUNDS`] files outside the crates' folders in a chain.
+    TooDeep,
+}
+
+impl Unreadable {
+    fn of(u: super::modtree::Unreadable, sources: &[Source]) -> Unreadable {
+        Unreadable {
+            from: u.from.map(|i| sources[i].path.clone()),
+            krate: u.krate,
+            via: u.via,
+            path: u.path,
+            why: UnreadableWhy::Tree(u.why),
+        }
+    }
+}
 
 /// How many parents a chain of `use super::*` is followed through.
 const MAX_GLOB_LEVELS: usize = 64;

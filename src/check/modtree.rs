@@ -9,10 +9,17 @@
 //! its file and everything below it dev scope. A file that cannot be read or parsed hides
 //! its `mod` declarations: every `.rs` file below its module folder is reached in its
 //! place, so nothing under it goes unchecked.
+//!
+//! The tree is cargo's, whatever ignore files say: a file a `mod` reaches that the walk
+//! did not list (a `.gitignore`, an `.ignore` or a `CACHEDIR.TAG` hid it) is looked up on
+//! disk and read, and one that is there but cannot be read as a regular file through real
+//! folders inside the root (a symlink on the way, a FIFO, a path out of the repository) is
+//! [`Unreadable`]: a finding at the `mod` line, never a skip.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use super::rust_refs::RustFacts;
+use crate::repo::inside::{Probe, Refusal};
 use crate::repo::workspace::{DepKind, Workspace, join_rel};
 
 /// How one file was reached.
@@ -31,14 +38,69 @@ pub struct Node<'a> {
     pub facts: Option<&'a RustFacts>,
 }
 
-/// The outcome of a walk: how each node was reached (`None`: by no tree), and the files
-/// the trees reach that are not among the nodes yet (a `#[path]` outside the crate's
-/// folder), with their crate, to be parsed and walked again.
+/// The outcome of a walk: how each node was reached (`None`: by no tree), the files the
+/// trees reach that are not among the nodes yet (a `#[path]` outside the crate's folder,
+/// a file an ignore file hid from the walk), with their crate, to be parsed and walked
+/// again, and what they reach that cannot be read.
 #[derive(Debug)]
 pub struct Walk {
     pub reached: Vec<Option<Reached>>,
     pub missing: Vec<(String, usize)>,
+    pub unreadable: Vec<Unreadable>,
 }
+
+/// A file a crate's module tree reaches that cargo would build and the check cannot read
+/// as a regular file through real folders inside the root.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Unreadable {
+    /// The node whose `mod` or `include!` reaches it; `None` for a target's root.
+    pub from: Option<usize>,
+    pub krate: usize,
+    pub via: Via,
+    /// The file cargo would read, repo-relative (as written, for a path out of the root).
+    pub path: String,
+    pub why: Why,
+}
+
+/// What reaches an [`Unreadable`] file.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Via {
+    /// `mod <name>;` (with or without `#[path]`).
+    Mod(String),
+    /// `include!("<path>")`.
+    Include(String),
+    /// The crate's target root.
+    Target,
+}
+
+/// Why an [`Unreadable`] file is not read.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Why {
+    /// It, or the folder named, is a symlink.
+    Symlink(String),
+    /// A FIFO, a device or a folder in the file's place.
+    NotRegular,
+    /// `..` past the root, or an absolute path.
+    OutsideRoot,
+    /// It cannot be looked at (no permission).
+    Io(String),
+}
+
+impl Why {
+    fn of(r: Refusal) -> Why {
+        match r {
+            Refusal::Symlink(at) => Why::Symlink(at),
+            Refusal::Climbs(_) => Why::OutsideRoot,
+            Refusal::NotRegular(_) | Refusal::NotDirectory(_) | Refusal::TooLarge { .. } => {
+                Why::NotRegular
+            }
+            Refusal::Io { source, .. } => Why::Io(source.kind().to_string()),
+        }
+    }
+}
+
+/// How [`reach`] looks at a file the walk did not list (a file's repo-relative path).
+pub type Prober<'a> = &'a (dyn Fn(&str) -> Probe + Sync);
 
 /// Normal code is held to the normal dependencies even where a test also reaches it.
 fn stronger(a: DepKind, b: DepKind) -> DepKind {
@@ -76,9 +138,17 @@ fn default_base(path: &str) -> String {
 }
 
 /// Walks every crate's module tree. `files` is every repo-relative file, sorted; `nodes`
-/// are sorted by (path, crate), so the files below a folder are one range. The crates'
-/// trees are independent and walked in parallel.
-pub fn reach(ws: &Workspace, files: &[String], nodes: &[Node<'_>]) -> Walk {
+/// are sorted by (path, crate), so the files below a folder are one range; `reported` are
+/// the `.rs` files the walk found and could not check (sorted: a symlink, a name that is
+/// not UTF-8), already findings of their own; `probe` looks at a file the walk did not
+/// list. The crates' trees are independent and walked in parallel.
+pub fn reach(
+    ws: &Workspace,
+    files: &[String],
+    reported: &[String],
+    nodes: &[Node<'_>],
+    probe: Prober<'_>,
+) -> Walk {
     use rayon::prelude::*;
     debug_assert!(
         nodes
@@ -95,8 +165,10 @@ pub fn reach(ws: &Workspace, files: &[String], nodes: &[Node<'_>]) -> Walk {
     }
     let index = Index {
         files,
+        reported,
         nodes,
         first,
+        probe,
     };
     let walks: Vec<CrateWalk> = (0..ws.crates.len())
         .into_par_iter()
@@ -104,13 +176,21 @@ pub fn reach(ws: &Workspace, files: &[String], nodes: &[Node<'_>]) -> Walk {
         .collect();
     let mut reached: Vec<Option<Reached>> = vec![None; nodes.len()];
     let mut missing: Vec<(String, usize)> = Vec::new();
+    let mut unreadable = Vec::new();
     for w in walks {
         for (i, r) in w.reached {
             reached[i] = Some(r);
         }
         missing.extend(w.missing);
+        unreadable.extend(w.unreadable);
     }
-    Walk { reached, missing }
+    unreadable.sort();
+    unreadable.dedup();
+    Walk {
+        reached,
+        missing,
+        unreadable,
+    }
 }
 
 /// The nodes below folder `dir` (every node for the root): one range, the nodes being
@@ -128,8 +208,24 @@ fn below(nodes: &[Node<'_>], dir: &str) -> std::ops::Range<usize> {
 /// What every crate's walk looks files up in.
 struct Index<'n, 'a> {
     files: &'n [String],
+    reported: &'n [String],
     nodes: &'n [Node<'a>],
     first: HashMap<&'a str, usize, foldhash::fast::RandomState>,
+    probe: Prober<'n>,
+}
+
+/// Where a `mod`, an `include!` or a target root leads.
+enum Resolved {
+    /// A parsed file of the crate.
+    Node(usize),
+    /// A regular file not parsed yet (outside the crate's folder, or hidden from the
+    /// walk): parsed, then the trees are walked again.
+    Parse(String),
+    /// A file the walk already reported (a symlinked `.rs` file).
+    Reported,
+    Unreadable(String, Why),
+    /// No such file: cargo has none to build either (a `cfg`'d-out module).
+    Missing,
 }
 
 impl Index<'_, '_> {
@@ -143,23 +239,91 @@ impl Index<'_, '_> {
             .map(|at| start + at)
     }
 
-    fn exists(&self, path: &str) -> bool {
-        self.files
-            .binary_search_by(|f| f.as_str().cmp(path))
-            .is_ok()
+    fn listed(list: &[String], path: &str) -> bool {
+        list.binary_search_by(|f| f.as_str().cmp(path)).is_ok()
+    }
+
+    /// The first of `candidates` (in rustc's order) that is a file: the walk's list first,
+    /// then, only when none is listed, the disk (a file an ignore file hid, or one that
+    /// cannot be read).
+    fn resolve(&self, candidates: &[&str], k: usize) -> Resolved {
+        for c in candidates {
+            if let Some(i) = self.find(c, k) {
+                return Resolved::Node(i);
+            }
+            if Self::listed(self.files, c) {
+                return Resolved::Parse((*c).to_owned());
+            }
+        }
+        for c in candidates {
+            if Self::listed(self.reported, c) {
+                return Resolved::Reported;
+            }
+            match (self.probe)(c) {
+                Probe::Missing => {}
+                Probe::File => return Resolved::Parse((*c).to_owned()),
+                Probe::Refused(r) => return Resolved::Unreadable((*c).to_owned(), Why::of(r)),
+            }
+        }
+        Resolved::Missing
     }
 }
 
-/// One crate's walk: how each of its nodes was reached, and the files outside the nodes
-/// it reaches.
+/// One crate's walk: how each of its nodes was reached, the files outside the nodes it
+/// reaches, and those it cannot read.
 #[derive(Default)]
 struct CrateWalk {
     reached: HashMap<usize, Reached, foldhash::fast::RandomState>,
     missing: Vec<(String, usize)>,
+    to_parse: HashSet<String, foldhash::fast::RandomState>,
+    unreadable: Vec<Unreadable>,
 }
 
 /// (node, scope, parent, folder its `mod` declarations resolve in)
 type Queue = VecDeque<(usize, DepKind, Option<usize>, String)>;
+
+/// One file to visit: what leads to it, the files it may be (in rustc's order), and
+/// how it is to be walked once found.
+struct Visit<'c> {
+    from: Option<usize>,
+    via: Via,
+    candidates: &'c [&'c str],
+    scope: DepKind,
+    parent: Option<usize>,
+    base: String,
+}
+
+impl CrateWalk {
+    fn visit(&mut self, index: &Index<'_, '_>, k: usize, queue: &mut Queue, v: Visit<'_>) {
+        match index.resolve(v.candidates, k) {
+            Resolved::Node(i) => queue.push_back((i, v.scope, v.parent, v.base)),
+            Resolved::Parse(path) => {
+                if self.to_parse.insert(path.clone()) {
+                    self.missing.push((path, k));
+                }
+            }
+            Resolved::Reported | Resolved::Missing => {}
+            Resolved::Unreadable(path, why) => self.unreadable.push(Unreadable {
+                from: v.from,
+                krate: k,
+                via: v.via,
+                path,
+                why,
+            }),
+        }
+    }
+
+    /// A path written in a `#[path]` or an `include!` that leaves the repository.
+    fn outside(&mut self, k: usize, from: usize, via: Via, written: &str) {
+        self.unreadable.push(Unreadable {
+            from: Some(from),
+            krate: k,
+            via,
+            path: written.to_owned(),
+            why: Why::OutsideRoot,
+        });
+    }
+}
 
 fn walk_crate(ws: &Workspace, index: &Index<'_, '_>, k: usize) -> CrateWalk {
     let nodes = index.nodes;
@@ -187,34 +351,21 @@ fn walk_crate(ws: &Workspace, index: &Index<'_, '_>, k: usize) -> CrateWalk {
         return out;
     }
     let mut queue: Queue = VecDeque::new();
-    // A file to visit: a node, or one to parse first (outside the crate's folder). The
-    // folder is handed back when no such file exists, for the next candidate.
-    let visit = |path: &str,
-                 scope: DepKind,
-                 parent: Option<usize>,
-                 base: String,
-                 queue: &mut Queue,
-                 missing: &mut Vec<(String, usize)>|
-     -> Option<String> {
-        match index.find(path, k) {
-            Some(i) => {
-                queue.push_back((i, scope, parent, base));
-                None
-            }
-            None if index.exists(path) => {
-                if !missing.iter().any(|(p, _)| p == path) {
-                    missing.push((path.to_owned(), k));
-                }
-                None
-            }
-            None => Some(base),
-        }
-    };
     for (root, scope) in &krate.targets {
-        let base = dir_of(root).to_owned();
-        visit(root, *scope, None, base, &mut queue, &mut out.missing);
+        out.visit(
+            index,
+            k,
+            &mut queue,
+            Visit {
+                from: None,
+                via: Via::Target,
+                candidates: &[root.as_str()],
+                scope: *scope,
+                parent: None,
+                base: dir_of(root).to_owned(),
+            },
+        );
     }
-    let mut candidate = String::new();
     while let Some((i, scope, parent, base)) = queue.pop_front() {
         match out.reached.get_mut(&i) {
             Some(r) => {
@@ -248,6 +399,7 @@ fn walk_crate(ws: &Workspace, index: &Index<'_, '_>, k: usize) -> CrateWalk {
                 dir = std::borrow::Cow::Owned(join_rel(&dir, seg).unwrap_or_default());
             }
             let child_scope = if m.test { DepKind::Dev } else { scope };
+            let via = Via::Mod(name.to_owned());
             match &m.path {
                 Some(p) => {
                     // Relative to the declaring file's folder at the top of the file, to
@@ -257,44 +409,67 @@ fn walk_crate(ws: &Workspace, index: &Index<'_, '_>, k: usize) -> CrateWalk {
                     } else {
                         &dir
                     };
-                    if let Some(file) = join_rel(from, p) {
-                        let b = dir_of(&file).to_owned();
-                        visit(&file, child_scope, Some(i), b, &mut queue, &mut out.missing);
-                    }
+                    let Some(file) = join_rel(from, p) else {
+                        out.outside(k, i, via, p);
+                        continue;
+                    };
+                    let base = dir_of(&file).to_owned();
+                    out.visit(
+                        index,
+                        k,
+                        &mut queue,
+                        Visit {
+                            from: Some(i),
+                            via,
+                            candidates: &[file.as_str()],
+                            scope: child_scope,
+                            parent: Some(i),
+                            base,
+                        },
+                    );
                 }
                 None => {
-                    // `name.rs`, else `name/mod.rs` (rustc refuses both at once); the
-                    // folder comes back when a candidate is no file.
-                    let mut child_base = Some(join(&dir, name));
-                    for suffix in [".rs", "/mod.rs"] {
-                        let Some(b) = child_base.take() else { break };
-                        candidate.clear();
-                        candidate.push_str(&b);
-                        candidate.push_str(suffix);
-                        child_base = visit(
-                            &candidate,
-                            child_scope,
-                            Some(i),
-                            b,
-                            &mut queue,
-                            &mut out.missing,
-                        );
-                    }
+                    // `name.rs`, else `name/mod.rs` (rustc refuses both at once); either
+                    // way its own `mod`s are looked for in `name/`.
+                    let base = join(&dir, name);
+                    let file = format!("{base}.rs");
+                    let folder = format!("{base}/mod.rs");
+                    out.visit(
+                        index,
+                        k,
+                        &mut queue,
+                        Visit {
+                            from: Some(i),
+                            via,
+                            candidates: &[file.as_str(), folder.as_str()],
+                            scope: child_scope,
+                            parent: Some(i),
+                            base,
+                        },
+                    );
                 }
             }
         }
         // An included file is part of the module that includes it.
         for inc in &facts.includes {
-            if let Some(file) = join_rel(dir_of(path), inc) {
-                visit(
-                    &file,
+            let via = Via::Include(inc.clone());
+            let Some(file) = join_rel(dir_of(path), inc) else {
+                out.outside(k, i, via, inc);
+                continue;
+            };
+            out.visit(
+                index,
+                k,
+                &mut queue,
+                Visit {
+                    from: Some(i),
+                    via,
+                    candidates: &[file.as_str()],
                     scope,
                     parent,
-                    base.clone(),
-                    &mut queue,
-                    &mut out.missing,
-                );
-            }
+                    base: base.clone(),
+                },
+            );
         }
     }
     out

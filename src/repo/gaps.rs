@@ -23,6 +23,17 @@ pub enum Why {
     MemberWithoutManifest { dir: String },
     /// A member's Cargo.toml is there but cannot be read (a symlink, a folder, a FIFO).
     ManifestUnreadable { dir: String },
+    /// A member (or the folder a member glob lists) reached through a symlink or not a
+    /// regular file: cargo would build it, scaffold does not read it.
+    MemberUnreadable { dir: String, reason: String },
+    /// A folder a member glob matches is a symlink to a folder: cargo builds the crate
+    /// in it, scaffold does not follow it.
+    MemberLinked { dir: String, glob: String },
+    /// A member glob that is not a glob.
+    MemberGlobInvalid { glob: String },
+    /// A folder cargo finds targets in (`tests/`, `src/bin/`, …) that cannot be listed
+    /// (a symlink): the targets in it were not checked.
+    TargetsUnlisted { folder: String, reason: String },
     /// `package` is not a table.
     PackageNotTable,
     /// The package has no `name`.

@@ -71,6 +71,109 @@ fn real_parents(root: &Path, rel: &str) -> Result<bool, Refusal> {
     Ok(true)
 }
 
+/// What is at a repo-relative path, looked at without following a link or opening
+/// anything: how the module tree tells a file that cargo builds but the walk did not list
+/// (an ignore file hid it) from one it cannot read (a link on the way, a FIFO).
+#[derive(Debug)]
+pub enum Probe {
+    /// Nothing there (or a file where a folder on the way should be): cargo finds no
+    /// file either.
+    Missing,
+    /// A regular file reached through real directories inside the root.
+    File,
+    /// Something cargo would read that scaffold does not: a symlink (the path itself or
+    /// a folder on the way), a FIFO, a device or a folder in a file's place.
+    Refused(Refusal),
+}
+
+/// Looks at the repo-relative path `rel` (see [`Probe`]).
+pub fn probe(root: &Path, rel: &str) -> Probe {
+    if climbs(rel) {
+        return Probe::Refused(Refusal::Climbs(rel.to_owned()));
+    }
+    match real_parents(root, rel) {
+        Ok(true) => {}
+        Ok(false) | Err(Refusal::NotDirectory(_)) => return Probe::Missing,
+        Err(r) => return Probe::Refused(r),
+    }
+    match std::fs::symlink_metadata(root.join(rel)) {
+        Ok(m) if m.file_type().is_symlink() => Probe::Refused(Refusal::Symlink(rel.to_owned())),
+        Ok(m) if m.is_file() => Probe::File,
+        Ok(_) => Probe::Refused(Refusal::NotRegular(rel.to_owned())),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Probe::Missing,
+        Err(e) => Probe::Refused(Refusal::io(rel, e)),
+    }
+}
+
+/// What a folder listed by [`list_dir`] holds: each entry's name and whether it is a
+/// regular file, a real folder, or something else (a symlink, a FIFO), as the folder
+/// says (no entry is looked up or followed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    File,
+    Dir,
+    Other,
+}
+
+/// The entries of the repo-relative folder `rel`, sorted by name: `None` when there is no
+/// such folder; a refusal when it is reached through a symlink, is one, or is not a
+/// folder. Names that are not UTF-8 are left out (cargo cannot build such a file). At most
+/// `limit` entries: past it, a refusal.
+pub fn list_dir(
+    root: &Path,
+    rel: &str,
+    limit: usize,
+) -> Result<Option<Vec<(String, EntryKind)>>, Refusal> {
+    if !probe_dir(root, rel)? {
+        return Ok(None);
+    }
+    let read = std::fs::read_dir(root.join(rel)).map_err(|e| Refusal::io(rel, e))?;
+    let mut out = Vec::new();
+    for entry in read {
+        let entry = entry.map_err(|e| Refusal::io(rel, e))?;
+        let Ok(name) = entry.file_name().into_string() else {
+            continue;
+        };
+        let kind = match entry.file_type() {
+            Ok(t) if t.is_file() => EntryKind::File,
+            Ok(t) if t.is_dir() => EntryKind::Dir,
+            _ => EntryKind::Other,
+        };
+        out.push((name, kind));
+        if out.len() > limit {
+            return Err(Refusal::TooLarge {
+                path: rel.to_owned(),
+                limit: limit as u64,
+            });
+        }
+    }
+    out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    Ok(Some(out))
+}
+
+/// Whether the repo-relative folder `rel` exists as a real folder reached through real
+/// ones (`Ok(false)`: it does not exist).
+fn probe_dir(root: &Path, rel: &str) -> Result<bool, Refusal> {
+    if climbs(rel) {
+        return Err(Refusal::Climbs(rel.to_owned()));
+    }
+    if rel.is_empty() {
+        return Ok(true);
+    }
+    match real_parents(root, rel) {
+        Ok(true) => {}
+        Ok(false) | Err(Refusal::NotDirectory(_)) => return Ok(false),
+        Err(r) => return Err(r),
+    }
+    match std::fs::symlink_metadata(root.join(rel)) {
+        Ok(m) if m.file_type().is_symlink() => Err(Refusal::Symlink(rel.to_owned())),
+        Ok(m) if m.is_dir() => Ok(true),
+        Ok(_) => Ok(false),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(Refusal::io(rel, e)),
+    }
+}
+
 /// Reads the repo-relative file `rel` as text (invalid UTF-8 replaced): `None` when it does
 /// not exist; a refusal when it is reached through a symlink, is one, is not a regular
 /// file (a FIFO, a device, a directory) or holds more than `limit` bytes.

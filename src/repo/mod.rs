@@ -53,6 +53,20 @@ pub enum RepoError {
         reason: inside::Refusal,
     },
 
+    /// The root `Cargo.toml` is missing or cannot be read: the workspace, and so every
+    /// crate, would be unknown, and the gate would pass on nothing.
+    #[error("cannot read the workspace's Cargo.toml: {}", match why {
+        workspace::RootUnread::Missing => "there is none at the repository's root".to_owned(),
+        workspace::RootUnread::Refused(r) => r.to_string(),
+    })]
+    #[diagnostic(
+        code(scaffold::root_manifest),
+        help(
+            "the repository's root holds the Cargo workspace: make Cargo.toml a regular file there (at most 16 MiB); its content was not read"
+        )
+    )]
+    RootManifest { why: workspace::RootUnread },
+
     #[error("{} problem(s) in the manifests", problems.len())]
     #[diagnostic(code(manifest_invalid), help("fix each problem listed above"))]
     Manifest {
@@ -116,6 +130,19 @@ impl Repo {
     /// out of the repository.
     pub fn read(&self, rel: &str) -> Option<String> {
         read_in(&self.root, rel)
+    }
+
+    /// The `.rs` files the walk found and could not check (a symlink, a name that is not
+    /// UTF-8), sorted: each is a finding already.
+    pub fn unchecked_sources(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .gaps
+            .iter()
+            .filter(|g| matches!(g.why, gaps::Why::SymlinkedSource | gaps::Why::NameNotUtf8))
+            .map(|g| g.path.clone())
+            .collect();
+        out.sort_unstable();
+        out
     }
 
     /// A file the walk listed, read: `Ok(None)` when the repository has no such file,
@@ -199,9 +226,13 @@ impl Repo {
         let walk = walk();
         let files = walk.files;
         // Manifests only as regular files inside the root: a symlink, a FIFO or a folder
-        // in a manifest's place reads as nothing, and the workspace makes that a finding.
-        let read_manifest = |rel: &str| inside::read_text(root, rel, MANIFEST_LIMIT).ok().flatten();
-        let (workspace, mut gaps) = Workspace::load(&read_manifest, &files);
+        // in a member manifest's place is a finding; in the root manifest's, an error.
+        let disk = workspace::Disk {
+            root,
+            files: &files,
+        };
+        let (workspace, mut gaps) =
+            Workspace::load(&disk).map_err(|why| RepoError::RootManifest { why })?;
         gaps.extend(walk.unchecked.iter().map(|(name, why)| gaps::Gap {
             path: name.clone(),
             at: crate::check::finding::Location::START,

@@ -104,29 +104,29 @@ impl Workspace {
             .ok()
     }
 
-    /// Loads the workspace rooted at `root_manifest` (the repo's Cargo.toml).
-    /// `files` is every repo-relative file path, sorted, used to expand member globs.
-    /// What cannot be read comes back as [`Gap`] (rule source-unparsed reports it).
-    /// Members are read and parsed in parallel.
-    pub fn load(
-        read: &(dyn Fn(&str) -> Option<String> + Sync),
-        files: &[String],
-    ) -> (Workspace, Vec<Gap>) {
+    /// Loads the workspace rooted at the repository's `Cargo.toml`, as cargo finds it:
+    /// members, targets and path dependencies on disk, the walk's list (`disk.files`) the
+    /// fast answer for what it holds. What cannot be read comes back as [`Gap`] (rule
+    /// source-unparsed reports it); a root manifest that cannot be read at all is an
+    /// error. Members are read and parsed in parallel.
+    pub(crate) fn load(disk: &Disk<'_>) -> Result<(Workspace, Vec<Gap>), RootUnread> {
+        let files = disk.files;
         let mut findings = Vec::new();
         let mut ws = Workspace::default();
-        let Some(root_text) = read("Cargo.toml") else {
-            return (ws, findings);
+        let root_text = match disk.read("Cargo.toml") {
+            Ok(Some(text)) => text,
+            Ok(None) => return Err(RootUnread::Missing),
+            Err(r) => return Err(RootUnread::Refused(r)),
         };
         let root_file = SourceFile::new("Cargo.toml", root_text);
         let root_doc = match toml_edit::Document::parse(root_file.text.to_string()) {
             Ok(d) => d,
             Err(e) => {
                 findings.push(toml_error(&root_file, &e));
-                return (ws, findings);
+                return Ok((ws, findings));
             }
         };
         let root = root_doc.as_table();
-        let mut member_dirs: Vec<String> = Vec::new();
         let mut workspace_deps: BTreeMap<String, (Option<String>, String)> = BTreeMap::new();
         ws.manifest_dirs = files
             .iter()
@@ -136,103 +136,11 @@ impl Workspace {
         ws.manifest_dirs.sort();
         let workspace_table = root.get("workspace").and_then(Item::as_table_like);
         let exclude = workspace_table.map_or_else(Vec::new, |w| string_list(w.get("exclude")));
-        let exclude_globs: Vec<PathGlob> = exclude
-            .iter()
-            .filter_map(|m| PathGlob::new(normalize_rel(m).as_str()).ok())
-            .collect();
-        let excluded_dirs: Vec<String> = exclude_globs
-            .iter()
-            .map(|g| format!("{}/", g.pattern))
-            .collect();
-        let excluded = |dir: &str| {
-            exclude_globs.iter().any(|g| g.is_match(dir))
-                || excluded_dirs.iter().any(|d| dir.starts_with(d.as_str()))
-        };
+        let excluded = Excluded::new(&exclude);
+        let mut member_dirs: Vec<String> = Vec::new();
         if let Some(w) = workspace_table {
-            let members = string_list(w.get("members"));
-            let manifest_dirs = files
-                .iter()
-                .filter_map(|f| f.strip_suffix("/Cargo.toml").map(str::to_owned));
-            let member_globs: Vec<PathGlob> = members
-                .iter()
-                .filter_map(|m| PathGlob::new(normalize_rel(m).as_str()).ok())
-                .collect();
-            for dir in manifest_dirs {
-                if member_globs.iter().any(|g| g.is_match(&dir)) && !excluded(&dir) {
-                    member_dirs.push(dir);
-                }
-            }
-            // A directory a member glob matches with no Cargo.toml (deleted, or a folder or
-            // link in its place): cargo refuses the workspace, so the gate must not pass
-            // with that crate silently gone.
-            let wildcards: Vec<&PathGlob> = member_globs
-                .iter()
-                .filter(|g| g.pattern.contains(['*', '?', '[']))
-                .collect();
-            if !wildcards.is_empty() {
-                // Only folders as deep as a pattern reaches (`*` stops at `/`; `**` has no
-                // bound), so a warm run does not list every folder of a large tree.
-                let depth = wildcards
-                    .iter()
-                    .map(|g| {
-                        (!g.pattern.contains("**")).then(|| g.pattern.matches('/').count() + 1)
-                    })
-                    .try_fold(0, |most, d| d.map(|d| most.max(d)));
-                // `files` is sorted, so a folder repeats in a run of files: each is kept
-                // once per run, and the sort below sees folders, not every file's.
-                let mut dirs: Vec<&str> = Vec::new();
-                let mut prev = "";
-                for f in files {
-                    let folder = f.rsplit_once('/').map_or("", |(d, _)| d);
-                    if folder == prev {
-                        continue;
-                    }
-                    prev = folder;
-                    dirs.extend(
-                        f.match_indices('/')
-                            .take(depth.unwrap_or(usize::MAX))
-                            .map(|(i, _)| &f[..i]),
-                    );
-                }
-                dirs.sort_unstable();
-                dirs.dedup();
-                for glob in wildcards {
-                    let m = &glob.pattern;
-                    for dir in dirs.iter().filter(|d| glob.is_match(d)) {
-                        if excluded(dir)
-                            || files.binary_search(&format!("{dir}/Cargo.toml")).is_ok()
-                        {
-                            continue;
-                        }
-                        let at = find_text(&root_file, &format!("\"{m}\""));
-                        findings.push(Gap {
-                            path: "Cargo.toml".to_owned(),
-                            at,
-                            why: Why::GlobMemberWithoutManifest {
-                                dir: (*dir).to_owned(),
-                                glob: m.clone(),
-                            },
-                        });
-                    }
-                }
-            }
-            // A literal member that has no Cargo.toml: cargo itself would refuse the workspace.
-            for m in &members {
-                let m = normalize_rel(m);
-                if m == "." || m.is_empty() {
-                    continue;
-                }
-                let literal = !m.contains(['*', '?', '[']);
-                // `files` is sorted: one lookup, not a pass over every file per member.
-                if literal && files.binary_search(&format!("{m}/Cargo.toml")).is_err() {
-                    let at = find_text(&root_file, &format!("\"{m}\""));
-                    findings.push(Gap {
-                        path: "Cargo.toml".to_owned(),
-                        at,
-                        why: Why::MemberWithoutManifest { dir: m.clone() },
-                    });
-                }
-            }
+            member_dirs =
+                members::expand(disk, &root_file, w.get("members"), &excluded, &mut findings);
             if let Some(deps) = w.get("dependencies").and_then(Item::as_table_like) {
                 for (key, item) in deps.iter() {
                     let spec = item.as_table_like();
@@ -259,10 +167,10 @@ impl Workspace {
                 root_file.clone()
             } else {
                 let manifest_path = format!("{dir}/Cargo.toml");
-                // Listed, so present: unreadable means a symlink, a FIFO or a folder
-                // in its place, or no permission. The crate would drop out of every
-                // layer silently: a finding instead.
-                let Some(text) = read(&manifest_path) else {
+                // Found, so present: unreadable means a symlink, a FIFO or a folder in its
+                // place, or no permission. The crate would drop out of every layer
+                // silently: a finding instead.
+                let Ok(Some(text)) = disk.read(&manifest_path) else {
                     return Err(Box::new(Gap {
                         path: manifest_path,
                         at: Location::START,
@@ -271,7 +179,7 @@ impl Workspace {
                 };
                 SourceFile::new(manifest_path, text)
             };
-            package::load_crate(dir, file, &workspace_deps, files)
+            package::load_crate(dir, file, &workspace_deps, disk)
         };
         // Cargo makes every path dependency of a member that lies inside the root (and is
         // not excluded) a member too, listed or not, transitively: read in waves until no
@@ -284,7 +192,8 @@ impl Workspace {
             let mut next = std::collections::BTreeSet::new();
             for result in loaded {
                 match result {
-                    Ok(Some(c)) => {
+                    Ok((Some(c), gaps)) => {
+                        findings.extend(gaps);
                         if is_workspace {
                             for p in c.deps.iter().filter_map(|d| d.path.as_deref()) {
                                 let manifest = if p.is_empty() {
@@ -292,10 +201,7 @@ impl Workspace {
                                 } else {
                                     format!("{p}/Cargo.toml")
                                 };
-                                if !seen.contains(p)
-                                    && !excluded(p)
-                                    && files.binary_search(&manifest).is_ok()
-                                {
+                                if !seen.contains(p) && !excluded.is(p) && disk.has(&manifest) {
                                     seen.insert(p.to_owned());
                                     next.insert(p.to_owned());
                                 }
@@ -303,7 +209,7 @@ impl Workspace {
                         }
                         ws.crates.push(c);
                     }
-                    Ok(None) => {}
+                    Ok((None, gaps)) => findings.extend(gaps),
                     Err(f) => findings.push(*f),
                 }
             }
@@ -314,7 +220,36 @@ impl Workspace {
             ws.crates.windows(2).all(|w| w[0].dir < w[1].dir),
             "crates sorted by dir"
         );
-        (ws, findings)
+        Ok((ws, findings))
+    }
+}
+
+/// Why the root `Cargo.toml` was not read.
+#[derive(Debug)]
+pub enum RootUnread {
+    Missing,
+    Refused(crate::repo::inside::Refusal),
+}
+
+/// `[workspace] exclude`: a folder matched by one of its globs, or below one of them.
+pub(crate) struct Excluded {
+    globs: Vec<PathGlob>,
+    dirs: Vec<String>,
+}
+
+impl Excluded {
+    fn new(exclude: &[String]) -> Excluded {
+        let globs: Vec<PathGlob> = exclude
+            .iter()
+            .filter_map(|m| PathGlob::new(normalize_rel(m).as_str()).ok())
+            .collect();
+        let dirs = globs.iter().map(|g| format!("{}/", g.pattern)).collect();
+        Excluded { globs, dirs }
+    }
+
+    pub(crate) fn is(&self, dir: &str) -> bool {
+        self.globs.iter().any(|g| g.is_match(dir))
+            || self.dirs.iter().any(|d| dir.starts_with(d.as_str()))
     }
 }
 
@@ -335,12 +270,6 @@ fn toml_error(file: &SourceFile, e: &toml_edit::TomlError) -> Gap {
     }
 }
 
-fn find_text(file: &SourceFile, needle: &str) -> Location {
-    file.text.find(needle).map_or(Location::START, |o| {
-        Location::in_file(file, o, needle.len())
-    })
-}
-
 fn string_list(item: Option<&Item>) -> Vec<String> {
     item.and_then(Item::as_array)
         .map(|a| {
@@ -351,7 +280,7 @@ fn string_list(item: Option<&Item>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn normalize_rel(p: &str) -> String {
+pub(crate) fn normalize_rel(p: &str) -> String {
     p.trim_start_matches("./").trim_end_matches('/').to_owned()
 }
 
@@ -374,6 +303,10 @@ pub fn join_rel(dir: &str, rel: &str) -> Option<String> {
     Some(parts.join("/"))
 }
 
+pub(crate) mod disk;
+mod members;
 mod package;
 #[cfg(test)]
 mod tests;
+
+pub(crate) use disk::Disk;

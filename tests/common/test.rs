@@ -25,6 +25,7 @@ pub struct Test {
     stderr_has: Vec<String>,
     never: Vec<String>,
     tree_unchanged: bool,
+    but_cache: bool,
 }
 
 impl Test {
@@ -40,6 +41,7 @@ impl Test {
             stderr_has: Vec::new(),
             never: Vec::new(),
             tree_unchanged: false,
+            but_cache: false,
         }
     }
 
@@ -92,10 +94,22 @@ impl Test {
         self
     }
 
+    /// As [`Test::tree_unchanged`], but for the checker's own cache under `.scaffold/`,
+    /// which `check` may write.
+    pub fn tree_unchanged_but_cache(mut self) -> Test {
+        self.tree_unchanged = true;
+        self.but_cache = true;
+        self
+    }
+
     /// Runs it, asserts every expectation, and returns what it printed.
     #[track_caller]
     pub fn run(self) -> Run {
-        let before = self.tree_unchanged.then(|| tree(&self.dir));
+        let snapshot = |dir: &Path| {
+            let t = tree(dir);
+            if self.but_cache { t.but_cache() } else { t }
+        };
+        let before = self.tree_unchanged.then(|| snapshot(&self.dir));
         let mut cmd = scaffold();
         cmd.arg("-C").arg(&self.dir).args(&self.args);
         for (k, v) in &self.env {
@@ -140,7 +154,7 @@ impl Test {
         }
         if let Some(before) = before {
             assert_same(
-                &tree(&self.dir),
+                &snapshot(&self.dir),
                 &before,
                 &format!("{what} changed the tree"),
             );

@@ -65,7 +65,9 @@ pub fn mode(path: &Path) -> u32 {
     }
 }
 
-/// Every file under `dir` with its bytes, directories as `path/` → empty.
+/// Every file under `dir` with its bytes, directories as `path/` → empty. Nothing is
+/// followed or opened that could lead out or block: a symlink is its target's name
+/// (`-> target`), a FIFO or device its kind.
 pub fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     let mut out = BTreeMap::new();
     let mut stack = vec![dir.to_path_buf()];
@@ -80,13 +82,33 @@ pub fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
                 .expect("inside")
                 .to_string_lossy()
                 .replace('\\', "/");
-            if p.is_dir() {
+            let Ok(meta) = fs::symlink_metadata(&p) else {
+                continue;
+            };
+            if meta.file_type().is_symlink() {
+                let target = fs::read_link(&p).expect("a link has a target");
+                out.insert(rel, format!("-> {}", target.display()).into_bytes());
+            } else if meta.is_dir() {
                 out.insert(format!("{rel}/"), Vec::new());
                 stack.push(p);
-            } else {
+            } else if meta.is_file() {
                 out.insert(rel, fs::read(&p).expect("readable"));
+            } else {
+                out.insert(rel, b"(not a regular file)".to_vec());
             }
         }
     }
     out
+}
+
+impl Tree {
+    /// The tree without the checker's own cache (`.scaffold/cache/`, and `.scaffold/`
+    /// when that is all it holds): what `check` may write.
+    pub fn but_cache(mut self) -> Tree {
+        self.0.retain(|p, _| !p.starts_with(".scaffold/cache"));
+        if !self.0.keys().any(|p| p.starts_with(".scaffold/")) {
+            self.0.remove(".scaffold/");
+        }
+        self
+    }
 }

@@ -21,6 +21,9 @@ mod generate;
 mod generate_faults;
 #[path = "../hostile.rs"]
 mod hostile;
+#[cfg(unix)]
+#[path = "../hostile_tree.rs"]
+mod hostile_tree;
 #[path = "../queue_cli.rs"]
 mod queue_cli;
 #[path = "../real_workspace.rs"]

@@ -23,8 +23,9 @@
 //! Fix the syntax (`cargo check` shows the same place), or move a file that is not Rust
 //! source out of the crate. Code generated into the tree must parse as well.
 
-use super::super::context::Context;
+use super::super::context::{Context, Unreadable, UnreadableWhy};
 use super::super::finding::{Finding, Location};
+use super::super::modtree::{Via, Why as TreeWhy};
 use super::super::sink::Sink;
 use crate::repo::gaps::{Gap, Why};
 
@@ -42,6 +43,9 @@ pub const ID: &str = RULE.id;
 
 pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
     sink.extend(ctx.repo.gaps.iter().map(finding));
+    for u in &ctx.unreadable {
+        sink.push(unreadable(ctx, u));
+    }
     for s in &ctx.sources {
         let Err(e) = &s.facts else { continue };
         let at = Location {
@@ -88,6 +92,38 @@ fn finding(u: &Gap) -> Finding {
             "unreadable manifest",
             "make it a regular, readable file inside the repository".to_owned(),
         ),
+        Why::MemberUnreadable { dir, reason } => (
+            format!(
+                "workspace member `{dir}` cannot be read ({reason}): cargo would build it, and it was not checked"
+            ),
+            "unreadable member",
+            format!(
+                "make `{dir}` a real folder with a regular Cargo.toml inside the repository, or remove it from `[workspace] members`"
+            ),
+        ),
+        Why::MemberLinked { dir, glob } => (
+            format!(
+                "`{dir}` matches the workspace member `{glob}` and is a symlink to a folder: cargo builds the crate it points at, scaffold reads only real folders inside the repository, so it was not checked"
+            ),
+            "a symlinked member",
+            format!(
+                "replace the link `{dir}` with the crate's folder, or add `{dir}` to `[workspace] exclude`"
+            ),
+        ),
+        Why::MemberGlobInvalid { glob } => (
+            format!(
+                "workspace member `{glob}` is not a valid glob: cargo would refuse the workspace"
+            ),
+            "invalid member glob",
+            "fix the pattern (`*`, `?`, `[…]`)".to_owned(),
+        ),
+        Why::TargetsUnlisted { folder, reason } => (
+            format!(
+                "cargo finds targets in `{folder}`, which cannot be listed ({reason}): the targets in it were not checked"
+            ),
+            "target folder unreadable",
+            format!("make `{folder}` a real folder inside the repository"),
+        ),
         Why::PackageNotTable => (
             "`package` is not a table".to_owned(),
             "expected [package]",
@@ -117,4 +153,124 @@ fn finding(u: &Gap) -> Finding {
         .message(message)
         .label(label)
         .help(help)
+}
+
+/// A file a crate's module tree reaches that cannot be read, as a finding at what reaches
+/// it: the `mod` or `include!` in the declaring file, or the crate's manifest for a
+/// target's root.
+fn unreadable(ctx: &Context<'_>, u: &Unreadable) -> Finding {
+    let path = &u.path;
+    let what = match &u.via {
+        Via::Mod(name) => format!("`mod {name};` reaches {path}"),
+        Via::Include(inc) => format!("`include!(\"{inc}\")` reaches {path}"),
+        Via::Target => format!("the target root {path}"),
+    };
+    let (message, label, help) = match &u.why {
+        UnreadableWhy::Tree(TreeWhy::Symlink(at)) => (
+            if at == path {
+                format!(
+                    "{what}, which is a symlink: cargo builds what it points at, but scaffold reads only real files inside the repository, so its imports were not checked"
+                )
+            } else {
+                format!(
+                    "{what} through the symlink `{at}`: cargo builds it, but scaffold reads only real files through real folders inside the repository, so its imports were not checked"
+                )
+            },
+            "reached through a symlink",
+            format!("replace `{at}` with the real folder or file, inside the repository"),
+        ),
+        UnreadableWhy::Tree(TreeWhy::NotRegular) => (
+            format!(
+                "{what}, which is not a regular file (a FIFO, a device or a folder): cargo would read it, scaffold does not, so nothing in it was checked"
+            ),
+            "not a regular file",
+            format!("make {path} a regular Rust file"),
+        ),
+        UnreadableWhy::Tree(TreeWhy::OutsideRoot) => (
+            format!(
+                "{what}, outside the repository: cargo builds a file scaffold cannot check"
+            ),
+            "leaves the repository",
+            "keep every file of a crate's module tree inside the repository".to_owned(),
+        ),
+        UnreadableWhy::Tree(TreeWhy::Io(e)) => (
+            format!("{what}, which cannot be looked at ({e}): its imports were not checked"),
+            "cannot be read",
+            format!("make {path} readable"),
+        ),
+        UnreadableWhy::TooDeep => (
+            format!(
+                "{path} is reached through a chain of files outside their crates' folders (or hidden from the walk) longer than scaffold follows: it was not checked"
+            ),
+            "module tree too deep to follow",
+            "keep module files inside their crate's folder, or shorten the chain of `#[path]` modules".to_owned(),
+        ),
+    };
+    let (file, at) = match &u.from {
+        Some(from) => {
+            let text = ctx
+                .sources
+                .binary_search_by(|s| s.path.as_str().cmp(from))
+                .ok()
+                .map(|i| ctx.sources[i].file().clone())
+                .or_else(|| {
+                    ctx.repo
+                        .read(from)
+                        .map(|t| crate::source::SourceFile::new(from.clone(), t))
+                });
+            let at = text
+                .as_ref()
+                .map_or(Location::START, |f| declaration(f, &u.via));
+            (from.clone(), at)
+        }
+        None => {
+            let krate = &ctx.repo.workspace.crates[u.krate];
+            (krate.manifest.path.clone(), krate.package_loc)
+        }
+    };
+    Finding::new(ID, file, at)
+        .message(message)
+        .label(label)
+        .help(help)
+}
+
+/// Where `file` declares what `via` names: the `mod` keyword of `mod <name>` (or the
+/// `include` of `include!`), found by token so a comment or a string saying it is not
+/// taken; the start of the file when no token matches (a macro built the declaration).
+fn declaration(file: &crate::source::SourceFile, via: &Via) -> Location {
+    use ra_ap_rustc_lexer::{FrontmatterAllowed, TokenKind, tokenize};
+    let text = &file.text;
+    let (keyword, name) = match via {
+        Via::Mod(name) => ("mod", name.as_str()),
+        Via::Include(_) => ("include", "!"),
+        Via::Target => return Location::START,
+    };
+    let mut at = 0usize;
+    let mut pending: Option<usize> = None;
+    for token in tokenize(text, FrontmatterAllowed::No) {
+        let start = at;
+        at += token.len as usize;
+        let word = &text[start..at];
+        match token.kind {
+            TokenKind::Whitespace
+            | TokenKind::LineComment { .. }
+            | TokenKind::BlockComment { .. } => continue,
+            _ => {}
+        }
+        if let Some(kw) = pending.take() {
+            let matches = match token.kind {
+                TokenKind::Ident => word == name,
+                TokenKind::RawIdent => word.strip_prefix("r#") == Some(name),
+                TokenKind::Bang => name == "!",
+                _ => false,
+            };
+            if matches {
+                return Location::in_file(file, kw, keyword.len());
+            }
+        }
+        if token.kind == TokenKind::Ident && word == keyword {
+            pending = Some(start);
+        }
+    }
+    Location::START
 }

@@ -6,21 +6,24 @@ use std::collections::BTreeMap;
 use toml_edit::{Item, TableLike};
 
 use super::super::gaps::{Gap, Why};
-use super::{Crate, Dep, DepKind, join_rel, toml_error};
+use super::{Crate, Dep, DepKind, Disk, join_rel, toml_error};
 use crate::check::finding::Location;
+use crate::repo::inside::EntryKind;
 use crate::source::SourceFile;
 
+/// A member's crate (`None`: its manifest has no `[package]`), with the gaps its targets
+/// leave (a target folder that cannot be listed).
 pub(super) fn load_crate(
     dir: &str,
     file: SourceFile,
     workspace_deps: &BTreeMap<String, (Option<String>, String)>,
-    files: &[String],
-) -> Result<Option<Crate>, Box<Gap>> {
+    disk: &Disk<'_>,
+) -> Result<(Option<Crate>, Vec<Gap>), Box<Gap>> {
     let doc = toml_edit::Document::parse(file.text.to_string())
         .map_err(|e| Box::new(toml_error(&file, &e)))?;
     let top = doc.as_table();
     let Some((pkg_key, pkg)) = top.get_key_value("package") else {
-        return Ok(None);
+        return Ok((None, Vec::new()));
     };
     let pkg_loc = key_loc(&file, pkg_key, pkg);
     let Some(pkg) = pkg.as_table_like() else {
@@ -90,29 +93,44 @@ pub(super) fn load_crate(
             }
         }
     }
-    Ok(Some(Crate {
-        package: name.to_owned(),
-        lib_name,
-        dir: dir.to_owned(),
-        manifest: file,
-        deps,
-        role,
-        package_loc: pkg_loc,
-        targets: targets(top, pkg, dir, files),
-    }))
+    let mut gaps = Vec::new();
+    let targets = targets(top, pkg, dir, disk, &mut |folder, reason| {
+        gaps.push(Gap {
+            path: file.path.clone(),
+            at: pkg_loc,
+            why: Why::TargetsUnlisted { folder, reason },
+        });
+    });
+    Ok((
+        Some(Crate {
+            package: name.to_owned(),
+            lib_name,
+            dir: dir.to_owned(),
+            manifest: file,
+            deps,
+            role,
+            package_loc: pkg_loc,
+            targets,
+        }),
+        gaps,
+    ))
 }
 
 /// The root files of a package's targets, as cargo finds them: `[lib]`, `[[bin]]`,
 /// `[[example]]`, `[[test]]`, `[[bench]]` paths (or the files their names give), the
 /// files cargo discovers itself unless `autobins = false` and the like, and the build
-/// script. Only files that exist; sorted, each once with its strongest scope.
+/// script. Found on disk, whatever ignore files say, as cargo finds them: a `.rs` file or
+/// a folder holding `main.rs` in `src/bin/`, `examples/`, `tests/`, `benches/` (no
+/// dotfile); only files that exist (one that cannot be read counts: the module tree
+/// reports it). A discovery folder that cannot be listed goes to `unlisted`. Sorted,
+/// each once with its strongest scope.
 fn targets(
     top: &toml_edit::Table,
     pkg: &dyn TableLike,
     dir: &str,
-    files: &[String],
+    disk: &Disk<'_>,
+    unlisted: &mut dyn FnMut(String, String),
 ) -> Vec<(String, DepKind)> {
-    let exists = |p: &str| files.binary_search_by(|f| f.as_str().cmp(p)).is_ok();
     let at = |p: &str| join_rel(dir, p);
     let mut out: Vec<(String, DepKind)> = Vec::new();
     let lib = top.get("lib").and_then(Item::as_table_like);
@@ -157,20 +175,24 @@ fn targets(
             out.extend(at("src/main.rs").map(|p| (p, scope)));
         }
         let Some(base) = at(folder) else { continue };
-        let prefix = format!("{base}/");
-        let start = files.partition_point(|f| f.as_str() < prefix.as_str());
-        for f in files[start..].iter().take_while(|f| f.starts_with(&prefix)) {
-            let rest = &f[prefix.len()..];
-            let direct = rest.ends_with(".rs") && !rest.contains('/');
-            let main = rest
-                .strip_suffix("/main.rs")
-                .is_some_and(|d| !d.contains('/'));
-            if direct || main {
-                out.push((f.clone(), scope));
+        match disk.list(&base) {
+            Ok(None) => {}
+            Ok(Some(entries)) => {
+                for (name, kind) in entries {
+                    if name.starts_with('.') {
+                        continue;
+                    }
+                    match kind {
+                        EntryKind::Dir => out.push((format!("{base}/{name}/main.rs"), scope)),
+                        _ if name.ends_with(".rs") => out.push((format!("{base}/{name}"), scope)),
+                        _ => {}
+                    }
+                }
             }
+            Err(r) => unlisted(base, r.to_string()),
         }
     }
-    out.retain(|(p, _)| exists(p));
+    out.retain(|(p, _)| disk.has(p));
     out.sort();
     // One entry per file: a file that is both a bin and a test root is held to normal.
     out.dedup_by(|later, kept| {

@@ -20,13 +20,17 @@ fn reads_members_deps_and_role() {
     .into_iter()
     .map(String::from)
     .collect();
-    let read = |p: &str| match p {
-        "Cargo.toml" => Some(root.to_owned()),
-        "crates/a/Cargo.toml" => Some(a.to_owned()),
-        "om/Cargo.toml" => Some("[package]\nname = \"acme-om\"\n".to_owned()),
-        _ => None,
-    };
-    let (ws, findings) = Workspace::load(&read, &files);
+    let dir = on_disk(&[
+        ("Cargo.toml", root),
+        ("crates/a/Cargo.toml", a),
+        ("crates/skip/Cargo.toml", "[package]\nname = \"skip\"\n"),
+        ("om/Cargo.toml", "[package]\nname = \"acme-om\"\n"),
+    ]);
+    let (ws, findings) = Workspace::load(&Disk {
+        root: dir.path(),
+        files: &files,
+    })
+    .expect("root manifest read");
     assert!(findings.is_empty(), "{findings:?}");
     // `om`, a path dependency inside the root, is a member though not listed.
     assert_eq!(ws.crates.len(), 2);
@@ -80,16 +84,106 @@ fn path_dependencies_inside_the_root_are_members_too() {
     let files: Vec<String> = manifests.iter().map(|(p, _)| (*p).to_owned()).collect();
     let mut files = files;
     files.sort();
-    let read = |p: &str| {
-        manifests
-            .iter()
-            .find(|(m, _)| *m == p)
-            .map(|(_, t)| (*t).to_owned())
-    };
-    let (ws, findings) = Workspace::load(&read, &files);
+    let dir = on_disk(&manifests);
+    let (ws, findings) = Workspace::load(&Disk {
+        root: dir.path(),
+        files: &files,
+    })
+    .expect("root manifest read");
     assert!(findings.is_empty(), "{findings:?}");
     let dirs: Vec<&str> = ws.crates.iter().map(|c| c.dir.as_str()).collect();
     assert_eq!(dirs, ["", "a", "b", "libs/r", "nested/c"]);
     assert_eq!(ws.crate_of("nested/c/src/lib.rs"), Some(4));
     assert_eq!(ws.crate_of("unrelated/src/lib.rs"), None);
+}
+
+/// A folder holding `files` (repo-relative path, text).
+fn on_disk(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (path, text) in files {
+        let at = dir.path().join(path);
+        std::fs::create_dir_all(at.parent().expect("has a folder")).expect("mkdir");
+        std::fs::write(at, text).expect("write");
+    }
+    dir
+}
+
+/// What cargo builds and the walk does not list is still the workspace's: a member
+/// whose manifest an ignore file hides is loaded from disk, its targets found there; a
+/// member folder that is a symlink, or a manifest that is one, is a gap.
+#[cfg(unix)]
+#[test]
+fn members_and_targets_come_from_disk_not_the_walk() {
+    let dir = on_disk(&[
+        (
+            "Cargo.toml",
+            "[workspace]\nmembers = [\"crates/*\", \"lit\"]\n",
+        ),
+        ("crates/hidden/Cargo.toml", "[package]\nname = \"hidden\"\n"),
+        ("crates/hidden/src/lib.rs", ""),
+        ("crates/hidden/tests/t.rs", ""),
+        ("crates/hidden/tests/.swap.rs", ""),
+        ("crates/hidden/tests/dir/main.rs", ""),
+        ("lit/Cargo.toml", "[package]\nname = \"lit\"\n"),
+        ("elsewhere/Cargo.toml", "[package]\nname = \"linked\"\n"),
+    ]);
+    std::os::unix::fs::symlink("../elsewhere", dir.path().join("crates/linked")).expect("link");
+    // The walk listed only the root manifest (an ignore file hid the rest).
+    let files = vec!["Cargo.toml".to_owned()];
+    let (ws, gaps) = Workspace::load(&Disk {
+        root: dir.path(),
+        files: &files,
+    })
+    .expect("root manifest read");
+    let dirs: Vec<&str> = ws.crates.iter().map(|c| c.dir.as_str()).collect();
+    assert_eq!(dirs, ["crates/hidden", "lit"]);
+    let targets: Vec<&str> = ws.crates[0]
+        .targets
+        .iter()
+        .map(|(p, _)| p.as_str())
+        .collect();
+    assert_eq!(
+        targets,
+        [
+            "crates/hidden/src/lib.rs",
+            "crates/hidden/tests/dir/main.rs",
+            "crates/hidden/tests/t.rs"
+        ]
+    );
+    assert!(
+        matches!(&gaps[..], [Gap { why: Why::MemberLinked { dir, .. }, .. }] if dir == "crates/linked"),
+        "{gaps:?}"
+    );
+    std::fs::remove_file(dir.path().join("Cargo.toml")).expect("rm");
+    std::os::unix::fs::symlink("elsewhere/Cargo.toml", dir.path().join("Cargo.toml"))
+        .expect("link");
+    assert!(matches!(
+        Workspace::load(&Disk {
+            root: dir.path(),
+            files: &files,
+        }),
+        Err(RootUnread::Refused(_))
+    ));
+}
+
+/// Many literal members that do not exist take one look each (it was quadratic: each
+/// was searched for in the root manifest's text).
+#[test]
+fn missing_literal_members_are_found_in_linear_time() {
+    let n = 20_000;
+    let mut root = String::from("[workspace]\nmembers = [\n");
+    for i in 0..n {
+        root.push_str(&format!("  \"gone/m{i}\",\n"));
+    }
+    root.push_str("]\n");
+    let dir = on_disk(&[("Cargo.toml", &root)]);
+    let files = vec!["Cargo.toml".to_owned()];
+    let (_, gaps) = Workspace::load(&Disk {
+        root: dir.path(),
+        files: &files,
+    })
+    .expect("root manifest read");
+    assert_eq!(gaps.len(), n);
+    // Each at its own string: line i + 3.
+    assert_eq!(gaps[n - 1].at.line, n + 2);
 }
