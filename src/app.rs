@@ -139,7 +139,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, AppError> {
         } => {
             refuse_check_formats(global.format)?;
             let root = repo::discover(&working_dir(&global)?)?;
-            recover(&root, "hook install")?;
+            refuse_pending(&root, "hook install")?;
             let path = crate::hook::install(&root, force)?;
             write_or_quiet(report::hook_installed(out, global.format, &path))?;
             Ok(ExitCode::from(EXIT_OK))
@@ -193,6 +193,13 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, AppError> {
             write_or_quiet(report::generated(out, global.format, &done))?;
             Ok(ExitCode::from(EXIT_OK))
         }
+        Command::Recover => {
+            refuse_check_formats(global.format)?;
+            let root = repo::discover(&working_dir(&global)?)?;
+            let r = crate::generate::txn::recover(&root, "recover", &mut waiting)?;
+            write_or_quiet(report::recovery(out, global.format, r.as_ref()))?;
+            Ok(ExitCode::from(EXIT_OK))
+        }
         Command::Namespace(args) => {
             refuse_check_formats(global.format)?;
             let done = crate::generate::namespace::namespace(
@@ -220,12 +227,15 @@ fn say_recovered(r: Option<&crate::generate::txn::Recovered>) {
     }
 }
 
-/// Before a command that reads the repository at `root` does anything else: finishes or
-/// undoes a generator run that was killed there (waiting for one that is still running).
-pub(crate) fn recover(root: &Path, command: &str) -> Result<(), AppError> {
-    let r = crate::generate::txn::recover(root, command, &mut waiting)?;
-    say_recovered(r.as_ref());
-    Ok(())
+/// Before a command that only reads the repository at `root` does anything else: waits
+/// for a generator run still writing there, and stops at a journal a killed one left
+/// (`scaffold recover` finishes or undoes it). Writes nothing.
+fn refuse_pending(root: &Path, command: &str) -> Result<(), AppError> {
+    Ok(crate::generate::txn::refuse_pending(
+        root,
+        command,
+        &mut waiting,
+    )?)
 }
 
 fn change_set(root: &Path, args: &ChangeArgs) -> Result<Option<ChangeSet>, AppError> {
@@ -284,7 +294,7 @@ fn run_gates(
     refuse_check_formats(global.format)?;
     let cwd = working_dir(global)?;
     let root = repo::discover(&cwd)?;
-    recover(&root, "gates")?;
+    refuse_pending(&root, "gates")?;
     let loaded = match Repo::load(&root) {
         Ok(r) => r,
         Err(RepoError::Manifest { problems, .. }) => {
@@ -346,7 +356,7 @@ fn run_check(
     check::validate_rule_ids(&args.rules).map_err(|errors| AppError::UnknownRules { errors })?;
     let cwd = working_dir(global)?;
     let root = repo::discover(&cwd)?;
-    recover(&root, "check")?;
+    refuse_pending(&root, "check")?;
     let changes = match change_set(&root, &args.changes)? {
         None if !args.paths.is_empty() => Some(named_changes(&root, &cwd, &args.paths)),
         changes => changes,

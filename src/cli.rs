@@ -99,6 +99,9 @@ pub enum Command {
     /// Add a kind of work to a worker (creating the worker when it does not exist): the
     /// kind's spec, payload, handler, run-twice test, and the worker's wiring.
     Worker(WorkerArgs),
+    /// Finish (or undo) a generator run that was killed while it wrote, from its journal
+    /// in .scaffold/txn/; `check`, `gates` and `hook install` stop until it is done.
+    Recover,
     // scaffold:queue-wiring
     /// Operate the work queue: migrate, enqueue, status, list, retry, discard, bench.
     Queue(crate::queue::QueueArgs),

@@ -64,11 +64,9 @@ pub fn install(root: &Path, force: bool) -> Result<PathBuf, HookError> {
     let subdir = crate::repo::files::relative(&top, &root_c).unwrap_or_default();
     let hooks = PathBuf::from(hooks);
     let path = hooks.join("pre-commit");
-    if let Ok(existing) = std::fs::read_to_string(&path) {
-        if !existing.contains(MARKER) && !force {
-            return Err(HookError::Exists { path });
-        }
-    } else if path.exists() && !force {
+    // Anything there but a hook scaffold wrote (a symlink, a FIFO, another hook) is
+    // replaced only with --force, and never opened in a way that could block or follow.
+    if !force && std::fs::symlink_metadata(&path).is_ok() && !written_by_scaffold(&path) {
         return Err(HookError::Exists { path });
     }
     let write_err = |source| HookError::Write {
@@ -76,14 +74,45 @@ pub fn install(root: &Path, force: bool) -> Result<PathBuf, HookError> {
         source,
     };
     std::fs::create_dir_all(&hooks).map_err(write_err)?;
-    let tmp = hooks.join(".pre-commit.scaffold-tmp");
-    std::fs::write(&tmp, script(&subdir)).map_err(write_err)?;
+    // A new file of its own (O_EXCL, a random name), so a link planted in the hooks
+    // folder is never written through; renamed over the hook, which replaces a link at
+    // its name, never its target.
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".pre-commit.scaffold-")
+        .tempfile_in(&hooks)
+        .map_err(write_err)?;
+    std::io::Write::write_all(&mut tmp, script(&subdir).as_bytes()).map_err(write_err)?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755))
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o755))
             .map_err(write_err)?;
     }
-    std::fs::rename(&tmp, &path).map_err(write_err)?;
+    tmp.persist(&path).map_err(|e| write_err(e.error))?;
     Ok(path)
+}
+
+/// The most of an existing hook read to tell whether scaffold wrote it.
+const HOOK_LIMIT: u64 = 64 << 10;
+
+/// Whether the hook at `path` is a regular file holding scaffold's marker: opened without
+/// following a link and without blocking (a FIFO there would hang the read).
+fn written_by_scaffold(path: &Path) -> bool {
+    use std::io::Read;
+    let mut opts = std::fs::OpenOptions::new();
+    opts.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    }
+    let Ok(file) = opts.open(path) else {
+        return false;
+    };
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return false;
+    }
+    let mut text = String::new();
+    file.take(HOOK_LIMIT).read_to_string(&mut text).is_ok() && text.contains(MARKER)
 }

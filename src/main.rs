@@ -34,8 +34,22 @@ fn main() -> ExitCode {
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
         || matches!(cli.global.color, scaffold::cli::ColorChoice::Never);
     let style = app::style(&cli.global);
+    // Human and GitHub output goes through the terminal guard: nothing a repository holds
+    // can act on the reader's terminal. ESC passes only where the check draws its own
+    // colours (every repository string in it is escaped before it is drawn).
+    let guarded = matches!(
+        cli.global.format,
+        scaffold::cli::Format::Human | scaffold::cli::Format::Github
+    );
+    let colour =
+        style.color && !no_color && matches!(cli.command, scaffold::cli::Command::Check(_));
     let stdout = io::stdout();
-    let mut out = io::BufWriter::new(stdout.lock());
+    let buffered = io::BufWriter::new(stdout.lock());
+    let mut out: Box<dyn Write> = if guarded {
+        Box::new(scaffold::report::inert::Terminal::new(buffered, colour))
+    } else {
+        Box::new(buffered)
+    };
     let result = app::run(cli, &mut out);
     let flushed = out.flush();
     match result {

@@ -1,7 +1,7 @@
 //! The generator under faults a unit test cannot play: the real binary SIGKILLed at random
-//! points (every tree is then, after the next scaffold command, byte-identical to before
-//! the run or to a full run, with no stray file), and runs started at the same time (each
-//! one's work lands; none is lost).
+//! points (every tree is then, after `scaffold recover`, byte-identical to before the run
+//! or to a full run, with no stray file), and runs started at the same time (each one's
+//! work lands; none is lost).
 
 use crate::common;
 
@@ -13,8 +13,7 @@ use std::time::{Duration, Instant};
 use common::{copy_dir, init_repo, run_in};
 
 /// Every file and folder under `root`, with its bytes and whether it is executable, but
-/// `.scaffold/cache` and the `.scaffold/` holding it (the checker's, written by the
-/// recovering `check`).
+/// `.scaffold/cache` and the `.scaffold/` holding it (the checker's own cache).
 fn tree(root: &Path) -> BTreeMap<String, (Vec<u8>, bool)> {
     let mut out = BTreeMap::new();
     let mut stack = vec![root.to_path_buf()];
@@ -184,8 +183,9 @@ fn a_kill_at_any_point_leaves_the_tree_as_before_or_as_a_full_run() {
             phases.before_txn += 1;
         }
         let pending = txn.exists();
-        // The next scaffold command, whichever it is, finishes or undoes the run.
-        let next = run_in(&dir, &["check"]);
+        // `scaffold recover` (or the next generator command) finishes or undoes the run;
+        // `check` never writes the tree (tests/hostile.rs holds it to that).
+        let next = run_in(&dir, &["recover"]);
         if pending {
             assert!(
                 next.stderr.contains("was stopped"),

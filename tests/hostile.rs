@@ -276,6 +276,12 @@ fn a_journal_naming_a_path_outside_the_repository_is_refused() {
     Test::in_dir(&repo)
         .args(["check"])
         .status(2)
+        .stderr_has("scaffold recover")
+        .tree_unchanged()
+        .run();
+    Test::in_dir(&repo)
+        .args(["recover"])
+        .status(2)
         .stderr_has("cannot finish the interrupted `scaffold worker x X`")
         .run();
     assert!(
@@ -445,8 +451,8 @@ fn oversized_readmes_and_sources_are_findings_read_no_further_than_their_limit()
     );
 }
 
-/// A committed journal must not plant a git hook, or move a file in from outside through
-/// a staged symlink, when the next `check` recovers it.
+/// A planted journal must not plant a git hook, or move a file in from outside through a
+/// staged symlink, when `scaffold recover` reads it.
 #[cfg(unix)]
 #[test]
 fn a_planted_journal_cannot_write_a_git_hook_or_pull_a_file_in_through_a_link() {
@@ -478,7 +484,7 @@ fn a_planted_journal_cannot_write_a_git_hook_or_pull_a_file_in_through_a_link() 
         });
         std::fs::write(txn.join("journal.json"), journal.to_string()).expect("write");
         Test::in_dir(&repo)
-            .args(["check"])
+            .args(["recover"])
             .status(2)
             .stderr_has(says)
             .run();

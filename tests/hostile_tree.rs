@@ -8,27 +8,7 @@ use crate::common;
 use std::os::unix::fs::symlink;
 use std::path::Path;
 
-use common::{Test, copy_fixture};
-
-/// The module a violation sits in, and what it holds.
-const SNEAKY: &str = "pub fn go() {\n    infra::resolve();\n}\n";
-
-/// The import-forbidden fixture reduced to one violation, in `src/sneaky/mod.rs` of the
-/// maintenance worker (`mod sneaky;` in its `main.rs`).
-fn violating_tree() -> tempfile::TempDir {
-    let repo = copy_fixture("rules/import-forbidden");
-    let worker = repo.path().join("workers/maintenance");
-    std::fs::remove_dir_all(worker.join("src")).expect("rm src");
-    std::fs::remove_dir_all(worker.join("tests")).expect("rm tests");
-    std::fs::create_dir_all(worker.join("src/sneaky")).expect("mkdir");
-    std::fs::write(
-        worker.join("src/main.rs"),
-        "mod sneaky;\n\nfn main() {\n    sneaky::go();\n}\n",
-    )
-    .expect("write main.rs");
-    std::fs::write(worker.join("src/sneaky/mod.rs"), SNEAKY).expect("write module");
-    repo
-}
+use common::{SNEAKY, Test, violating_tree};
 
 /// `check` on `repo` exits `status`, says `says` (in JSON: human output wraps lines),
 /// and leaves the tree as it was (its own cache aside), in both formats.

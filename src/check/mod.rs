@@ -160,7 +160,7 @@ pub fn run(repo: &Repo, opts: &CheckOptions) -> Outcome {
         }
     }
     let files_checked = files.len() + seen;
-    let texts = finding_texts(&ctx.sources, &files, &sink);
+    let texts = finding_texts(&repo.root, &ctx.sources, &files, &sink);
     // Freed on a pool thread while this one applies the policy and reports: tens of
     // thousands of sources' allocations are a tenth of a warm check.
     let sources = std::mem::take(&mut ctx.sources);
@@ -189,10 +189,13 @@ pub fn run(repo: &Repo, opts: &CheckOptions) -> Outcome {
 }
 
 /// The text of each file a finding is on that this run already holds: a source's (read on
-/// first use, and kept) or a manifest's. Any other file is left to its reader: the sink's
-/// fingerprints read it as before, and the reporter only through `inside::read_text`, which
-/// refuses a path reached through a symlinked folder (a change set can name one).
+/// first use, and kept; only while it has one name: a hard-linked file is read for its
+/// imports but never shown) or a manifest's. Any other file is left to its reader: the
+/// sink's fingerprints read it as before, and the reporter only through
+/// `inside::read_text`, which refuses a path reached through a symlinked folder (a change
+/// set can name one) and a hard-linked file.
 fn finding_texts(
+    root: &std::path::Path,
     sources: &[context::Source],
     manifests: &[&crate::source::SourceFile],
     sink: &Sink,
@@ -200,7 +203,10 @@ fn finding_texts(
     let mut texts = BTreeMap::new();
     for path in sink.paths() {
         let text = match sources.binary_search_by(|s| s.path.as_str().cmp(path)) {
-            Ok(i) => Some(sources[i].file().text.clone()),
+            Ok(i) if crate::repo::inside::showable(root, path) => {
+                Some(sources[i].file().text.clone())
+            }
+            Ok(_) => None,
             Err(_) => manifests
                 .binary_search_by(|f| f.path.as_str().cmp(path))
                 .ok()

@@ -91,9 +91,10 @@ impl Why {
         match r {
             Refusal::Symlink(at) => Why::Symlink(at),
             Refusal::Climbs(_) => Why::OutsideRoot,
-            Refusal::NotRegular(_) | Refusal::NotDirectory(_) | Refusal::TooLarge { .. } => {
-                Why::NotRegular
-            }
+            Refusal::NotRegular(_)
+            | Refusal::NotDirectory(_)
+            | Refusal::TooLarge { .. }
+            | Refusal::HardLinked(_) => Why::NotRegular,
             Refusal::Io { source, .. } => Why::Io(source.kind().to_string()),
         }
     }

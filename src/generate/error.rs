@@ -300,6 +300,28 @@ pub enum GenerateError {
         )
     )]
     Journal { command: String, reason: String },
+    /// `check`, `gates` and `hook install` never write the tree: a journal a killed
+    /// generator run left stops them, naming what finishes or undoes it.
+    #[error(
+        "an interrupted `scaffold {command}` left its journal in .scaffold/txn: the tree may be half written"
+    )]
+    #[diagnostic(
+        code(scaffold::journal_pending),
+        help(
+            "run `scaffold recover` (or the next generator command, which does it first) to finish or undo that run; `{this}` does not write the tree, so it stopped here"
+        )
+    )]
+    JournalPending { command: String, this: String },
+    /// A journal git tracks came with a commit, not from a run killed here: applying it
+    /// would write whatever it names.
+    #[error("`.scaffold/txn` is tracked by git: a committed journal is never applied")]
+    #[diagnostic(
+        code(scaffold::journal_tracked),
+        help(
+            "a generator journal is local to one run; remove it from git (`git rm -r --cached .scaffold/txn`, and keep `.scaffold/` in .gitignore), then delete the folder"
+        )
+    )]
+    JournalTracked,
     #[error("agent/codemap.yml has no valid `name:`")]
     #[diagnostic(
         code(scaffold::manifest_invalid),

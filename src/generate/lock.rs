@@ -67,7 +67,7 @@ pub fn acquire(
         inside::create_dirs(root, ".scaffold")
             .map_err(|e| GenerateError::io("create", root.join(".scaffold"), e))?;
         let path = root.join(LOCK_PATH);
-        let mut file = match open(&path) {
+        let (mut file, created) = match open(&path) {
             Ok(f) => f,
             // The holder removed `.scaffold/` as it finished: make it again.
             Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
@@ -79,10 +79,16 @@ pub fn acquire(
                     // Locked a file its holder had already unlinked: take the new one.
                     continue;
                 }
+                if !created {
+                    // A lock file a killed run left (or one planted there): its name goes,
+                    // its content is never touched, and the next try makes a new one.
+                    std::fs::remove_file(&path)
+                        .map_err(|e| GenerateError::io("remove", &path, e))?;
+                    let _ = FileExt::unlock(&file);
+                    continue;
+                }
                 let note = format!("pid {}: scaffold {command}\n", std::process::id());
-                file.set_len(0)
-                    .and_then(|()| file.rewind())
-                    .and_then(|()| file.write_all(note.as_bytes()))
+                file.write_all(note.as_bytes())
                     .map_err(|e| GenerateError::io("write", &path, e))?;
                 return Ok(RepoLock {
                     file,
@@ -128,23 +134,104 @@ fn timeout() -> Result<Duration, GenerateError> {
     }
 }
 
-/// Opens the lock file read-write, creating it; never through a symlink, never anything
-/// but a regular file (a FIFO would block the open or the note's read).
-fn open(path: &Path) -> io::Result<File> {
-    let mut opts = OpenOptions::new();
-    opts.read(true).write(true).create(true).truncate(false);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
-    }
-    let file = opts.open(path)?;
-    if !file.metadata()?.is_file() {
+/// Opens the lock file read-write: a new one it creates (`true`), else the one there;
+/// never through a symlink, never anything but a regular file (a FIFO would block the open
+/// or the note's read), never a file with a second name (a hard link to a file elsewhere:
+/// a write would land there). Nothing is truncated: only a file this run created is
+/// written to.
+fn open(path: &Path) -> io::Result<(File, bool)> {
+    let with = |create: bool| {
+        let mut opts = OpenOptions::new();
+        opts.read(true).write(true);
+        if create {
+            opts.create_new(true);
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            opts.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+        }
+        opts.open(path)
+    };
+    let (file, created) = match with(true) {
+        Ok(f) => (f, true),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => (with(false)?, false),
+        Err(e) => return Err(e),
+    };
+    let meta = file.metadata()?;
+    if !meta.is_file() {
         return Err(io::Error::other(format!(
             "{LOCK_PATH} is not a regular file"
         )));
     }
-    Ok(file)
+    if links(&meta) > 1 {
+        return Err(io::Error::other(format!(
+            "{LOCK_PATH} has {} names (a hard link): scaffold writes only a lock file of its own",
+            links(&meta)
+        )));
+    }
+    Ok((file, created))
+}
+
+/// How many names a file has.
+#[cfg(unix)]
+fn links(meta: &std::fs::Metadata) -> u64 {
+    std::os::unix::fs::MetadataExt::nlink(meta)
+}
+
+#[cfg(not(unix))]
+fn links(_: &std::fs::Metadata) -> u64 {
+    1
+}
+
+/// Waits while a live generator run holds the lock, creating and writing nothing: for the
+/// commands that only read the tree (`check`, `gates`, `hook install`), so they never read
+/// it half written. A lock file nobody holds (a killed run's) is left as it is.
+pub fn wait_free(root: &Path, waiting: &mut dyn FnMut(&str)) -> Result<(), GenerateError> {
+    let path = root.join(LOCK_PATH);
+    if std::fs::symlink_metadata(&path).is_err() {
+        return Ok(());
+    }
+    let timeout = timeout()?;
+    let started = Instant::now();
+    let mut told = false;
+    loop {
+        let mut opts = OpenOptions::new();
+        opts.read(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            opts.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+        }
+        // Gone, a link, a FIFO: no live run holds it (a run locks only a regular file).
+        let Ok(mut file) = opts.open(&path) else {
+            return Ok(());
+        };
+        if !file.metadata().is_ok_and(|m| m.is_file()) {
+            return Ok(());
+        }
+        match FileExt::try_lock_shared(&file) {
+            Ok(()) => {
+                let _ = FileExt::unlock(&file);
+                return Ok(());
+            }
+            Err(fs4::TryLockError::WouldBlock) => {
+                let holder = holder(&mut file);
+                if started.elapsed() >= timeout {
+                    return Err(GenerateError::Locked {
+                        holder,
+                        waited: timeout.as_secs(),
+                    });
+                }
+                if !told {
+                    waiting(&holder);
+                    told = true;
+                }
+                std::thread::sleep(POLL);
+            }
+            Err(fs4::TryLockError::Error(e)) => return Err(GenerateError::io("lock", &path, e)),
+        }
+    }
 }
 
 #[cfg(unix)]

@@ -124,7 +124,7 @@ impl Txn {
                 Err(e) => return Err(GenerateError::io("create", root, e)),
             }
         }
-        let lock = match lock::acquire(root, command, waiting) {
+        let lock = match refuse_tracked(root).and_then(|()| lock::acquire(root, command, waiting)) {
             Ok(lock) => lock,
             Err(e) => {
                 if root_created {
@@ -272,6 +272,7 @@ pub fn recover(
     if !pending && !lock::stale_file(root) {
         return Ok(None);
     }
+    refuse_tracked(root)?;
     let lock = match lock::acquire(root, command, waiting) {
         Ok(lock) => lock,
         // A lock file left behind in a tree this run may not write: nothing to recover.
@@ -287,6 +288,61 @@ pub fn recover(
         remove_empty_root(root);
     }
     recovered
+}
+
+/// For the commands that never write the tree (`check`, `gates`, `hook install`, named by
+/// `this`): waits while a live generator run holds the lock, then refuses to go on over a
+/// journal a killed run left (the tree may be half written), naming what finishes or
+/// undoes it. Writes nothing: no lock file, no folder, no recovery. A transaction folder
+/// without a journal is a run killed before its commit point, which changed nothing.
+pub fn refuse_pending(
+    root: &Path,
+    this: &str,
+    waiting: &mut dyn FnMut(&str),
+) -> Result<(), GenerateError> {
+    lock::wait_free(root, waiting)?;
+    if fs::symlink_metadata(root.join(TXN_DIR)).is_err() {
+        return Ok(());
+    }
+    refuse_tracked(root)?;
+    let rel = format!("{TXN_DIR}/{JOURNAL}");
+    match inside::probe(root, &rel) {
+        inside::Probe::Missing => Ok(()),
+        inside::Probe::Refused(r) => Err(GenerateError::Journal {
+            command: "?".to_owned(),
+            reason: r.to_string(),
+        }),
+        inside::Probe::File => {
+            let command = read_json::<Journal>(root, JOURNAL)
+                .ok()
+                .flatten()
+                .map_or_else(|| "?".to_owned(), |j| j.command);
+            Err(GenerateError::JournalPending {
+                command,
+                this: this.to_owned(),
+            })
+        }
+    }
+}
+
+/// Refuses a transaction folder git tracks: it came with a commit (a pull request can
+/// commit one), not from a run killed here, and applying it would write what it names.
+/// Outside a git work tree, or without git, nothing is tracked.
+fn refuse_tracked(root: &Path) -> Result<(), GenerateError> {
+    use crate::changes::GitError;
+    if fs::symlink_metadata(root.join(TXN_DIR)).is_err() {
+        return Ok(());
+    }
+    match crate::changes::git(root, &["ls-files", "-z", "--cached", "--", TXN_DIR]) {
+        Ok(out) if out.is_empty() => Ok(()),
+        Ok(_) => Err(GenerateError::JournalTracked),
+        Err(GitError::Spawn(_)) => Ok(()),
+        Err(GitError::Failed { stderr, .. }) if stderr.contains("not a git repository") => Ok(()),
+        Err(e) => Err(GenerateError::Journal {
+            command: "?".to_owned(),
+            reason: format!("git cannot say whether {TXN_DIR} is tracked: {e}"),
+        }),
+    }
 }
 
 /// [`recover`] with the lock held.
@@ -352,6 +408,10 @@ fn validate(root: &Path, j: &Journal) -> Result<(), String> {
         s.strip_prefix(prefix)
             .is_some_and(|n| !n.is_empty() && n.len() < 10 && n.bytes().all(|b| b.is_ascii_digit()))
     };
+    let mut paths = std::collections::HashSet::new();
+    if let Some(twice) = j.entries.iter().find(|e| !paths.insert(e.path.as_str())) {
+        return Err(format!("`{}` is listed twice", twice.path));
+    }
     for path in j.dirs.iter().chain(j.entries.iter().map(|e| &e.path)) {
         super::plan::check_relative(path).map_err(|e| e.to_string())?;
         if path
@@ -392,13 +452,12 @@ fn forward(
         command: j.command.clone(),
         reason: format!("{path} changed since the run planned it"),
     };
-    for d in &j.dirs {
-        inside::create_dirs(root, d).map_err(|e| GenerateError::io("create", root.join(d), e))?;
-    }
+    // Every entry is checked before anything is made: a journal refused part way must not
+    // have created its folders first.
+    let mut todo = Vec::with_capacity(j.entries.len());
     for e in &j.entries {
-        let staged = dir.join(&e.staged);
-        let target = root.join(&e.path);
         let now = hash_of(root, &e.path)?;
+        let staged = dir.join(&e.staged);
         if fs::symlink_metadata(&staged).is_ok() {
             if now != e.before {
                 return Err(changed(&e.path));
@@ -410,15 +469,27 @@ fn forward(
                     reason: format!("{staged_rel} does not hold what the journal says"),
                 });
             }
-            fault(&e.path).map_err(|err| GenerateError::io("replace", &target, err))?;
             inside::no_links(root, &e.path).map_err(|_| GenerateError::PathEscapes {
                 path: e.path.clone(),
             })?;
-            fs::rename(&staged, &target)
-                .map_err(|err| GenerateError::io("replace", &target, err))?;
+            todo.push((e, staged));
         } else if now.as_deref() != Some(e.after.as_str()) {
             return Err(changed(&e.path));
         }
+    }
+    for d in &j.dirs {
+        inside::create_dirs(root, d).map_err(|e| GenerateError::io("create", root.join(d), e))?;
+    }
+    for (e, staged) in todo {
+        let target = root.join(&e.path);
+        if hash_of(root, &e.path)? != e.before {
+            return Err(changed(&e.path));
+        }
+        fault(&e.path).map_err(|err| GenerateError::io("replace", &target, err))?;
+        inside::no_links(root, &e.path).map_err(|_| GenerateError::PathEscapes {
+            path: e.path.clone(),
+        })?;
+        fs::rename(&staged, &target).map_err(|err| GenerateError::io("replace", &target, err))?;
     }
     Ok(())
 }

@@ -155,6 +155,14 @@ pub enum QueueError {
         #[source]
         source: std::io::Error,
     },
+    #[error("the payload is larger than {} MiB", limit >> 20)]
+    #[diagnostic(
+        code(scaffold::payload_too_large),
+        help(
+            "a payload is the item's parameters; put large inputs where the handler reads them and pass their names"
+        )
+    )]
+    PayloadTooLarge { limit: u64 },
     #[error(
         "item {id} is {state}; only a live item (available, running, failed, parked) can be cancelled"
     )]

@@ -440,13 +440,14 @@ async fn enqueue(
         }
     }
     let text = match e.payload.strip_prefix('@') {
-        Some(file) => {
-            let path = cwd.join(file);
-            std::fs::read_to_string(&path)
-                .map_err(|source| QueueError::PayloadFile { path, source })?
-        }
+        Some(file) => read_payload(&cwd.join(file))?,
         None => e.payload.clone(),
     };
+    if text.len() as u64 > PAYLOAD_LIMIT {
+        return Err(QueueError::PayloadTooLarge {
+            limit: PAYLOAD_LIMIT,
+        });
+    }
     let payload: serde_json::Value =
         serde_json::from_str(&text).map_err(|source| QueueError::MalformedPayload { source })?;
     let store = open_existing(database, cwd).await?;
@@ -514,4 +515,30 @@ async fn bench(
         let _ = std::fs::remove_dir_all(&scratch);
     }
     result
+}
+
+/// The largest payload `enqueue` takes: a coordinator's JSON body limit (a pipe or a
+/// device such as `/dev/zero` is read only to here).
+const PAYLOAD_LIMIT: u64 = 1 << 20;
+
+/// `--payload @FILE`: at most [`PAYLOAD_LIMIT`] bytes of it, as UTF-8 (a pipe such as
+/// `/dev/stdin` is fine; it is read to its end or to the limit).
+fn read_payload(path: &std::path::Path) -> Result<String, QueueError> {
+    use std::io::Read;
+    let fail = |source| QueueError::PayloadFile {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(fail)?;
+    let mut bytes = Vec::new();
+    file.take(PAYLOAD_LIMIT + 1)
+        .read_to_end(&mut bytes)
+        .map_err(fail)?;
+    if bytes.len() as u64 > PAYLOAD_LIMIT {
+        return Err(QueueError::PayloadTooLarge {
+            limit: PAYLOAD_LIMIT,
+        });
+    }
+    String::from_utf8(bytes)
+        .map_err(|e| fail(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
 }

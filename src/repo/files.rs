@@ -22,6 +22,10 @@ pub struct Walk {
     /// Every other file that is a symlink, sorted: never read, and a rule that needs one
     /// of them says it could not read it.
     pub links: Vec<String>,
+    /// What the walk could not read, sorted, each with why: an ignore file that is not a
+    /// regular file (its folder is walked as if it ignored nothing), a folder it cannot
+    /// list. Findings, never silently skipped.
+    pub unread: Vec<(String, String)>,
 }
 
 /// Why a `.rs` file found by the walk is not checked.
@@ -77,9 +81,12 @@ impl FileStat {
     }
 }
 
-/// Walks `root`. Honours `.gitignore` (also outside a git checkout), never follows
-/// symlinks, and skips `.git`, `.scaffold` and Cargo target directories (those holding
-/// `CACHEDIR.TAG`).
+/// Walks `root`. Honours `.gitignore` and `.ignore` (also outside a git checkout), never
+/// follows symlinks, and skips `.git`, `.scaffold` and Cargo target directories (those
+/// holding `CACHEDIR.TAG`). What is left out is only the fast list: the Rust that cargo
+/// builds is found from the crates' module trees whatever it says. An ignore file is read
+/// only as a regular file (the vendored `ignore`'s patch); one that is not is in
+/// [`Walk::unread`].
 ///
 /// With `stats`, also takes each `.rs` file's metadata (what the check cache compares to
 /// take a file's entry without opening it); without, a caller that wants it takes it from
@@ -88,6 +95,7 @@ pub fn walk(root: &Path, stats: bool) -> Walk {
     let out: Mutex<Vec<Vec<Found>>> = Mutex::new(Vec::new());
     let unchecked: Mutex<Vec<(String, Unchecked)>> = Mutex::new(Vec::new());
     let links: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let unread: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
     WalkBuilder::new(root)
         .hidden(false)
         .git_ignore(true)
@@ -108,7 +116,28 @@ pub fn walk(root: &Path, stats: bool) -> Walk {
             let mut found = ThreadFiles::new(&out);
             let unchecked = &unchecked;
             let links = &links;
+            let unread = &unread;
             Box::new(move |entry| {
+                // An ignore file a folder holds that could not be read rides on the
+                // folder's entry; a folder that could not be listed is an error of its own.
+                let error = match &entry {
+                    Err(e) => Some(e),
+                    Ok(e) => e.error(),
+                };
+                if let Some(e) = error {
+                    let mut found = Vec::new();
+                    io_errors(e, None, &mut found);
+                    if let Ok(mut list) = unread.lock() {
+                        list.extend(
+                            found
+                                .into_iter()
+                                .filter_map(|(p, why)| relative(root, &p).map(|r| (r, why))),
+                        );
+                    }
+                    if entry.is_err() {
+                        return WalkState::Continue;
+                    }
+                }
                 // A symlink is never followed. A symlinked `.rs` file: cargo would build it,
                 // the check reads only real files inside the root, so it is reported, not
                 // skipped; any other is listed for the rules that need it to say so.
@@ -160,6 +189,9 @@ pub fn walk(root: &Path, stats: bool) -> Walk {
     unchecked.sort_unstable();
     let mut links = links.into_inner().unwrap_or_else(|p| p.into_inner());
     links.sort_unstable();
+    let mut unread = unread.into_inner().unwrap_or_else(|p| p.into_inner());
+    unread.sort_unstable();
+    unread.dedup();
     if !stats {
         // No vector of nothing but `None` beside the file list.
         let files = all.into_iter().map(|(path, _)| path).collect();
@@ -168,6 +200,7 @@ pub fn walk(root: &Path, stats: bool) -> Walk {
             stats: Vec::new(),
             unchecked,
             links,
+            unread,
         };
     }
     let (files, stats) = all.into_iter().unzip();
@@ -176,6 +209,48 @@ pub fn walk(root: &Path, stats: bool) -> Walk {
         stats,
         unchecked,
         links,
+        unread,
+    }
+}
+
+/// The I/O errors inside a walk error, each with the path it is about: an ignore file
+/// that could not be opened or read, a folder that could not be listed. A glob an ignore
+/// file holds that is not one is the ignore file's own business (git skips such lines).
+fn io_errors(e: &ignore::Error, path: Option<&Path>, out: &mut Vec<(std::path::PathBuf, String)>) {
+    match e {
+        ignore::Error::Partial(errs) => {
+            for e in errs {
+                io_errors(e, path, out);
+            }
+        }
+        ignore::Error::WithPath { path, err } => io_errors(err, Some(path), out),
+        ignore::Error::WithLineNumber { err, .. } | ignore::Error::WithDepth { err, .. } => {
+            io_errors(err, path, out);
+        }
+        ignore::Error::Io(io) => {
+            if let Some(p) = path {
+                let why = if is_loop(io) {
+                    "a symlink".to_owned()
+                } else {
+                    io.to_string()
+                };
+                out.push((p.to_path_buf(), why));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Whether an open failed because its path is a symlink (`O_NOFOLLOW`'s answer).
+fn is_loop(e: &std::io::Error) -> bool {
+    #[cfg(unix)]
+    {
+        e.raw_os_error() == Some(libc::ELOOP)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = e;
+        false
     }
 }
 

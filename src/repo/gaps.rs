@@ -42,4 +42,7 @@ pub enum Why {
     NameNotUtf8,
     /// A `.rs` file that is a symlink.
     SymlinkedSource,
+    /// An ignore file the walk could not read as a regular file (a FIFO, a symlink), or
+    /// a folder it could not list.
+    WalkUnread { reason: String },
 }

@@ -20,6 +20,12 @@ pub enum Refusal {
     TooLarge { path: String, limit: u64 },
     #[error("`{0}` leaves the repository (`..` or an absolute path)")]
     Climbs(String),
+    /// A regular file with a second name: a hard link can make a file elsewhere (another
+    /// user's, a secret) look like one of the repository's, so it is never shown.
+    #[error(
+        "`{0}` has more than one name (a hard link); scaffold shows only files the repository alone holds"
+    )]
+    HardLinked(String),
     #[error("cannot read `{path}`: {source}")]
     Io {
         path: String,
@@ -212,6 +218,9 @@ pub fn read_bytes(root: &Path, rel: &str, limit: u64) -> Result<Option<Vec<u8>>,
     if !meta.is_file() {
         return Err(Refusal::NotRegular(rel.to_owned()));
     }
+    if names(&meta) > 1 {
+        return Err(Refusal::HardLinked(rel.to_owned()));
+    }
     if meta.len() > limit {
         return Err(Refusal::TooLarge {
             path: rel.to_owned(),
@@ -229,6 +238,24 @@ pub fn read_bytes(root: &Path, rel: &str, limit: u64) -> Result<Option<Vec<u8>>,
         });
     }
     Ok(Some(bytes))
+}
+
+/// How many names (hard links) a file has.
+#[cfg(unix)]
+pub fn names(meta: &std::fs::Metadata) -> u64 {
+    std::os::unix::fs::MetadataExt::nlink(meta)
+}
+
+#[cfg(not(unix))]
+pub fn names(_: &std::fs::Metadata) -> u64 {
+    1
+}
+
+/// Whether the repo-relative file `rel` may be shown: a regular file (not a link) with
+/// one name. A file the check read for its imports is shown only then.
+pub fn showable(root: &Path, rel: &str) -> bool {
+    !climbs(rel)
+        && std::fs::symlink_metadata(root.join(rel)).is_ok_and(|m| m.is_file() && names(&m) == 1)
 }
 
 #[cfg(unix)]

@@ -181,6 +181,7 @@ impl Repo {
             stats: Vec::new(),
             unchecked: Vec::new(),
             links: Vec::new(),
+            unread: Vec::new(),
         })
     }
 
@@ -233,6 +234,13 @@ impl Repo {
         };
         let (workspace, mut gaps) =
             Workspace::load(&disk).map_err(|why| RepoError::RootManifest { why })?;
+        gaps.extend(walk.unread.iter().map(|(path, reason)| gaps::Gap {
+            path: path.clone(),
+            at: crate::check::finding::Location::START,
+            why: gaps::Why::WalkUnread {
+                reason: reason.clone(),
+            },
+        }));
         gaps.extend(walk.unchecked.iter().map(|(name, why)| gaps::Gap {
             path: name.clone(),
             at: crate::check::finding::Location::START,

@@ -55,33 +55,33 @@ impl Diagnostic for FindingDiagnostic<'_> {
     }
 }
 
-/// `text` with every control character a terminal would act on (ESC, BEL, backspace, C1
-/// controls) replaced by a character of the same UTF-8 length (`?`, `¿`), so a snippet of a
-/// file cannot drive the reader's terminal and spans keep their byte offsets. Tabs and line
-/// endings stay.
+/// `text` with every character a terminal would act on (ESC, BEL, backspace, C1 controls,
+/// bidirectional overrides and isolates) replaced by a character of the same UTF-8 length
+/// (`?`, `¿`, U+FFFD), so a snippet of a file cannot drive the reader's terminal or show
+/// code in another order, and spans keep their byte offsets. Tabs and line endings stay.
 fn inert(text: String) -> String {
-    if !text
-        .chars()
-        .any(|c| c.is_control() && !matches!(c, '\t' | '\n' | '\r'))
-    {
+    let acts = |c: char| super::inert::is_unsafe(c) && !matches!(c, '\t' | '\n' | '\r');
+    if !text.chars().any(acts) {
         return text;
     }
+    // Each replaced by a character of the same length in UTF-8.
     text.chars()
         .map(|c| match c {
-            '\t' | '\n' | '\r' => c,
-            c if c.is_control() && c.len_utf8() == 1 => '?',
-            c if c.is_control() => '¿',
-            c => c,
+            c if !acts(c) => c,
+            c if c.len_utf8() == 1 => '?',
+            c if c.len_utf8() == 2 => '¿',
+            _ => '\u{FFFD}',
         })
         .collect()
 }
 
-/// Whether any text of `f` holds a control character [`super::escape_controls`] escapes.
+/// Whether any text of `f` holds a character [`super::escape_controls`] escapes.
 fn needs_escaping(f: &Finding) -> bool {
+    let unsafe_char = super::inert::is_unsafe;
     [&f.path, &f.message, &f.label]
         .iter()
-        .any(|t| t.chars().any(char::is_control))
-        || f.help.chars().any(|c| c.is_control() && c != '\n')
+        .any(|t| t.chars().any(unsafe_char))
+        || f.help.chars().any(|c| unsafe_char(c) && c != '\n')
 }
 
 /// Lines longer than this (in bytes) near a finding are not handed to miette.

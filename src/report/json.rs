@@ -56,7 +56,7 @@ pub fn outcome(out: &mut dyn Write, root: &str, o: &Outcome) -> io::Result<()> {
             baselined: o.baselined,
         },
     };
-    serde_json::to_writer(&mut *out, &report)?;
+    super::inert::to_writer(&mut *out, &report)?;
     writeln!(out)
 }
 
@@ -82,7 +82,7 @@ pub fn rule_list(out: &mut dyn Write, rules: &[RuleInfo]) -> io::Result<()> {
             })
             .collect(),
     };
-    serde_json::to_writer(&mut *out, &list)?;
+    super::inert::to_writer(&mut *out, &list)?;
     writeln!(out)
 }
 
@@ -94,7 +94,7 @@ pub fn explain(out: &mut dyn Write, r: &RuleInfo, doc: &str) -> io::Result<()> {
         summary: &'a str,
         doc: &'a str,
     }
-    serde_json::to_writer(
+    super::inert::to_writer(
         &mut *out,
         &Explain {
             id: r.id,
@@ -127,11 +127,11 @@ pub fn gates(out: &mut dyn Write, gates: &[crate::gates::PlannedGate]) -> io::Re
             })
             .collect(),
     };
-    serde_json::to_writer(&mut *out, &g)?;
+    super::inert::to_writer(&mut *out, &g)?;
     writeln!(out)
 }
 
 pub fn value(out: &mut dyn Write, v: &serde_json::Value) -> io::Result<()> {
-    serde_json::to_writer(&mut *out, v)?;
+    super::inert::to_writer(&mut *out, v)?;
     writeln!(out)
 }

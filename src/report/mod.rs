@@ -3,6 +3,7 @@
 
 mod github;
 mod human;
+pub mod inert;
 mod json;
 pub mod queue;
 mod sarif;
@@ -94,25 +95,12 @@ pub fn explain(out: &mut dyn Write, format: Format, id: &str) -> io::Result<()> 
     }
 }
 
-/// `s` with every control character (ESC, CR, a raw newline in a file name, …) written
-/// as an escape, so nothing a file name or a manifest holds can move the cursor, recolour
-/// or forge lines on the reader's terminal; `\n` stays when `keep_newlines` (help text).
+/// `s` with every character a terminal acts on (ESC, CR, a raw newline in a file name, a
+/// bidirectional override, …) written as an escape, so nothing a file name or a manifest
+/// holds can move the cursor, recolour, reorder or forge lines on the reader's terminal;
+/// `\n` stays when `keep_newlines` (help text). See [`inert`].
 pub fn escape_controls(s: &str, keep_newlines: bool) -> std::borrow::Cow<'_, str> {
-    if !s
-        .chars()
-        .any(|c| c.is_control() && !(keep_newlines && c == '\n'))
-    {
-        return std::borrow::Cow::Borrowed(s);
-    }
-    let mut out = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
-        if c.is_control() && !(keep_newlines && c == '\n') {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    std::borrow::Cow::Owned(out)
+    inert::escape(s, keep_newlines, false)
 }
 
 /// `scaffold gates` (without --run).
@@ -127,13 +115,16 @@ pub fn gates(
     if gates.is_empty() {
         return writeln!(out, "no gates required for these changes");
     }
-    let w = gates.iter().map(|g| g.gate.len()).max().unwrap_or(0);
-    for g in gates {
+    let names: Vec<_> = gates
+        .iter()
+        .map(|g| escape_controls(&g.gate, false))
+        .collect();
+    let w = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
+    for (g, name) in gates.iter().zip(&names) {
         writeln!(
             out,
-            "{:<w$}  {}",
-            g.gate,
-            crate::repo::gate_matrix::join_argv(&g.command)
+            "{name:<w$}  {}",
+            escape_controls(&crate::repo::gate_matrix::join_argv(&g.command), false)
         )?;
         writeln!(
             out,
@@ -154,8 +145,8 @@ pub fn gate_starting(out: &mut dyn Write, g: &crate::gates::PlannedGate) -> io::
     writeln!(
         out,
         "==> gate {}: {}",
-        g.gate,
-        crate::repo::gate_matrix::join_argv(&g.command)
+        escape_controls(&g.gate, false),
+        escape_controls(&crate::repo::gate_matrix::join_argv(&g.command), false)
     )
 }
 
@@ -195,7 +186,7 @@ pub fn baseline_written(
 
 /// Any JSON document, pretty-printed (schemas).
 pub fn json_value(out: &mut dyn Write, v: &serde_json::Value) -> io::Result<()> {
-    serde_json::to_writer_pretty(&mut *out, v)?;
+    inert::to_writer_pretty(&mut *out, v)?;
     writeln!(out)
 }
 
@@ -234,17 +225,28 @@ fn sorted(o: &Outcome) -> impl Iterator<Item = &Finding> {
 /// Writes an error as miette renders it: with colour only when `style` allows it, wrapped
 /// at its width. What `main` prints when a command fails.
 pub fn error(err: &mut dyn Write, e: &dyn miette::Diagnostic, style: &Style) -> io::Result<()> {
-    let theme = if style.color {
-        miette::GraphicalTheme::unicode()
-    } else {
-        miette::GraphicalTheme::unicode_nocolor()
+    let render = |color: bool| {
+        let theme = if color {
+            miette::GraphicalTheme::unicode()
+        } else {
+            miette::GraphicalTheme::unicode_nocolor()
+        };
+        let handler = miette::GraphicalReportHandler::new_themed(theme).with_width(style.width);
+        let mut s = String::new();
+        if handler.render_report(&mut s, e).is_err() {
+            s = format!("error: {e}\n");
+        }
+        s
     };
-    let handler = miette::GraphicalReportHandler::new_themed(theme).with_width(style.width);
-    let mut s = String::new();
-    if handler.render_report(&mut s, e).is_err() {
-        s = format!("error: {e}\n");
+    // An error's text can hold a repository's strings (a manifest's key, a journal's
+    // command): rendered without colour, every character a terminal acts on is escaped.
+    // In colour only when that text holds none (miette's own escapes are its colours).
+    let plain = render(false);
+    let escaped = inert::escape(&plain, true, true);
+    if style.color && matches!(escaped, std::borrow::Cow::Borrowed(_)) {
+        return write!(err, "{}", render(true));
     }
-    write!(err, "{s}")
+    write!(err, "{escaped}")
 }
 
 /// Said on stderr (stdout stays the command's own output) while a run waits for the
@@ -255,6 +257,37 @@ pub fn lock_waiting(err: &mut dyn Write, holder: &str) -> io::Result<()> {
         "note: waiting for the repository lock, held by {}",
         escape_controls(holder, false)
     )
+}
+
+/// `scaffold recover`: what it finished or undid, or that there was nothing to do.
+pub fn recovery(
+    out: &mut dyn Write,
+    format: Format,
+    r: Option<&crate::generate::txn::Recovered>,
+) -> io::Result<()> {
+    use crate::generate::txn::Outcome;
+    if format == Format::Json {
+        let doc = match r {
+            None => serde_json::json!({"recovered": null}),
+            Some(r) => serde_json::json!({"recovered": {
+                "command": r.command,
+                "pid": r.pid,
+                "outcome": match r.outcome {
+                    Outcome::Finished => "finished",
+                    Outcome::RolledBack => "rolled_back",
+                },
+                "files": r.files,
+            }}),
+        };
+        return json::value(out, &doc);
+    }
+    match r {
+        None => writeln!(
+            out,
+            "nothing to recover: no generator run was interrupted here"
+        ),
+        Some(r) => recovered(out, r),
+    }
 }
 
 /// Said on stderr when a command finished or undid a run that was killed while writing.

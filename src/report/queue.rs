@@ -77,7 +77,7 @@ pub fn print_error(out: &mut dyn Write, error: &QueueError) -> io::Result<()> {
             "help": error.help().map(|h| h.to_string()),
         }
     });
-    serde_json::to_writer(&mut *out, &doc).map_err(io::Error::other)?;
+    super::inert::to_writer(&mut *out, &doc)?;
     writeln!(out)
 }
 

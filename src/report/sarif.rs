@@ -100,6 +100,6 @@ pub fn outcome(out: &mut dyn Write, in_git: &str, o: &Outcome) -> io::Result<()>
             "results": results,
         }],
     });
-    serde_json::to_writer_pretty(&mut *out, &doc)?;
+    super::inert::to_writer_pretty(&mut *out, &doc)?;
     writeln!(out)
 }

@@ -8,7 +8,7 @@ mod test;
 mod tree;
 
 pub use test::Test;
-pub use tree::{assert_same, files, tree};
+pub use tree::{Tree, assert_same, files, tree};
 
 /// Says loudly that a test did not run what it is for, and why: written to the process's
 /// stderr itself, which the test harness does not capture, so the line shows in CI's log
@@ -258,5 +258,27 @@ pub fn init_repo(dir: &Path, namespace: bool) -> PathBuf {
         let ns = run_in(&repo, &["namespace", "shipping"]);
         assert_eq!(ns.code, 0, "{}{}", ns.stdout, ns.stderr);
     }
+    repo
+}
+
+/// The module a violation sits in ([`violating_tree`]), and what it holds: a forbidden
+/// import.
+pub const SNEAKY: &str = "pub fn go() {\n    infra::resolve();\n}\n";
+
+/// The import-forbidden fixture reduced to one violation, in `src/sneaky/mod.rs` of the
+/// maintenance worker (`mod sneaky;` in its `main.rs`): `check` exits 1 on it, and a trick
+/// that hides the module must not make it exit 0.
+pub fn violating_tree() -> tempfile::TempDir {
+    let repo = copy_fixture("rules/import-forbidden");
+    let worker = repo.path().join("workers/maintenance");
+    std::fs::remove_dir_all(worker.join("src")).expect("rm src");
+    std::fs::remove_dir_all(worker.join("tests")).expect("rm tests");
+    std::fs::create_dir_all(worker.join("src/sneaky")).expect("mkdir");
+    std::fs::write(
+        worker.join("src/main.rs"),
+        "mod sneaky;\n\nfn main() {\n    sneaky::go();\n}\n",
+    )
+    .expect("write main.rs");
+    std::fs::write(worker.join("src/sneaky/mod.rs"), SNEAKY).expect("write module");
     repo
 }

@@ -26,6 +26,7 @@ pub struct Test {
     never: Vec<String>,
     tree_unchanged: bool,
     but_cache: bool,
+    timeout: Option<std::time::Duration>,
 }
 
 impl Test {
@@ -42,6 +43,7 @@ impl Test {
             never: Vec::new(),
             tree_unchanged: false,
             but_cache: false,
+            timeout: None,
         }
     }
 
@@ -94,6 +96,13 @@ impl Test {
         self
     }
 
+    /// Fails the test (instead of hanging it) when the run takes longer: for what could
+    /// block (a FIFO where a file is expected).
+    pub fn timeout(mut self, limit: std::time::Duration) -> Test {
+        self.timeout = Some(limit);
+        self
+    }
+
     /// As [`Test::tree_unchanged`], but for the checker's own cache under `.scaffold/`,
     /// which `check` may write.
     pub fn tree_unchanged_but_cache(mut self) -> Test {
@@ -115,13 +124,18 @@ impl Test {
         for (k, v) in &self.env {
             cmd.env(k, v);
         }
-        let out = cmd.output().expect("scaffold runs");
+        if let Some(limit) = self.timeout {
+            cmd.timeout(limit);
+        }
+        let what = format!("`scaffold {}`", self.args.join(" "));
+        let out = cmd
+            .output()
+            .unwrap_or_else(|e| panic!("{what} did not finish: {e}"));
         let run = Run {
             code: out.status.code().expect("exited normally"),
             stdout: String::from_utf8(out.stdout).expect("stdout is UTF-8"),
             stderr: String::from_utf8(out.stderr).expect("stderr is UTF-8"),
         };
-        let what = format!("`scaffold {}`", self.args.join(" "));
         assert_eq!(
             run.code, self.status,
             "{what} exited {}:\n{}{}",

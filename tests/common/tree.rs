@@ -102,11 +102,21 @@ pub fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
 }
 
 impl Tree {
+    /// The tree without the entries under `prefix`.
+    pub fn without(mut self, prefix: &str) -> Tree {
+        self.0.retain(|p, _| !p.starts_with(prefix));
+        self
+    }
+
     /// The tree without the checker's own cache (`.scaffold/cache/`, and `.scaffold/`
     /// when that is all it holds): what `check` may write.
     pub fn but_cache(mut self) -> Tree {
         self.0.retain(|p, _| !p.starts_with(".scaffold/cache"));
-        if !self.0.keys().any(|p| p.starts_with(".scaffold/")) {
+        if !self
+            .0
+            .keys()
+            .any(|p| p.starts_with(".scaffold/") && p != ".scaffold/")
+        {
             self.0.remove(".scaffold/");
         }
         self

@@ -22,8 +22,17 @@ mod generate_faults;
 #[path = "../hostile.rs"]
 mod hostile;
 #[cfg(unix)]
+#[path = "../hostile_inputs.rs"]
+mod hostile_inputs;
+#[cfg(unix)]
+#[path = "../hostile_output.rs"]
+mod hostile_output;
+#[cfg(unix)]
 #[path = "../hostile_tree.rs"]
 mod hostile_tree;
+#[cfg(unix)]
+#[path = "../hostile_writes.rs"]
+mod hostile_writes;
 #[path = "../queue_cli.rs"]
 mod queue_cli;
 #[path = "../real_workspace.rs"]

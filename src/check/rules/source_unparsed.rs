@@ -141,6 +141,24 @@ fn finding(u: &Gap) -> Finding {
             "a name that is not UTF-8",
             "rename the file to a UTF-8 name".to_owned(),
         ),
+        Why::WalkUnread { reason }
+            if [".gitignore", ".ignore", "info/exclude"]
+                .iter()
+                .any(|n| path.ends_with(n)) =>
+        {
+            (
+                format!(
+                    "cannot read the ignore file {path} ({reason}): scaffold reads one only as a regular file, and walked its folder as if it ignored nothing"
+                ),
+                "unreadable ignore file",
+                format!("make {path} a regular file inside the repository"),
+            )
+        }
+        Why::WalkUnread { reason } => (
+            format!("cannot list {path} ({reason}): the files in it were not checked"),
+            "unreadable folder",
+            format!("make {path} a readable folder"),
+        ),
         Why::SymlinkedSource => (
             format!(
                 "{path} is a symlink: cargo would build what it points at, but scaffold checks only real files inside the repository, so its imports were not checked"

@@ -13,7 +13,7 @@ use crate::queue::time;
 
 /// `printed` as one JSON document and a newline.
 pub(super) fn print(out: &mut dyn Write, printed: &Printed) -> io::Result<()> {
-    serde_json::to_writer(&mut *out, &to_json(printed)).map_err(io::Error::other)?;
+    super::super::inert::to_writer(&mut *out, &to_json(printed))?;
     writeln!(out)
 }
 
