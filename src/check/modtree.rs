@@ -283,11 +283,30 @@ struct CrateWalk {
 /// (node, scope, parent, folder its `mod` declarations resolve in)
 type Queue = VecDeque<(usize, DepKind, Option<usize>, String)>;
 
+/// What leads to a file, borrowed: made a [`Via`] only for the rare file that cannot be
+/// read (a warm check visits every `mod` of every crate).
+#[derive(Clone, Copy)]
+enum ViaRef<'a> {
+    Mod(&'a str),
+    Include(&'a str),
+    Target,
+}
+
+impl ViaRef<'_> {
+    fn owned(self) -> Via {
+        match self {
+            ViaRef::Mod(name) => Via::Mod(name.to_owned()),
+            ViaRef::Include(path) => Via::Include(path.to_owned()),
+            ViaRef::Target => Via::Target,
+        }
+    }
+}
+
 /// One file to visit: what leads to it, the files it may be (in rustc's order), and
 /// how it is to be walked once found.
 struct Visit<'c> {
     from: Option<usize>,
-    via: Via,
+    via: ViaRef<'c>,
     candidates: &'c [&'c str],
     scope: DepKind,
     parent: Option<usize>,
@@ -307,7 +326,7 @@ impl CrateWalk {
             Resolved::Unreadable(path, why) => self.unreadable.push(Unreadable {
                 from: v.from,
                 krate: k,
-                via: v.via,
+                via: v.via.owned(),
                 path,
                 why,
             }),
@@ -315,11 +334,11 @@ impl CrateWalk {
     }
 
     /// A path written in a `#[path]` or an `include!` that leaves the repository.
-    fn outside(&mut self, k: usize, from: usize, via: Via, written: &str) {
+    fn outside(&mut self, k: usize, from: usize, via: ViaRef<'_>, written: &str) {
         self.unreadable.push(Unreadable {
             from: Some(from),
             krate: k,
-            via,
+            via: via.owned(),
             path: written.to_owned(),
             why: Why::OutsideRoot,
         });
@@ -352,6 +371,7 @@ fn walk_crate(ws: &Workspace, index: &Index<'_, '_>, k: usize) -> CrateWalk {
         return out;
     }
     let mut queue: Queue = VecDeque::new();
+    let (mut file, mut folder) = (String::new(), String::new());
     for (root, scope) in &krate.targets {
         out.visit(
             index,
@@ -359,7 +379,7 @@ fn walk_crate(ws: &Workspace, index: &Index<'_, '_>, k: usize) -> CrateWalk {
             &mut queue,
             Visit {
                 from: None,
-                via: Via::Target,
+                via: ViaRef::Target,
                 candidates: &[root.as_str()],
                 scope: *scope,
                 parent: None,
@@ -400,7 +420,7 @@ fn walk_crate(ws: &Workspace, index: &Index<'_, '_>, k: usize) -> CrateWalk {
                 dir = std::borrow::Cow::Owned(join_rel(&dir, seg).unwrap_or_default());
             }
             let child_scope = if m.test { DepKind::Dev } else { scope };
-            let via = Via::Mod(name.to_owned());
+            let via = ViaRef::Mod(name);
             match &m.path {
                 Some(p) => {
                     // Relative to the declaring file's folder at the top of the file, to
@@ -431,10 +451,16 @@ fn walk_crate(ws: &Workspace, index: &Index<'_, '_>, k: usize) -> CrateWalk {
                 }
                 None => {
                     // `name.rs`, else `name/mod.rs` (rustc refuses both at once); either
-                    // way its own `mod`s are looked for in `name/`.
+                    // way its own `mod`s are looked for in `name/`. The two names are
+                    // written into buffers kept across the walk (one per `mod` of every
+                    // file: no allocation each).
                     let base = join(&dir, name);
-                    let file = format!("{base}.rs");
-                    let folder = format!("{base}/mod.rs");
+                    file.clear();
+                    file.push_str(&base);
+                    file.push_str(".rs");
+                    folder.clear();
+                    folder.push_str(&base);
+                    folder.push_str("/mod.rs");
                     out.visit(
                         index,
                         k,
@@ -453,7 +479,7 @@ fn walk_crate(ws: &Workspace, index: &Index<'_, '_>, k: usize) -> CrateWalk {
         }
         // An included file is part of the module that includes it.
         for inc in &facts.includes {
-            let via = Via::Include(inc.clone());
+            let via = ViaRef::Include(inc);
             let Some(file) = join_rel(dir_of(path), inc) else {
                 out.outside(k, i, via, inc);
                 continue;

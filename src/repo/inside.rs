@@ -97,18 +97,32 @@ pub fn probe(root: &Path, rel: &str) -> Probe {
     if climbs(rel) {
         return Probe::Refused(Refusal::Climbs(rel.to_owned()));
     }
+    // One look at the path first: nothing there, even through a link, is nothing cargo
+    // finds either (the common answer, for a target or a module that does not exist);
+    // only what is there has its folders looked at one by one.
+    let meta = match std::fs::symlink_metadata(root.join(rel)) {
+        Ok(m) => m,
+        Err(e) if gone(&e) => return Probe::Missing,
+        Err(e) => return Probe::Refused(Refusal::io(rel, e)),
+    };
     match real_parents(root, rel) {
         Ok(true) => {}
         Ok(false) | Err(Refusal::NotDirectory(_)) => return Probe::Missing,
         Err(r) => return Probe::Refused(r),
     }
-    match std::fs::symlink_metadata(root.join(rel)) {
-        Ok(m) if m.file_type().is_symlink() => Probe::Refused(Refusal::Symlink(rel.to_owned())),
-        Ok(m) if m.is_file() => Probe::File,
-        Ok(_) => Probe::Refused(Refusal::NotRegular(rel.to_owned())),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Probe::Missing,
-        Err(e) => Probe::Refused(Refusal::io(rel, e)),
+    if meta.file_type().is_symlink() {
+        Probe::Refused(Refusal::Symlink(rel.to_owned()))
+    } else if meta.is_file() {
+        Probe::File
+    } else {
+        Probe::Refused(Refusal::NotRegular(rel.to_owned()))
     }
+}
+
+/// Whether a lookup failed because nothing is there: no such entry, or a file where a
+/// folder on the way should be.
+fn gone(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::NotFound || e.kind() == io::ErrorKind::NotADirectory
 }
 
 /// What a folder listed by [`list_dir`] holds: each entry's name and whether it is a
@@ -166,17 +180,21 @@ fn probe_dir(root: &Path, rel: &str) -> Result<bool, Refusal> {
     if rel.is_empty() {
         return Ok(true);
     }
+    // As in [`probe`]: one look first, the folders on the way only for what is there.
+    let meta = match std::fs::symlink_metadata(root.join(rel)) {
+        Ok(m) => m,
+        Err(e) if gone(&e) => return Ok(false),
+        Err(e) => return Err(Refusal::io(rel, e)),
+    };
     match real_parents(root, rel) {
         Ok(true) => {}
         Ok(false) | Err(Refusal::NotDirectory(_)) => return Ok(false),
         Err(r) => return Err(r),
     }
-    match std::fs::symlink_metadata(root.join(rel)) {
-        Ok(m) if m.file_type().is_symlink() => Err(Refusal::Symlink(rel.to_owned())),
-        Ok(m) if m.is_dir() => Ok(true),
-        Ok(_) => Ok(false),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(Refusal::io(rel, e)),
+    if meta.file_type().is_symlink() {
+        Err(Refusal::Symlink(rel.to_owned()))
+    } else {
+        Ok(meta.is_dir())
     }
 }
 
