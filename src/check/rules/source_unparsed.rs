@@ -9,6 +9,15 @@
 //! than the checker's one depth budget for brackets, operators and chained calls together
 //! (4,000; real code stays under 1,500): it is never handed to a recursive parser.
 //!
+//! The files are the module tree cargo compiles, whatever ignore files say: a file a
+//! `mod`, a `#[path]`, an `include!` or a target reaches that cannot be read as a regular
+//! file through real folders inside the repository (a symlinked module folder, a FIFO in
+//! a module's place, a `#[path]` out of the repository) is a finding at the `mod` line
+//! that reaches it. So is a member folder that is a symlink, a folder cargo finds targets
+//! in that cannot be listed, and an ignore file (`.gitignore`, `.ignore`,
+//! `.git/info/exclude`) that is not a regular file (its folder is walked as if it ignored
+//! nothing).
+//!
 //! ## Why
 //! The checker fails closed: a file it cannot read could hold any import, so skipping it
 //! would turn "no findings" into a guess. rustc would refuse the file too, so this is
@@ -17,11 +26,13 @@
 //! ## Example
 //! ```rust,ignore
 //! pub fn broken( {        // <- source-unparsed: expected one of ...
+//! mod sneaky;             // <- source-unparsed, when src/sneaky is a symlink
 //! ```
 //!
 //! ## Fix
 //! Fix the syntax (`cargo check` shows the same place), or move a file that is not Rust
-//! source out of the crate. Code generated into the tree must parse as well.
+//! source out of the crate. Code generated into the tree must parse as well. Replace a
+//! symlinked module or crate folder with the folder itself, inside the repository.
 
 use super::super::context::{Context, Unreadable, UnreadableWhy};
 use super::super::finding::{Finding, Location};
@@ -37,7 +48,7 @@ pub const RULE: super::Decl = super::Decl {
     scope: super::Scope::Local,
     summary: "a .rs file that does not parse, or a Cargo.toml that cannot be read (the check fails closed)",
     severity_note: "",
-    finds: "a `.rs` file that does not parse or is not UTF-8 (name or bytes), a member Cargo.toml that cannot be read (a symlink, a folder, a FIFO) or is missing from a folder a member glob matches (fails closed, as cargo does)",
+    finds: "a `.rs` file that does not parse or is not UTF-8 (name or bytes), a file cargo's module tree reaches that cannot be read as a regular file inside the root (a symlink on the way, a FIFO, a `#[path]` out of the repository: at the `mod` line), a member Cargo.toml that cannot be read (a symlink, a folder, a FIFO) or is missing from a folder a member glob matches, a symlinked member folder, an ignore file that is not a regular file (fails closed, as cargo does)",
 };
 pub const ID: &str = RULE.id;
 
