@@ -96,6 +96,12 @@ pub enum GateError {
         #[source]
         source: std::io::Error,
     },
+    #[error("{path} is not a regular file: the gates' cargo and rustup would block reading it")]
+    #[diagnostic(
+        code(scaffold::gate_blocked),
+        help("replace it with a regular file (or remove it); no gate was run")
+    )]
+    Blocked { path: String },
 }
 
 /// Runs each gate's argv in `root` (no shell), output streamed to ours, stopping at the
@@ -105,6 +111,13 @@ pub fn run(
     gates: &[PlannedGate],
     before: &mut dyn FnMut(&PlannedGate),
 ) -> Result<(), GateError> {
+    if !gates.is_empty()
+        && let Some(path) = crate::repo::inside::blocking_tool_config(root)
+    {
+        return Err(GateError::Blocked {
+            path: path.display().to_string(),
+        });
+    }
     for g in gates {
         before(g);
         let Some((program, args)) = g.command.split_first() else {

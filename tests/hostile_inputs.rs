@@ -80,6 +80,12 @@ fn fifos_where_files_are_read_never_hang_a_command() {
             "not a regular file",
         ),
         (
+            "rust-toolchain.toml",
+            &["gates", "--run", "workers/maintenance/src/main.rs"],
+            2,
+            "would block",
+        ),
+        (
             ".git/hooks/pre-commit",
             &["hook", "install"],
             2,

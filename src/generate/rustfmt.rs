@@ -62,23 +62,6 @@ fn foreign_toolchain_file(_: &Path) -> Option<std::path::PathBuf> {
     None
 }
 
-/// A file rustup or rustfmt would read for a run inside `root` (a toolchain file, a
-/// rustfmt config, in the root or above it) that is not a regular file: a FIFO there would
-/// hang them.
-fn blocking_config_file(root: &Path) -> Option<std::path::PathBuf> {
-    root.ancestors()
-        .flat_map(|dir| {
-            [
-                "rust-toolchain.toml",
-                "rust-toolchain",
-                "rustfmt.toml",
-                ".rustfmt.toml",
-            ]
-            .map(|name| dir.join(name))
-        })
-        .find(|path| std::fs::metadata(path).is_ok_and(|m| !m.is_file()))
-}
-
 /// Formats every `.rs` file the plan renders or edits (vendored copies are left as they are).
 pub fn format(plan: &mut Plan, edition: &str, txn: &Txn) -> Result<Formatted, GenerateError> {
     let jobs: Vec<(String, Vec<u8>)> = plan
@@ -93,7 +76,7 @@ pub fn format(plan: &mut Plan, edition: &str, txn: &Txn) -> Result<Formatted, Ge
     if jobs.is_empty() {
         return Ok(Formatted::Nothing);
     }
-    if let Some(path) = blocking_config_file(txn.root()) {
+    if let Some(path) = crate::repo::inside::blocking_tool_config(txn.root()) {
         let shown = path.display().to_string();
         return Err(GenerateError::Refused {
             path: shown.clone(),

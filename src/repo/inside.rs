@@ -258,6 +258,23 @@ pub fn read_bytes(root: &Path, rel: &str, limit: u64) -> Result<Option<Vec<u8>>,
     Ok(Some(bytes))
 }
 
+/// A file rustup, cargo or rustfmt would read for a run inside `root` (a toolchain file, a
+/// rustfmt config, in the root or a folder above it) that is not a regular file: a FIFO
+/// there would hang them. Looked at only (its kind), never opened.
+pub fn blocking_tool_config(root: &Path) -> Option<PathBuf> {
+    root.ancestors()
+        .flat_map(|dir| {
+            [
+                "rust-toolchain.toml",
+                "rust-toolchain",
+                "rustfmt.toml",
+                ".rustfmt.toml",
+            ]
+            .map(|name| dir.join(name))
+        })
+        .find(|path| std::fs::metadata(path).is_ok_and(|m| !m.is_file()))
+}
+
 /// How many names (hard links) a file has.
 #[cfg(unix)]
 pub fn names(meta: &std::fs::Metadata) -> u64 {
