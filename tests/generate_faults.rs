@@ -188,8 +188,9 @@ fn a_kill_at_any_point_leaves_the_tree_as_before_or_as_a_full_run() {
         let next = run_in(&dir, &["recover"]);
         if pending {
             assert!(
-                next.stderr.contains("was stopped"),
-                "run {n}: recovery not said: {}",
+                next.stdout.contains("was stopped"),
+                "run {n}: recovery not said: {}{}",
+                next.stdout,
                 next.stderr
             );
         }
