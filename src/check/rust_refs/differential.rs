@@ -555,13 +555,17 @@ fn the_fast_scan_sees_imports_syn_keeps_as_opaque_tokens() {
     assert!(slow.refs.is_empty(), "{:?}", slow.refs);
 }
 
-/// syn writes `<T>::name` as a `::`-rooted path and so named a crate `name` there.
+/// syn writes `<T>::name` as a `::`-rooted path beside its `qself`: neither scan takes that
+/// `name` for a crate, in an expression, a function value or a type; `<T as a::Tr>::f`
+/// names `a` in both.
 #[test]
-fn the_fast_scan_does_not_take_a_qualified_self_path_for_a_crate() {
-    let text = "fn f() { <Vec<u8>>::acme_om(); }\n";
+fn neither_scan_takes_a_qualified_self_path_for_a_crate() {
+    let text = "fn f() { <Vec<u8>>::acme_om(); x.map(<[u8]>::acme_om); \
+                let _: <T>::acme_om = <T as acme_infra::Tr>::g(); }\n";
     let cands = words(text);
+    let names = |refs: Vec<super::CrateRef>| refs.into_iter().map(|r| r.name).collect::<Vec<_>>();
     let fast = fast::scan(text, &cands).expect("rust-analyzer parses it");
-    assert!(fast.refs.is_empty(), "{:?}", fast.refs);
+    assert_eq!(names(fast.refs), ["acme_infra"]);
     let slow = syn_scan::extract(text, &cands).expect("syn parses it");
-    assert_eq!(slow.refs.len(), 1, "{:?}", slow.refs);
+    assert_eq!(names(slow.refs), ["acme_infra"]);
 }

@@ -336,6 +336,26 @@ fn is_cfg_test(attrs: &[syn::Attribute]) -> bool {
     attrs.iter().any(crate::check::cfg_test::is_cfg_test_attr)
 }
 
+impl RefVisitor<'_> {
+    /// A path under a `qself`: the type's references, and the path's own only when a trait
+    /// (`as a::Tr`) precedes the item's name.
+    fn qualified(&mut self, qself: Option<&syn::QSelf>, path: &syn::Path) {
+        match qself {
+            Some(q) if q.position == 0 => {
+                self.visit_qself(q);
+                for segment in &path.segments {
+                    visit::visit_path_segment(self, segment);
+                }
+            }
+            Some(q) => {
+                self.visit_qself(q);
+                self.visit_path(path);
+            }
+            None => self.visit_path(path),
+        }
+    }
+}
+
 impl<'ast> Visit<'ast> for RefVisitor<'_> {
     fn visit_item(&mut self, item: &'ast syn::Item) {
         let test = is_cfg_test(crate::check::cfg_test::item_attrs(item));
@@ -392,6 +412,20 @@ impl<'ast> Visit<'ast> for RefVisitor<'_> {
             visit::visit_item_mod(self, m);
             self.inline.pop();
         }
+    }
+
+    // `<T>::name` comes from syn as the `::`-rooted path `::name` beside its `qself`: that
+    // `name` is an item of `T`, no crate. (`<T as a::Tr>::name` keeps `a::Tr::name`, whose
+    // `a` is one.)
+    fn visit_expr_path(&mut self, e: &'ast syn::ExprPath) {
+        for a in &e.attrs {
+            self.visit_attribute(a);
+        }
+        self.qualified(e.qself.as_ref(), &e.path);
+    }
+
+    fn visit_type_path(&mut self, t: &'ast syn::TypePath) {
+        self.qualified(t.qself.as_ref(), &t.path);
     }
 
     fn visit_path(&mut self, p: &'ast syn::Path) {
