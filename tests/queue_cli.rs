@@ -46,7 +46,7 @@ fn assert_key_order(raw: &str, keys: &[&str]) {
 fn migrate_enqueue_status_list_round_trip() {
     let dir = tempfile::tempdir().expect("tempdir");
     let migrated = json_out(scaffold(dir.path()).args(["queue", "migrate", "--format", "json"]));
-    assert_eq!(migrated["schema_version"], 2);
+    assert_eq!(migrated["schema_version"], 3);
     assert!(
         dir.path().join(".scaffold/queue.db").is_file(),
         "the default database lives under .scaffold/"
@@ -279,7 +279,7 @@ fn queue_commands_take_a_postgres_database() {
             .args(["queue", "migrate", "--format", "json"])
             .args(db),
     );
-    assert_eq!(migrated["schema_version"], 2);
+    assert_eq!(migrated["schema_version"], 3);
     let enqueue = |key: &str| {
         json_out(
             scaffold(dir.path())

@@ -3,15 +3,17 @@
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::error::WorkError;
-use crate::item::{Fence, ItemId};
+use crate::error::{StoreError, WorkError};
+use crate::item::{Claimed, EffectStart, Fence, Held, ItemId};
 use crate::resources::{ResourceError, Resources};
 use crate::store::Store;
+use crate::time::Timestamp;
 
 /// The context of one claim. Built by the work loop (or the testing helpers) from the claim;
 /// a handler never builds one.
@@ -25,20 +27,53 @@ pub struct WorkContext {
 #[derive(Debug)]
 struct Inner {
     store: Store,
-    id: ItemId,
-    fence: Fence,
+    held: Held,
+    /// The lease the loop takes: what a fenced effect check renews it for.
+    lease: Duration,
     checkpoint: Mutex<Option<Value>>,
 }
 
+/// What [`WorkContext::once`] hands the effect's closure: the idempotency key to give the
+/// provider (the same on every attempt of this effect of this item, and unique across
+/// databases: the store's id, the item's id and the effect's key), and the lease the store
+/// confirmed before the closure started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Effect {
+    key: String,
+    lease_expires_at: Timestamp,
+    verified_at: Timestamp,
+}
+
+impl Effect {
+    /// The idempotency key: `<store id>-<item id>-<effect key>`. Pass it to the provider
+    /// (an `Idempotency-Key` header, a request id) so that a call the queue cannot take back
+    /// (one made just before a crash, or by a holder stopped inside the closure) is not made
+    /// twice by the provider either.
+    pub fn idempotency_key(&self) -> &str {
+        &self.key
+    }
+
+    /// Until when the store confirmed this holder's lease (renewed by the check).
+    pub fn lease_expires_at(&self) -> Timestamp {
+        self.lease_expires_at
+    }
+
+    /// When the store checked the lease, by its clock.
+    pub fn verified_at(&self) -> Timestamp {
+        self.verified_at
+    }
+}
+
 impl WorkContext {
-    /// The context of claim (`id`, `fence`) whose stored checkpoint is `checkpoint`.
-    pub fn new(store: Store, id: ItemId, fence: Fence, checkpoint: Option<Value>) -> Self {
+    /// The context of `claimed`, whose loop takes leases of `lease`: fenced writes present
+    /// the claim's item, fence and owner.
+    pub fn new(store: Store, claimed: &Claimed, lease: Duration) -> Self {
         WorkContext {
             inner: Arc::new(Inner {
                 store,
-                id,
-                fence,
-                checkpoint: Mutex::new(checkpoint),
+                held: claimed.held(),
+                lease,
+                checkpoint: Mutex::new(claimed.item.checkpoint.clone()),
             }),
             resources: Resources::new(),
         }
@@ -63,12 +98,17 @@ impl WorkContext {
 
     /// The item's id.
     pub fn item_id(&self) -> ItemId {
-        self.inner.id
+        self.inner.held.id
     }
 
     /// The claim's fencing token: pass it to business writes that must refuse a stale holder.
     pub fn fence(&self) -> Fence {
-        self.inner.fence
+        self.inner.held.fence
+    }
+
+    /// The claim as the store checks it: item, fence and holder.
+    pub fn held(&self) -> &Held {
+        &self.inner.held
     }
 
     /// The store.
@@ -76,26 +116,60 @@ impl WorkContext {
         &self.inner.store
     }
 
-    /// Runs `f` unless effect `key` of this item is already recorded, in which case the
-    /// recorded output comes back and `f` does not run. The record is fenced: a stale holder
-    /// gets `StaleLease` and records nothing.
+    /// Runs effect `key` of this item at most once: when the store has it recorded, its
+    /// recorded output comes back and `f` does not run. Otherwise the store checks, in the
+    /// same call, that this claim still holds a live lease (and renews it); a holder whose
+    /// lease has passed to another gets [`WorkError::LeaseLost`] and `f` never runs. Then `f`
+    /// runs with the effect's [`Effect::idempotency_key`] (and only if, by the store's clock,
+    /// the confirmed lease has not run out while the answer travelled), and its output is recorded
+    /// (fenced: a holder that lost the lease while `f` ran records nothing).
+    ///
+    /// What the queue cannot close is the window inside `f`: a holder stopped there (a
+    /// pause, a partition) past its lease may finish the call after another holder made it.
+    /// Give the provider the idempotency key, and it answers the second call with the
+    /// first's result.
     pub async fn once<T, F, Fut>(&self, key: &str, f: F) -> Result<T, WorkError>
     where
         T: Serialize + DeserializeOwned,
-        F: FnOnce() -> Fut,
+        F: FnOnce(Effect) -> Fut,
         Fut: Future<Output = Result<T, WorkError>>,
     {
         let store = &self.inner.store;
-        if let Some(done) = store.effect(self.inner.id, key).await? {
-            return serde_json::from_value(done).map_err(|e| {
-                WorkError::Permanent(format!("recorded effect `{key}` does not decode: {e}"))
+        let held = &self.inner.held;
+        // Read before the check: nothing may await between the check and `f`.
+        let idempotency_key = format!("{}-{}-{key}", store.store_id().await?, held.id);
+        let started = store
+            .begin_effect(held, key, self.inner.lease)
+            .await
+            .map_err(lost)?;
+        let (lease_expires_at, verified_at) = match started {
+            EffectStart::Recorded(done) => {
+                return serde_json::from_value(done).map_err(|e| {
+                    WorkError::Permanent(format!("recorded effect `{key}` does not decode: {e}"))
+                });
+            }
+            EffectStart::Run {
+                lease_expires_at,
+                verified_at,
+            } => (lease_expires_at, verified_at),
+        };
+        // The store's answer may have waited (a paused process, a slow socket): run `f`
+        // only while the lease it confirmed still runs by this clock, with no await between
+        // this look and `f`'s first line.
+        if store.now() >= lease_expires_at {
+            return Err(WorkError::LeaseLost {
+                id: held.id,
+                fence: held.fence,
             });
         }
-        let out = f().await?;
-        let value = serde_json::to_value(&out).map_err(crate::error::StoreError::from)?;
-        store
-            .record_effect(self.inner.id, self.inner.fence, key, value)
-            .await?;
+        let effect = Effect {
+            key: idempotency_key,
+            lease_expires_at,
+            verified_at,
+        };
+        let out = f(effect).await?;
+        let value = serde_json::to_value(&out).map_err(StoreError::from)?;
+        store.record_effect(held, key, value).await.map_err(lost)?;
         Ok(out)
     }
 
@@ -108,8 +182,9 @@ impl WorkContext {
     pub async fn checkpoint(&self, state: Value) -> Result<(), WorkError> {
         self.inner
             .store
-            .checkpoint(self.inner.id, self.inner.fence, state.clone())
-            .await?;
+            .checkpoint(&self.inner.held, state.clone())
+            .await
+            .map_err(lost)?;
         *self.lock_checkpoint() = Some(state);
         Ok(())
     }
@@ -161,5 +236,14 @@ impl WorkContext {
             .checkpoint
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// A fenced call refused because the lease is gone is [`WorkError::LeaseLost`]; any other
+/// store error stays what it is.
+fn lost(e: StoreError) -> WorkError {
+    match e {
+        StoreError::StaleLease { id, fence } => WorkError::LeaseLost { id, fence },
+        other => WorkError::Store(other),
     }
 }

@@ -24,6 +24,23 @@ pub enum StoreError {
     },
     #[error("`{url}` is not a queue URL (expected sqlite://PATH, postgres://… or memory://)")]
     InvalidUrl { url: String },
+    /// A parameter of the queue URL has a value the queue cannot use (`url` without its
+    /// password; `value` only where it cannot be secret).
+    #[error(
+        "the queue URL `{url}` has a bad `{parameter}`{}: {parameter} takes {allowed}",
+        value.as_deref().map(|v| format!(" ({v:?})")).unwrap_or_default()
+    )]
+    UrlParameter {
+        url: String,
+        parameter: String,
+        value: Option<String>,
+        allowed: String,
+    },
+    /// The URL names a backend this build of the runtime leaves out.
+    #[error(
+        "`{url}` needs the {backend} backend, which this build leaves out (cargo feature `{backend}`)"
+    )]
+    BackendNotBuilt { url: String, backend: &'static str },
     #[error("{} is not a SQLite database; it was left untouched", path.display())]
     NotADatabase { path: PathBuf },
     #[error(
@@ -44,10 +61,12 @@ pub enum StoreError {
         dir.display()
     )]
     MissingDirectory { path: PathBuf, dir: PathBuf },
+    #[cfg(feature = "sqlite")]
     #[error("the SQLite backend failed: {0}")]
     Sqlite(#[from] rusqlite::Error),
     /// A statement failed; the message is the server's (or the driver's root cause), said
     /// once rather than as a chain of wrappers.
+    #[cfg(feature = "postgres")]
     #[error("the PostgreSQL backend failed: {}", describe_postgres(.0))]
     Postgres(tokio_postgres::Error),
     /// No connection could be opened or had from the pool: `cause` is the server's answer
@@ -75,12 +94,14 @@ pub enum StoreError {
     },
 }
 
+#[cfg(feature = "postgres")]
 impl From<tokio_postgres::Error> for StoreError {
     fn from(e: tokio_postgres::Error) -> Self {
         StoreError::Postgres(e)
     }
 }
 
+#[cfg(feature = "postgres")]
 impl From<deadpool_postgres::PoolError> for StoreError {
     fn from(e: deadpool_postgres::PoolError) -> Self {
         use deadpool_postgres::PoolError;
@@ -98,6 +119,7 @@ impl From<deadpool_postgres::PoolError> for StoreError {
 
 /// The server's message for a database error, else the driver's message and its root
 /// cause: one line, each part once.
+#[cfg(feature = "postgres")]
 pub(crate) fn describe_postgres(e: &tokio_postgres::Error) -> String {
     if let Some(db) = e.as_db_error() {
         return db.message().to_owned();
@@ -139,6 +161,10 @@ pub enum WorkError {
         until: Option<Timestamp>,
         signal: Option<String>,
     },
+    /// This claim's lease is gone (another holder has the item, or an operator cancelled or
+    /// released it): the handler stops, and nothing more of it is written.
+    #[error("lease lost on item {id} (fence {fence}): another holder has it, or it was cancelled")]
+    LeaseLost { id: ItemId, fence: Fence },
     /// A store call from the handler failed; a stale lease here means the item was lost.
     #[error(transparent)]
     Store(#[from] StoreError),

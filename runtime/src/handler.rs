@@ -22,7 +22,7 @@ use crate::store::BoxFuture;
 ///     const KIND: &'static str = "NOTIFY_SHIPMENT";
 ///     const REQUIRES: &'static [&'static str] = &["shipping.notify"];
 ///     async fn handle(&self, ctx: &WorkContext, item: &Item<Self::Payload>) -> Result<(), WorkError> {
-///         ctx.once("notify", || async { Ok(item.payload.shipment_id.clone()) }).await?;
+///         ctx.once("notify", |_| async { Ok(item.payload.shipment_id.clone()) }).await?;
 ///         Ok(())
 ///     }
 /// }

@@ -210,6 +210,8 @@ pub struct ItemRecord {
     pub parked_on: Option<String>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
+    /// When the current (or last) attempt was claimed.
+    pub claimed_at: Option<Timestamp>,
 }
 
 /// A claimed item and the fence its holder must present.
@@ -218,6 +220,17 @@ pub struct Claimed {
     pub item: ItemRecord,
     pub fence: Fence,
     pub lease_expires_at: Timestamp,
+}
+
+impl Claimed {
+    /// The claim as its holder presents it (the owner the claim was made as).
+    pub fn held(&self) -> Held {
+        Held {
+            id: self.item.id,
+            fence: self.fence,
+            owner: self.item.lease_owner.clone().unwrap_or_default(),
+        }
+    }
 }
 
 /// What a handler receives: the item with its payload decoded.
@@ -257,10 +270,65 @@ pub struct ListFilter {
     pub state: Option<ItemState>,
     pub lane: Option<String>,
     pub kind: Option<String>,
+    /// Only items with this dedupe key (of any kind, live or finished).
+    pub dedupe_key: Option<String>,
     /// At most this many items; all when unset.
     pub limit: Option<usize>,
     /// Highest id first (the newest) instead of lowest.
     pub newest_first: bool,
+    /// The keyset cursor: only items past this id in the list's order (below it newest
+    /// first, above it oldest first). A page is the next `limit` items after the last id
+    /// of the one before; no offset is counted.
+    pub after: Option<ItemId>,
+}
+
+/// One claim of an item, as a holder presents it to every fenced write: the item, the
+/// fence the claim took, and the holder's name. A write is refused unless the item is
+/// running under exactly this fence, with an unexpired lease, held by exactly this owner
+/// (a fence is a small number anyone can guess; ownership is not).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Held {
+    pub id: ItemId,
+    pub fence: Fence,
+    pub owner: String,
+}
+
+impl Held {
+    pub fn new(id: ItemId, fence: Fence, owner: impl Into<String>) -> Self {
+        Held {
+            id,
+            fence,
+            owner: owner.into(),
+        }
+    }
+}
+
+/// One attempt of an item that has ended: who held it under which fence, from when to
+/// when, and how it ended (`completed`, `failed`, `dead`, `parked`, `released`, `expired`).
+/// Written by the store in the transaction that ended it; the current attempt of a running
+/// item is its lease (see [`ItemRecord`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttemptRecord {
+    pub attempt: i32,
+    pub fence: Fence,
+    pub holder: Option<String>,
+    pub claimed_at: Option<Timestamp>,
+    pub finished_at: Timestamp,
+    pub outcome: String,
+    pub error: Option<String>,
+}
+
+/// What [`crate::Store::begin_effect`] found: the effect's recorded output, or that it is
+/// not recorded and this holder's lease is live (renewed) to run it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EffectStart {
+    Recorded(Value),
+    Run {
+        /// The renewed lease's end.
+        lease_expires_at: Timestamp,
+        /// When the store checked the lease (its clock).
+        verified_at: Timestamp,
+    },
 }
 
 /// One recorded effect of an item ([`crate::WorkContext::once`]).
@@ -303,12 +371,25 @@ pub enum Outcome {
     Release,
 }
 
-/// One finished item: its id, the fence presented, and how it ended.
+/// One finished item: its id, the fence and owner presented, and how it ended.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Finish {
     pub id: ItemId,
     pub fence: Fence,
+    pub owner: String,
     pub outcome: Outcome,
+}
+
+impl Finish {
+    /// The finish of `held` with `outcome`.
+    pub fn of(held: &Held, outcome: Outcome) -> Self {
+        Finish {
+            id: held.id,
+            fence: held.fence,
+            owner: held.owner.clone(),
+            outcome,
+        }
+    }
 }
 
 /// Counts and oldest age of one lane's items in one state.

@@ -6,6 +6,10 @@
 //! and lag per lane. Embedded default: SQLite (one file, zero setup); the in-memory twin runs
 //! the same semantics for tests (see DESIGN §7).
 //!
+//! Cargo features `sqlite` and `postgres` (both default) build the two database backends;
+//! with neither, the crate is the work loop, the memory backend and the types (how a
+//! remote worker, which holds no database credentials, links it).
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use scaffold_runtime::{NewItem, Store};
@@ -21,10 +25,12 @@
 
 /// The SQLite binding the store uses, for producers that open their own connection and
 /// write outbox rows with [`Tx::sqlite`].
+#[cfg(feature = "sqlite")]
 pub use rusqlite;
 /// The PostgreSQL driver the store uses, for producers writing outbox rows in their own
 /// transaction ([`Store::enqueue_in_postgres`]) and workers with tables of their own
 /// ([`store::postgres::connect_client`]).
+#[cfg(feature = "postgres")]
 pub use tokio_postgres;
 
 pub mod bench;
@@ -42,13 +48,13 @@ pub mod testing;
 pub mod time;
 pub mod work_loop;
 
-pub use context::WorkContext;
+pub use context::{Effect, WorkContext};
 pub use error::{BuildError, StoreError, WorkError};
 pub use handler::WorkHandler;
 pub use item::{
-    Claimed, DEFAULT_LANE, EffectRecord, Enqueued, Fence, Finish, Item, ItemId, ItemRecord,
-    ItemState, LaneStats, ListFilter, NewItem, OutboxStats, Outcome, StateStats, WorkerRecord,
-    WorkerState,
+    AttemptRecord, Claimed, DEFAULT_LANE, EffectRecord, EffectStart, Enqueued, Fence, Finish, Held,
+    Item, ItemId, ItemRecord, ItemState, LaneStats, ListFilter, NewItem, OutboxStats, Outcome,
+    StateStats, WorkerRecord, WorkerState,
 };
 pub use outbox::{Relay, Tx};
 pub use resources::{Needs, ResourceError, Resources};

@@ -31,6 +31,7 @@ pub(crate) trait OutboxSink: std::fmt::Debug {
     fn insert(&self, item: &NewItem, now: Timestamp) -> Result<ItemId, StoreError>;
 
     /// The SQLite connection the transaction runs on, if it is one.
+    #[cfg(feature = "sqlite")]
     fn connection(&self) -> Option<&rusqlite::Connection> {
         None
     }
@@ -44,6 +45,7 @@ impl<'a> Tx<'a> {
 
     /// Wraps a transaction the producer opened on its own connection to the queue's SQLite
     /// file (the queue tables must be migrated there). `now` stamps the outbox row.
+    #[cfg(feature = "sqlite")]
     pub fn sqlite(tx: &'a rusqlite::Transaction<'a>, now: Timestamp) -> Self {
         let conn: &'a rusqlite::Connection = tx;
         Tx::new(conn, now)
@@ -52,6 +54,7 @@ impl<'a> Tx<'a> {
     /// The SQLite connection the transaction runs on, for the producer's business writes
     /// (`None` on other backends; on PostgreSQL a producer opens its own transaction and
     /// calls [`crate::Store::enqueue_in_postgres`]).
+    #[cfg(feature = "sqlite")]
     pub fn connection(&self) -> Option<&rusqlite::Connection> {
         self.sink.connection()
     }

@@ -6,6 +6,8 @@
 //! `PRAGMA integrity_check`.
 //!
 //! The workers are this test binary re-executed on the ignored test `chaos_worker_process`.
+// The SQLite and PostgreSQL backends: left out of a build without them.
+#![cfg(all(feature = "sqlite", feature = "postgres"))]
 
 mod pg_common;
 mod worker_process;
@@ -46,7 +48,7 @@ impl WorkHandler for ChaosHandler {
         let n = item.payload.n;
         let r = mix(u64::from(n) ^ (item.fence as u64).wrapping_mul(0x9e37_79b9));
         tokio::time::sleep(Duration::from_millis(5 + r % 25)).await;
-        ctx.once("effect", || async move { Ok(n) }).await?;
+        ctx.once("effect", |_| async move { Ok(n) }).await?;
         if r.is_multiple_of(97) {
             // A stall that blocks the whole worker (heartbeats too) past the lease: when it
             // wakes, its completion is stale and must be refused.

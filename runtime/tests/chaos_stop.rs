@@ -10,7 +10,15 @@
 //! for one id), and every effect still stored against its item. The test asserts that some
 //! stale writes were attempted and refused, and that none was accepted.
 //!
+//! And the effects themselves: each `ctx.once` closure stamps its start, and the store's
+//! attempt history (read before any item is discarded or purged) says when each claim's
+//! lease ended. A closure that starts after its claim was reaped or after another claim
+//! of the item is an effect run by a holder with no lease: the test prints how many, and
+//! fails above 0.
+//!
 //! The workers are this test binary re-executed on the ignored test `stop_worker_process`.
+// The SQLite and PostgreSQL backends: left out of a build without them.
+#![cfg(all(feature = "sqlite", feature = "postgres"))]
 
 mod pg_common;
 mod worker_process;
@@ -23,8 +31,8 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use scaffold_runtime::{
-    Item, ItemState, ListFilter, NewItem, Store, WorkContext, WorkError, WorkHandler, WorkKindSpec,
-    WorkLoop,
+    AttemptRecord, Clock as _, Item, ItemState, ListFilter, NewItem, Store, SystemClock,
+    WorkContext, WorkError, WorkHandler, WorkKindSpec, WorkLoop,
 };
 use serde::{Deserialize, Serialize};
 
@@ -33,6 +41,8 @@ const ROUNDS: u32 = 8;
 const PER_ROUND: u32 = 120;
 const WORKERS: usize = 3;
 const LEASE: Duration = Duration::from_millis(400);
+/// Completed items younger than this are not purged: longer than reading their history.
+const HISTORY_READ: Duration = Duration::from_secs(1);
 
 static KINDS: &[&[WorkKindSpec]] = &[&[WorkKindSpec {
     name: "STOP",
@@ -53,8 +63,17 @@ impl WorkHandler for StopHandler {
     const REQUIRES: &'static [&'static str] = &["stop.run"];
     async fn handle(&self, ctx: &WorkContext, item: &Item<Payload>) -> Result<(), WorkError> {
         let n = item.payload.n;
+        let (id, fence) = (item.id, item.fence);
         tokio::time::sleep(Duration::from_millis(15 + u64::from(n % 7) * 5)).await;
-        ctx.once("effect", || async move { Ok(n) }).await?;
+        ctx.once("effect", |effect| async move {
+            // The outside effect: stamped the moment it starts, beside the end of the lease
+            // the store confirmed for it.
+            let start = SystemClock.now().as_millis();
+            let until = effect.lease_expires_at().as_millis();
+            println!("STOP ran {id} {fence} {until} {start}");
+            Ok(n)
+        })
+        .await?;
         println!("STOP handled {} {} {n}", item.id, item.fence);
         Ok(())
     }
@@ -98,6 +117,53 @@ struct Log {
     handled: BTreeMap<(i64, i64), u32>,
     stale_rejected: usize,
     leases_lost: usize,
+    /// Each effect closure that ran: (id, fence, the end of the lease the store confirmed
+    /// just before it, the closure's start), in ms.
+    ran: Vec<(i64, i64, i64, i64)>,
+}
+
+/// Every claim's history, by (id, fence), read before its item could be discarded or purged.
+type History = BTreeMap<(i64, i64), AttemptRecord>;
+
+async fn keep_history(store: &Store, id: i64, history: &mut History) -> bool {
+    match store.attempts(id).await {
+        Ok(attempts) => {
+            for a in attempts {
+                history.insert((id, a.fence), a);
+            }
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+/// The closures a holder ran with no lease: started after its claim had ended (reaped as
+/// expired, cancelled, released) or after a later claim of the item. Returns them all and,
+/// of them, those that started after the lease `once` had just confirmed ran out by the
+/// clock (a stop landing between `once`'s last look at the clock and the closure's first
+/// line: the window the runtime README names).
+fn ran_without_a_lease(ran: &[(i64, i64, i64, i64)], history: &History) -> (usize, usize) {
+    let (mut without, mut in_window) = (0, 0);
+    for &(id, fence, confirmed_until, start) in ran {
+        let ended = history.get(&(id, fence)).and_then(|a| {
+            (!matches!(
+                a.outcome.as_str(),
+                "completed" | "failed" | "dead" | "parked"
+            ))
+            .then_some(a.finished_at.as_millis())
+        });
+        let passed = history
+            .range((id, fence + 1)..(id + 1, i64::MIN))
+            .filter_map(|(_, a)| a.claimed_at.map(|t| t.as_millis()))
+            .min();
+        if ended.into_iter().chain(passed).any(|t| start >= t) {
+            without += 1;
+            if start >= confirmed_until {
+                in_window += 1;
+            }
+        }
+    }
+    (without, in_window)
 }
 
 fn spawn_worker(url: &str, log: &Arc<Mutex<Log>>) -> Child {
@@ -114,6 +180,13 @@ fn spawn_worker(url: &str, log: &Arc<Mutex<Log>>) -> Child {
                 "handled" => {
                     if let Some(Ok(n)) = line.rest.first().map(|n| n.parse()) {
                         log.handled.insert((line.id, line.fence), n);
+                    }
+                }
+                "ran" => {
+                    if let [Some(Ok(until)), Some(Ok(start))] =
+                        [line.rest.first(), line.rest.get(1)].map(|t| t.map(|t| t.parse()))
+                    {
+                        log.ran.push((line.id, line.fence, until, start));
                     }
                 }
                 "stale" => log.stale_rejected += 1,
@@ -151,6 +224,7 @@ async fn chaos(url: &str) {
     // What the test enqueued under each id: an id handed out twice fails here at once.
     let mut payload_of: BTreeMap<i64, u32> = BTreeMap::new();
     let (mut stops, mut discarded, mut purged, mut blocked) = (0_usize, 0_u64, 0_u64, 0_u64);
+    let mut history = History::new();
     let give_up = Instant::now() + Duration::from_secs(180);
     for round in 0..ROUNDS {
         let items: Vec<NewItem> = (0..PER_ROUND)
@@ -183,6 +257,7 @@ async fn chaos(url: &str) {
             let store = store.clone();
             tokio::spawn(async move {
                 let (mut discarded, mut purged, mut busy) = (0_u64, 0_u64, 0_u64);
+                let mut history = History::new();
                 let dead = store
                     .list(ListFilter {
                         state: Some(ItemState::Dead),
@@ -191,21 +266,44 @@ async fn chaos(url: &str) {
                     .await
                     .unwrap_or_default();
                 for item in dead {
+                    if !keep_history(&store, item.id, &mut history).await {
+                        busy += 1;
+                        continue;
+                    }
                     match store.discard(item.id).await {
                         Ok(()) => discarded += 1,
                         Err(_) => busy += 1,
                     }
                 }
-                match store.purge_completed(Duration::ZERO, 100_000).await {
-                    Ok(n) => purged += n,
-                    Err(_) => busy += 1,
+                // Completed items are purged once older than the time their history takes
+                // to read: every one purged was listed and read here first.
+                let listed = Instant::now();
+                let done = store
+                    .list(ListFilter {
+                        state: Some(ItemState::Completed),
+                        ..ListFilter::default()
+                    })
+                    .await
+                    .unwrap_or_default();
+                let mut read = true;
+                for item in done {
+                    read &= keep_history(&store, item.id, &mut history).await;
                 }
-                (discarded, purged, busy)
+                if read && listed.elapsed() < HISTORY_READ {
+                    match store.purge_completed(HISTORY_READ, 100_000).await {
+                        Ok(n) => purged += n,
+                        Err(_) => busy += 1,
+                    }
+                } else {
+                    busy += 1;
+                }
+                (discarded, purged, busy, history)
             })
         };
         tokio::time::sleep(LEASE * 2 + Duration::from_millis(100)).await;
         signal(&workers[victim], Signal::SIGCONT);
-        let (d, p, b) = maintenance.await.expect("maintenance");
+        let (d, p, b, h) = maintenance.await.expect("maintenance");
+        history.extend(h);
         discarded += d;
         purged += p;
         blocked += b;
@@ -231,6 +329,10 @@ async fn chaos(url: &str) {
     // Effects still stored (items not purged yet) must hold their own item's payload.
     let mut stale_accepted = 0;
     for item in store.list(ListFilter::default()).await.expect("list") {
+        assert!(
+            keep_history(&store, item.id, &mut history).await,
+            "attempts"
+        );
         if let Some(v) = store.effect(item.id, "effect").await.expect("effect")
             && v != serde_json::json!(payload_of.get(&item.id))
         {
@@ -251,6 +353,13 @@ async fn chaos(url: &str) {
         }
     }
     let ids: BTreeSet<i64> = payload_of.keys().copied().collect();
+    let (without, in_window) = ran_without_a_lease(&log.ran, &history);
+    println!(
+        "stopped-holder chaos ({}): effect closures run {}, run by a holder whose lease had ended or passed to another {without} \
+         (of them stopped between once's look at the lease and the closure's first line: {in_window})",
+        store.backend_name(),
+        log.ran.len(),
+    );
     println!(
         "stopped-holder chaos ({}): {} items, {WORKERS} workers, {stops} SIGSTOP/SIGCONT past the lease, \
          {discarded} discarded, {purged} purged ({blocked} calls blocked by a stopped writer), {} completions accepted, stale writes refused {} \
@@ -263,6 +372,12 @@ async fn chaos(url: &str) {
         log.leases_lost
     );
     assert_eq!(stale_accepted, 0, "a stale holder's write was accepted");
+    assert_eq!(
+        without - in_window,
+        0,
+        "a holder ran an effect after its lease had ended or passed to another"
+    );
+    assert!(!log.ran.is_empty(), "no effect closure ran");
     assert!(
         log.stale_rejected + log.leases_lost > 0,
         "no stopped holder tried a stale write: the test did not exercise the fence"

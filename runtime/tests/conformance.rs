@@ -1,7 +1,5 @@
 //! The conformance suite on every backend this crate ships.
 
-use std::sync::Arc;
-
 use scaffold_runtime::testing::conformance::TestBackend;
 use scaffold_runtime::{ManualClock, Store};
 
@@ -23,6 +21,7 @@ mod memory {
     scaffold_runtime::conformance_suite!(make);
 }
 
+#[cfg(feature = "sqlite")]
 mod sqlite {
     use super::*;
 
@@ -30,7 +29,7 @@ mod sqlite {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let url = format!("sqlite://{}", dir.path().join("queue.db").display());
         let clock = ManualClock::starting_now();
-        let store = Store::open_with_clock(&url, clock.clone() as Arc<_>)
+        let store = Store::open_with_clock(&url, clock.clone() as std::sync::Arc<_>)
             .await
             .expect("the sqlite backend opens");
         TestBackend {

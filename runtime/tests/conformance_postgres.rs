@@ -1,6 +1,8 @@
 //! The conformance suite on PostgreSQL. Each test runs in a fresh schema of the database
 //! `SCAFFOLD_TEST_DATABASE_URL` names (tests run in parallel), dropped when the test ends.
 //! Without the variable every test prints that it was skipped and returns.
+// The PostgreSQL backend: left out of a build without it.
+#![cfg(feature = "postgres")]
 
 mod pg_common;
 

@@ -1,5 +1,7 @@
 //! A producer with its own SQLite connection writes its business row and the outbox row in
 //! one transaction; the store's relay turns the row into an item with the row's id.
+// The SQLite backend: left out of a build without it.
+#![cfg(feature = "sqlite")]
 
 use scaffold_runtime::rusqlite;
 use scaffold_runtime::{Clock, NewItem, Store, SystemClock, Tx};

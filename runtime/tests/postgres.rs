@@ -1,6 +1,8 @@
 //! PostgreSQL-only behaviour: LISTEN/NOTIFY wake-ups, and a worker whose connections are cut
 //! by `pg_terminate_backend` while it runs. Each test uses a fresh schema of the database
 //! `SCAFFOLD_TEST_DATABASE_URL` names; without it each test prints that it was skipped.
+// The PostgreSQL backend: left out of a build without it.
+#![cfg(feature = "postgres")]
 
 mod pg_common;
 
@@ -37,7 +39,7 @@ impl WorkHandler for CountingHandler {
     async fn handle(&self, ctx: &WorkContext, item: &Item<Payload>) -> Result<(), WorkError> {
         let n = item.payload.n;
         let runs = Arc::clone(&self.runs);
-        ctx.once("effect", || async move {
+        ctx.once("effect", |_| async move {
             runs.fetch_add(1, Ordering::SeqCst);
             Ok(n)
         })

@@ -37,7 +37,7 @@ impl WorkHandler for SendMail {
 
     async fn handle(&self, ctx: &WorkContext, _: &Item<Self::Payload>) -> Result<(), WorkError> {
         let mailer = ctx.resource::<Mailer>()?;
-        ctx.once("send", || async move {
+        ctx.once("send", |_| async move {
             Ok(mailer.sent.fetch_add(1, Ordering::SeqCst))
         })
         .await?;

@@ -1,5 +1,7 @@
 //! SIGTERM drains a worker process: it stops claiming, finishes or releases what it holds,
 //! marks itself OFFLINE and exits 0.
+// The SQLite backend: left out of a build without it.
+#![cfg(feature = "sqlite")]
 
 use std::process::{Command, Stdio};
 use std::time::Duration;

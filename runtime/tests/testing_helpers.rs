@@ -24,7 +24,7 @@ impl WorkHandler for NotifyShipmentHandler {
     async fn handle(&self, ctx: &WorkContext, item: &Item<Self::Payload>) -> Result<(), WorkError> {
         let sent = Arc::clone(&self.sent);
         let id = item.payload.shipment_id.clone();
-        ctx.once("notify", || async move {
+        ctx.once("notify", |_| async move {
             sent.fetch_add(1, Ordering::SeqCst);
             Ok(id)
         })
@@ -58,7 +58,7 @@ impl WorkHandler for NotIdempotent {
         if ctx.store().effect(ctx.item_id(), "x").await?.is_some() {
             return Err(WorkError::permanent("ran twice"));
         }
-        ctx.once("x", || async { Ok(()) }).await
+        ctx.once("x", |_| async { Ok(()) }).await
     }
 }
 

@@ -264,6 +264,7 @@ async fn execute(args: QueueArgs, cwd: &Path) -> Result<report::Printed, QueueEr
                 kind,
                 limit: (limit > 0).then_some(limit),
                 newest_first: true,
+                ..ListFilter::default()
             };
             report::Printed::List(store.list(filter).await?)
         }
@@ -350,7 +351,7 @@ async fn execute(args: QueueArgs, cwd: &Path) -> Result<report::Printed, QueueEr
                     }
                 }
                 _ => {
-                    let count = store.retry_all_dead().await?;
+                    let count = store.retry_all_dead(None).await?;
                     report::Printed::Retried {
                         ids: Vec::new(),
                         count,

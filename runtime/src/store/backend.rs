@@ -4,14 +4,15 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
 
 use super::StoreResult;
 use crate::item::{
-    Claimed, EffectRecord, Enqueued, Fence, Finish, ItemId, ItemRecord, ItemState, LaneStats,
-    ListFilter, NewItem, OutboxStats, WorkerRecord,
+    AttemptRecord, Claimed, EffectRecord, EffectStart, Enqueued, Finish, Held, ItemId, ItemRecord,
+    ItemState, ListFilter, NewItem, OutboxStats, WorkerRecord, WorkerState,
 };
 use crate::outbox::Tx;
 use crate::time::Timestamp;
@@ -22,17 +23,25 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// A producer's transaction body, run by [`Backend::transaction`].
 pub type TxBody = Box<dyn FnOnce(&mut Tx<'_>) -> StoreResult<()> + Send>;
 
-/// A claim request: up to `n` due items of `lane`, leased to `owner` until `lease_until`.
+/// A claim request: up to `n` due items of `lane` (of `kinds` only, when given), leased
+/// to `owner` until `lease_until`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClaimRequest {
     pub lane: String,
     pub n: usize,
     pub owner: String,
     pub lease_until: Timestamp,
+    /// Only items of these kinds (a remote worker's enrolled kinds); every kind when `None`.
+    pub kinds: Option<Vec<String>>,
 }
 
+/// Items per (lane, kind, state), from the counters every transition keeps: what `stats`,
+/// `kind_counts` and the dashboard read instead of counting the table.
+pub type Counts = Vec<(String, String, ItemState, u64)>;
+
 /// A storage backend. Every method that changes a claimed item checks, row by row, the
-/// fence, the `running` state and an unexpired lease, and changes nothing otherwise.
+/// fence, the owner, the `running` state and an unexpired lease, and changes nothing
+/// otherwise.
 pub trait Backend: Send + Sync + fmt::Debug {
     /// `sqlite`, `memory`, `postgres`.
     fn name(&self) -> &'static str;
@@ -57,16 +66,14 @@ pub trait Backend: Send + Sync + fmt::Debug {
     /// Renews the lease to `lease_until`; returns the stored `lease_expires_at`.
     fn heartbeat(
         &self,
-        id: ItemId,
-        fence: Fence,
+        held: Held,
         lease_until: Timestamp,
         now: Timestamp,
     ) -> BoxFuture<'_, StoreResult<Timestamp>>;
     /// Stores `state` as the item's checkpoint.
     fn checkpoint(
         &self,
-        id: ItemId,
-        fence: Fence,
+        held: Held,
         state: Value,
         now: Timestamp,
     ) -> BoxFuture<'_, StoreResult<()>>;
@@ -80,8 +87,12 @@ pub trait Backend: Send + Sync + fmt::Debug {
     fn sweep(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>>;
     /// Makes a dead item available again with fresh attempts.
     fn retry(&self, id: ItemId, now: Timestamp) -> BoxFuture<'_, StoreResult<()>>;
-    /// Retries every dead item; returns how many.
-    fn retry_all_dead(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>>;
+    /// Retries every dead item (of `kind`, when given); returns how many.
+    fn retry_all_dead(
+        &self,
+        kind: Option<String>,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<u64>>;
     /// Deletes a dead item.
     fn discard(&self, id: ItemId) -> BoxFuture<'_, StoreResult<()>>;
     /// Makes every item parked on `signal` available; returns how many.
@@ -90,20 +101,31 @@ pub trait Backend: Send + Sync + fmt::Debug {
     fn get(&self, id: ItemId) -> BoxFuture<'_, StoreResult<Option<ItemRecord>>>;
     /// Items matching `filter`, by id.
     fn list(&self, filter: ListFilter) -> BoxFuture<'_, StoreResult<Vec<ItemRecord>>>;
-    /// Counts and oldest ages per lane and state, lanes by name.
-    fn stats(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<LaneStats>>>;
     /// The recorded output of effect `key` of item `id`, if recorded.
     fn effect(&self, id: ItemId, key: String) -> BoxFuture<'_, StoreResult<Option<Value>>>;
+    /// Before an effect runs, in one transaction: its recorded output, or (when it is not
+    /// recorded) the check that `held` still holds a live lease, renewed to `lease_until`.
+    /// A holder whose lease is gone gets `StaleLease` and must not run the effect.
+    fn begin_effect(
+        &self,
+        held: Held,
+        key: String,
+        lease_until: Timestamp,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<EffectStart>>;
     /// Records effect `key` (fenced: only the current holder records). Recording a key that
     /// is already recorded changes nothing and succeeds.
     fn record_effect(
         &self,
-        id: ItemId,
-        fence: Fence,
+        held: Held,
         key: String,
         output: Value,
         now: Timestamp,
     ) -> BoxFuture<'_, StoreResult<()>>;
+    /// The ended attempts of item `id`, oldest first.
+    fn attempts(&self, id: ItemId) -> BoxFuture<'_, StoreResult<Vec<AttemptRecord>>>;
+    /// The store's own id, minted once when its schema was made.
+    fn store_id(&self) -> BoxFuture<'_, StoreResult<String>>;
     /// Runs `body` in one write transaction of this store; commits when it returns Ok.
     fn transaction(&self, body: TxBody, now: Timestamp) -> BoxFuture<'_, StoreResult<()>>;
     /// Turns up to `limit` unrelayed outbox rows into items whose id is the row id; returns
@@ -125,6 +147,13 @@ pub trait Backend: Send + Sync + fmt::Debug {
     ) -> BoxFuture<'_, StoreResult<(u64, u64)>>;
     /// Inserts or replaces a worker row.
     fn put_worker(&self, worker: WorkerRecord) -> BoxFuture<'_, StoreResult<()>>;
+    /// A loop's presence: inserts the row when missing, else updates its lanes, lease and
+    /// `last_seen_at` and makes it ONLINE, but never overwrites an operator's DRAINING.
+    /// Returns the state the row has after the call (DRAINING: the loop is to drain).
+    fn touch_worker(&self, worker: WorkerRecord) -> BoxFuture<'_, StoreResult<WorkerState>>;
+    /// An operator's drain: marks worker `id` DRAINING unless it is OFFLINE; returns
+    /// whether a row changed (false for an unknown or offline worker).
+    fn drain_worker(&self, id: String) -> BoxFuture<'_, StoreResult<bool>>;
     /// Every worker row, by id.
     fn workers(&self) -> BoxFuture<'_, StoreResult<Vec<WorkerRecord>>>;
     /// Deletes up to `limit` completed items last updated before `before`, with their
@@ -143,8 +172,27 @@ pub trait Backend: Send + Sync + fmt::Debug {
     fn release_worker(&self, owner: String, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>>;
     /// The outbox's backlog.
     fn outbox_stats(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<OutboxStats>>;
-    /// How many items of each kind are in each state, by kind then state.
-    fn kind_counts(&self) -> BoxFuture<'_, StoreResult<Vec<(String, ItemState, u64)>>>;
+    /// Items per (lane, kind, state), sorted, from the maintained counters (zero rows left
+    /// out).
+    fn counts(&self) -> BoxFuture<'_, StoreResult<Counts>>;
+    /// Folds counter deltas into the counters (the sweeper's; a no-op where there are none).
+    fn fold_counts(&self) -> BoxFuture<'_, StoreResult<()>> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+    /// The oldest item of each (lane, state) present in `counts` (for `available`, the
+    /// earliest due one; for `completed`, the earliest finished), and the available items
+    /// of each lane not due yet: read through indexes, never by counting the table.
+    fn ages(
+        &self,
+        lanes: Vec<String>,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<Vec<crate::store::LaneAges>>>;
+    /// A backend for the lease keeper's own thread and runtime (one whose connections are
+    /// driven there, so handlers that never yield cannot starve a heartbeat); `None`: this
+    /// one serves it (nothing of it is tied to a runtime).
+    fn lease_backend(&self) -> Option<Arc<dyn Backend>> {
+        None
+    }
     /// Resolves when items may have become claimable on `lane`, or after `max` at the
     /// latest. Backends without wake-ups (SQLite, memory) just wait `max`: the poll.
     fn wait_for_work(&self, lane: String, max: Duration) -> BoxFuture<'_, ()> {

@@ -14,11 +14,15 @@
 
 mod backend;
 pub mod memory;
+#[cfg(feature = "postgres")]
 pub mod postgres;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod sql;
+#[cfg(feature = "sqlite")]
 pub mod sqlite;
+pub mod url;
 
-pub use backend::{Backend, BoxFuture, ClaimRequest, RelayReport, TxBody};
+pub use backend::{Backend, BoxFuture, ClaimRequest, Counts, RelayReport, TxBody};
 
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -28,20 +32,24 @@ use serde_json::Value;
 
 use crate::error::StoreError;
 use crate::item::{
-    Claimed, EffectRecord, Enqueued, Fence, Finish, ItemId, ItemRecord, ItemState, LaneStats,
-    ListFilter, NewItem, OutboxStats, WorkerRecord,
+    AttemptRecord, Claimed, EffectRecord, EffectStart, Enqueued, Finish, Held, ItemId, ItemRecord,
+    ItemState, LaneStats, ListFilter, NewItem, OutboxStats, WorkerRecord, WorkerState,
 };
 use crate::outbox::Tx;
-use crate::time::{Clock, DatabaseClock, MonotonicClock, SystemClock, Timestamp};
+use crate::time::{Clock, MonotonicClock, SystemClock, Timestamp};
 
 /// How often a store on the database's clock re-measures its offset from the server.
+#[cfg(feature = "postgres")]
 const CLOCK_RESYNC: Duration = Duration::from_secs(30);
 
 /// The schema version this runtime writes; every backend's migrations end at it.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// Result of store operations.
 pub type StoreResult<T> = Result<T, StoreError>;
+
+/// The longest lease counted for a worker's silence (every backend caps it alike).
+pub(crate) const SILENCE_CAP_MS: i64 = 1_000_000_000_000;
 
 fn is_postgres(url: &str) -> bool {
     url.starts_with("postgres://") || url.starts_with("postgresql://")
@@ -52,6 +60,31 @@ fn is_postgres(url: &str) -> bool {
 pub struct Store {
     backend: Arc<dyn Backend>,
     clock: Arc<dyn Clock>,
+    /// The store's id, read once ([`Store::store_id`]).
+    id: Arc<std::sync::OnceLock<String>>,
+}
+
+/// Each lane's oldest item of each state and its scheduled items, as [`Backend::ages`]
+/// reads them through indexes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaneAges {
+    pub lane: String,
+    /// Indexed like [`ItemState::ALL`]: the earliest due `run_at` (available), the earliest
+    /// `updated_at` (completed: when the oldest kept one finished), else the earliest
+    /// `created_at`; `None` when there is none.
+    pub oldest: [Option<Timestamp>; 6],
+    /// Available items whose `run_at` has not come.
+    pub scheduled: u64,
+}
+
+impl LaneAges {
+    pub fn new(lane: impl Into<String>) -> Self {
+        LaneAges {
+            lane: lane.into(),
+            oldest: [None; 6],
+            scheduled: 0,
+        }
+    }
 }
 
 impl fmt::Debug for Store {
@@ -84,8 +117,21 @@ impl Store {
         if !is_postgres(url) {
             return Self::open_with_clock(url, host).await;
         }
+        Self::open_postgres(url, host).await
+    }
+
+    #[cfg(not(feature = "postgres"))]
+    async fn open_postgres(url: &str, _host: Arc<dyn Clock>) -> StoreResult<Store> {
+        Err(StoreError::BackendNotBuilt {
+            url: url::redact_password(url),
+            backend: "postgres",
+        })
+    }
+
+    #[cfg(feature = "postgres")]
+    async fn open_postgres(url: &str, host: Arc<dyn Clock>) -> StoreResult<Store> {
         let backend = Arc::new(postgres::PostgresBackend::connect(url).await?);
-        let clock = DatabaseClock::new(host);
+        let clock = crate::time::DatabaseClock::new(host);
         backend.sync_clock(&clock).await?;
         let (weak_backend, weak_clock) = (Arc::downgrade(&backend), Arc::downgrade(&clock));
         tokio::spawn(async move {
@@ -112,11 +158,27 @@ impl Store {
                     url: url.to_owned(),
                 });
             }
-            let backend = sqlite::SqliteBackend::open(std::path::Path::new(path)).await?;
-            Ok(Self::from_backend(Arc::new(backend), clock))
+            #[cfg(feature = "sqlite")]
+            return Ok(Self::from_backend(
+                Arc::new(sqlite::SqliteBackend::open(std::path::Path::new(path)).await?),
+                clock,
+            ));
+            #[cfg(not(feature = "sqlite"))]
+            return Err(StoreError::BackendNotBuilt {
+                url: url::redact_password(url),
+                backend: "sqlite",
+            });
         } else if is_postgres(url) {
-            let backend = postgres::PostgresBackend::connect(url).await?;
-            Ok(Self::from_backend(Arc::new(backend), clock))
+            #[cfg(feature = "postgres")]
+            return Ok(Self::from_backend(
+                Arc::new(postgres::PostgresBackend::connect(url).await?),
+                clock,
+            ));
+            #[cfg(not(feature = "postgres"))]
+            return Err(StoreError::BackendNotBuilt {
+                url: url::redact_password(url),
+                backend: "postgres",
+            });
         } else if url == "memory://" || url == "memory:" {
             Ok(Self::from_backend(
                 Arc::new(memory::MemoryBackend::new()),
@@ -124,14 +186,41 @@ impl Store {
             ))
         } else {
             Err(StoreError::InvalidUrl {
-                url: postgres::redact_password(url),
+                url: url::redact_password(url),
             })
         }
     }
 
     /// A store over any backend (how PostgreSQL plugs in).
     pub fn from_backend(backend: Arc<dyn Backend>, clock: Arc<dyn Clock>) -> Store {
-        Store { backend, clock }
+        Store {
+            backend,
+            clock,
+            id: Arc::default(),
+        }
+    }
+
+    /// The store a lease keeper uses on its own thread: the backend's lease backend (its
+    /// own connections, driven there) on the same clock, or this store.
+    pub fn lease_store(&self) -> Store {
+        match self.backend.lease_backend() {
+            Some(backend) => Store {
+                backend,
+                clock: Arc::clone(&self.clock),
+                id: Arc::clone(&self.id),
+            },
+            None => self.clone(),
+        }
+    }
+
+    /// The store's own id, minted once when its schema was made: part of every idempotency
+    /// key [`crate::WorkContext::once`] hands a closure.
+    pub async fn store_id(&self) -> StoreResult<String> {
+        if let Some(id) = self.id.get() {
+            return Ok(id.clone());
+        }
+        let id = self.backend.store_id().await?;
+        Ok(self.id.get_or_init(|| id).clone())
     }
 
     /// The backend's name.
@@ -216,12 +305,25 @@ impl Store {
         n: usize,
         lease: Duration,
     ) -> StoreResult<Vec<Claimed>> {
+        self.claim_kinds(owner, lane, None, n, lease).await
+    }
+
+    /// [`Store::claim_as`], of `kinds` only when given (a remote worker's enrolled kinds).
+    pub async fn claim_kinds(
+        &self,
+        owner: &str,
+        lane: &str,
+        kinds: Option<&[String]>,
+        n: usize,
+        lease: Duration,
+    ) -> StoreResult<Vec<Claimed>> {
         let now = self.now();
         let req = ClaimRequest {
             lane: lane.to_owned(),
             n,
             owner: owner.to_owned(),
             lease_until: now.plus(lease),
+            kinds: kinds.map(<[String]>::to_vec),
         };
         self.backend.claim(req, now).await
     }
@@ -231,42 +333,30 @@ impl Store {
         self.claim_as("anonymous", lane, n, lease).await
     }
 
-    /// Renews the lease for `lease` from now; returns the new `lease_expires_at`.
-    pub async fn heartbeat(
-        &self,
-        id: ItemId,
-        fence: Fence,
-        lease: Duration,
-    ) -> StoreResult<Timestamp> {
+    /// Renews `held`'s lease for `lease` from now; returns the new `lease_expires_at`.
+    pub async fn heartbeat(&self, held: &Held, lease: Duration) -> StoreResult<Timestamp> {
         let now = self.now();
         self.backend
-            .heartbeat(id, fence, now.plus(lease), now)
+            .heartbeat(held.clone(), now.plus(lease), now)
             .await
     }
 
     /// Stores the item's checkpoint.
-    pub async fn checkpoint(&self, id: ItemId, fence: Fence, state: Value) -> StoreResult<()> {
-        self.backend.checkpoint(id, fence, state, self.now()).await
+    pub async fn checkpoint(&self, held: &Held, state: Value) -> StoreResult<()> {
+        self.backend
+            .checkpoint(held.clone(), state, self.now())
+            .await
     }
 
     /// Completes the item. Repeating it with the same fence succeeds.
-    pub async fn complete(&self, id: ItemId, fence: Fence) -> StoreResult<()> {
-        self.finish(Finish {
-            id,
-            fence,
-            outcome: crate::item::Outcome::Complete,
-        })
-        .await
+    pub async fn complete(&self, held: &Held) -> StoreResult<()> {
+        self.finish(Finish::of(held, crate::item::Outcome::Complete))
+            .await
     }
 
     /// Fails the item: transient (retry at `retry_at`, dead when out of attempts) or dead.
-    pub async fn fail(
-        &self,
-        id: ItemId,
-        fence: Fence,
-        outcome: crate::item::Outcome,
-    ) -> StoreResult<()> {
-        self.finish(Finish { id, fence, outcome }).await
+    pub async fn fail(&self, held: &Held, outcome: crate::item::Outcome) -> StoreResult<()> {
+        self.finish(Finish::of(held, outcome)).await
     }
 
     /// Applies one finish.
@@ -295,9 +385,11 @@ impl Store {
         self.backend.retry(id, self.now()).await
     }
 
-    /// Retries every dead item.
-    pub async fn retry_all_dead(&self) -> StoreResult<u64> {
-        self.backend.retry_all_dead(self.now()).await
+    /// Retries every dead item (of `kind`, when given); returns how many.
+    pub async fn retry_all_dead(&self, kind: Option<&str>) -> StoreResult<u64> {
+        self.backend
+            .retry_all_dead(kind.map(str::to_owned), self.now())
+            .await
     }
 
     /// Deletes a dead item.
@@ -320,9 +412,49 @@ impl Store {
         self.backend.list(filter).await
     }
 
-    /// Counts and oldest ages per lane and state.
+    /// Counts and oldest ages per lane and state: counts from the counters every transition
+    /// keeps, ages and scheduled items through indexes, so the answer costs the same at a
+    /// million items as at ten.
     pub async fn stats(&self) -> StoreResult<Vec<LaneStats>> {
-        self.backend.stats(self.now()).await
+        let now = self.now();
+        let counts = self.backend.counts().await?;
+        let mut lanes: std::collections::BTreeMap<String, LaneStats> = Default::default();
+        for (lane, _, state, n) in &counts {
+            lanes
+                .entry(lane.clone())
+                .or_insert_with(|| LaneStats::new(lane.clone()))
+                .get_mut(*state)
+                .count += n;
+        }
+        let names: Vec<String> = lanes.keys().cloned().collect();
+        for ages in self.backend.ages(names, now).await? {
+            let Some(l) = lanes.get_mut(&ages.lane) else {
+                continue;
+            };
+            l.scheduled = ages.scheduled;
+            let available = l.get_mut(ItemState::Available);
+            available.count = available.count.saturating_sub(ages.scheduled);
+            for (state, oldest) in ItemState::ALL.into_iter().zip(ages.oldest) {
+                let s = l.get_mut(state);
+                if s.count > 0 {
+                    s.oldest_age_ms = oldest.map_or(0, |t| now.millis_since(t));
+                }
+            }
+        }
+        Ok(lanes.into_values().collect())
+    }
+
+    /// Items per (lane, kind, state), sorted (states in [`ItemState::ALL`]'s order), from
+    /// the counters (zero rows left out).
+    pub async fn counts(&self) -> StoreResult<Counts> {
+        let mut counts = self.backend.counts().await?;
+        counts.sort_by(|a, b| (&a.0, &a.1, a.2).cmp(&(&b.0, &b.1, b.2)));
+        Ok(counts)
+    }
+
+    /// Folds the counters' deltas (the sweeper's; see [`Backend::fold_counts`]).
+    pub async fn fold_counts(&self) -> StoreResult<()> {
+        self.backend.fold_counts().await
     }
 
     /// The recorded output of effect `key` of item `id`.
@@ -330,17 +462,30 @@ impl Store {
         self.backend.effect(id, key.to_owned()).await
     }
 
-    /// Records effect `key` of item `id` under its current fence.
-    pub async fn record_effect(
+    /// Before effect `key` of `held`'s item runs: its recorded output, or the check that
+    /// `held` still holds a live lease (renewed for `lease`), in one call.
+    pub async fn begin_effect(
         &self,
-        id: ItemId,
-        fence: Fence,
+        held: &Held,
         key: &str,
-        output: Value,
-    ) -> StoreResult<()> {
+        lease: Duration,
+    ) -> StoreResult<EffectStart> {
+        let now = self.now();
         self.backend
-            .record_effect(id, fence, key.to_owned(), output, self.now())
+            .begin_effect(held.clone(), key.to_owned(), now.plus(lease), now)
             .await
+    }
+
+    /// Records effect `key` of `held`'s item (fenced).
+    pub async fn record_effect(&self, held: &Held, key: &str, output: Value) -> StoreResult<()> {
+        self.backend
+            .record_effect(held.clone(), key.to_owned(), output, self.now())
+            .await
+    }
+
+    /// The ended attempts of item `id`, oldest first.
+    pub async fn attempts(&self, id: ItemId) -> StoreResult<Vec<AttemptRecord>> {
+        self.backend.attempts(id).await
     }
 
     /// Runs `body` in one write transaction; its outbox rows ([`Store::enqueue_in`]) commit
@@ -379,6 +524,7 @@ impl Store {
     /// commits or rolls back with them, and the relay turns it into an item with the
     /// returned id. The queue's schema is named in the statement, so the producer's
     /// `search_path` does not matter. [`StoreError::WrongBackend`] on another backend.
+    #[cfg(feature = "postgres")]
     pub async fn enqueue_in_postgres(
         &self,
         tx: &tokio_postgres::Transaction<'_>,
@@ -436,6 +582,18 @@ impl Store {
         self.backend.put_worker(worker).await
     }
 
+    /// A loop's presence (see [`Backend::touch_worker`]): never overwrites DRAINING, and
+    /// returns the row's state.
+    pub async fn touch_worker(&self, worker: WorkerRecord) -> StoreResult<WorkerState> {
+        self.backend.touch_worker(worker).await
+    }
+
+    /// Asks worker `id` to drain (`scaffold queue drain`): its loop hears it within a sweep
+    /// tick, stops claiming and drains. Returns whether the worker was there and not OFFLINE.
+    pub async fn drain_worker(&self, id: &str) -> StoreResult<bool> {
+        self.backend.drain_worker(id.to_owned()).await
+    }
+
     /// Deletes up to `limit` items completed more than `older_than` ago, with their effects;
     /// returns how many. What [`crate::WorkLoopBuilder::retain_completed`] runs each sweep.
     pub async fn purge_completed(&self, older_than: Duration, limit: usize) -> StoreResult<u64> {
@@ -453,9 +611,20 @@ impl Store {
         self.backend.wait_for_work(lane.to_owned(), max).await;
     }
 
-    /// Every worker row.
+    /// Every worker row; one silent for three of its leases reads OFFLINE whether or not a
+    /// sweeper has marked it yet.
     pub async fn workers(&self) -> StoreResult<Vec<WorkerRecord>> {
-        self.backend.workers().await
+        let now = self.now();
+        let mut rows = self.backend.workers().await?;
+        for w in &mut rows {
+            let silent = i64::try_from(now.millis_since(w.last_seen_at)).unwrap_or(i64::MAX);
+            if w.state != WorkerState::Offline
+                && silent > w.lease_ms.min(SILENCE_CAP_MS).saturating_mul(3)
+            {
+                w.state = WorkerState::Offline;
+            }
+        }
+        Ok(rows)
     }
 
     /// Every recorded effect of item `id`, by key.
@@ -482,6 +651,13 @@ impl Store {
 
     /// How many items of each kind are in each state, by kind then state.
     pub async fn kind_counts(&self) -> StoreResult<Vec<(String, ItemState, u64)>> {
-        self.backend.kind_counts().await
+        let mut by_kind: std::collections::BTreeMap<(String, ItemState), u64> = Default::default();
+        for (_, kind, state, n) in self.backend.counts().await? {
+            *by_kind.entry((kind, state)).or_default() += n;
+        }
+        Ok(by_kind
+            .into_iter()
+            .map(|((kind, state), n)| (kind, state, n))
+            .collect())
     }
 }

@@ -1,73 +1,19 @@
 //! What the SQL backends (SQLite and PostgreSQL) share beyond their dialects: the item
-//! columns every query reads, the states an operator may act on, and the per-lane tally
-//! of `stats`.
-
-use std::collections::BTreeMap;
+//! columns every query reads, the states an operator may act on, the claim order, worker
+//! rows and the too-new-schema refusal.
 
 use super::{Claimed, SCHEMA_VERSION, StoreResult};
 use crate::error::StoreError;
-use crate::item::{ItemState, LaneStats, WorkerRecord, WorkerState};
+use crate::item::{WorkerRecord, WorkerState};
 use crate::time::Timestamp;
 
 /// The `work_items` columns a row is decoded from, in the order both backends decode them.
 pub(crate) const COLS: &str = "id, kind, lane, payload, state, priority, attempt, max_attempts, run_at, \
     lease_owner, lease_expires_at, fence, dedupe_key, checkpoint, last_error, parked_on, \
-    created_at, updated_at";
+    created_at, updated_at, claimed_at";
 
 /// The states an item is live in (not completed, dead or cancelled).
 pub(crate) const LIVE: &str = "('available', 'running', 'failed', 'parked')";
-
-/// `stats` from the rows of `SELECT lane, state, count(*), min(created_at), min(due run_at),
-/// scheduled … GROUP BY lane, state, scheduled`, one call a row.
-pub(crate) struct LaneTally {
-    lanes: BTreeMap<String, LaneStats>,
-    now: Timestamp,
-}
-
-impl LaneTally {
-    pub(crate) fn new(now: Timestamp) -> Self {
-        LaneTally {
-            lanes: BTreeMap::new(),
-            now,
-        }
-    }
-
-    fn lane(&mut self, lane: String) -> &mut LaneStats {
-        self.lanes
-            .entry(lane.clone())
-            .or_insert_with(|| LaneStats::new(lane))
-    }
-
-    /// Available items of `lane` whose `run_at` has not come yet.
-    pub(crate) fn scheduled(&mut self, lane: String, count: i64) {
-        self.lane(lane).scheduled = u64::try_from(count).unwrap_or(0);
-    }
-
-    /// The items of `lane` in `state`: how many, and the oldest (by due time for available
-    /// items, by creation for the rest).
-    pub(crate) fn add(
-        &mut self,
-        lane: String,
-        state: ItemState,
-        count: i64,
-        oldest_created: Option<i64>,
-        oldest_due: Option<i64>,
-    ) {
-        let now = self.now;
-        let oldest = if state == ItemState::Available {
-            oldest_due
-        } else {
-            oldest_created
-        };
-        let s = self.lane(lane).get_mut(state);
-        s.count = u64::try_from(count).unwrap_or(0);
-        s.oldest_age_ms = oldest.map_or(0, |t| now.millis_since(Timestamp::from_millis(t)));
-    }
-
-    pub(crate) fn finish(self) -> Vec<LaneStats> {
-        self.lanes.into_values().collect()
-    }
-}
 
 /// Sorts claimed items the way a claim hands them out: highest priority first, then the
 /// earliest due, then the oldest id (the SQL `ORDER BY` of both claim queries, which a

@@ -81,13 +81,8 @@ pub async fn run_twice<H: WorkHandler>(
             .into_iter()
             .find(|c| c.item.id == id)
             .ok_or(StoreError::NotFound(id))?;
-        let ctx = WorkContext::new(
-            store.clone(),
-            id,
-            claimed.fence,
-            claimed.item.checkpoint.clone(),
-        )
-        .with_resources(container.resources.clone());
+        let ctx = WorkContext::new(store.clone(), &claimed, TEST_LEASE)
+            .with_resources(container.resources.clone());
         let typed = decode::<H::Payload>(&claimed.item, claimed.fence)?;
         handler.handle(&ctx, &typed).await?;
         if run == 0 {
@@ -96,7 +91,7 @@ pub async fn run_twice<H: WorkHandler>(
                 .advance(TEST_LEASE + Duration::from_millis(1));
             store.sweep().await?;
         } else {
-            store.complete(id, claimed.fence).await?;
+            store.complete(&claimed.held()).await?;
         }
     }
     Ok(lookup(store, id).await?)

@@ -142,6 +142,15 @@ impl WorkLoopBuilder {
         self
     }
 
+    /// Claims only items of these kinds (default: every kind on the loop's lanes); a
+    /// claim of another kind's items is never made, so a loop of a worker enrolled for some
+    /// kinds of a lane leaves the others to their workers.
+    #[must_use]
+    pub fn claim_only(mut self, kinds: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.config.kinds = Some(kinds.into_iter().map(Into::into).collect());
+        self
+    }
+
     /// The worker's id in `workers` (default: `worker-<pid>-<random>`).
     #[must_use]
     pub fn worker_id(mut self, id: impl Into<String>) -> Self {

@@ -10,9 +10,13 @@ use tokio::sync::mpsc;
 use crate::item::{Finish, Outcome};
 use crate::work_loop::{LoopEvent, Shared};
 
-/// One item task's end: what to write, or nothing when the lease was lost.
+/// One item task's end: what to write (nothing when the lease was lost), whether it was
+/// the item's last attempt (a retry then makes it dead), and its lease, kept until the
+/// outcome is written.
 pub(crate) struct Done {
     pub finish: Option<Finish>,
+    pub last_attempt: bool,
+    pub lease: super::keeper::Lease,
 }
 
 const MAX_BATCH: usize = 1024;
@@ -27,21 +31,28 @@ pub(crate) async fn run(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<Don
                 Err(_) => break,
             }
         }
-        let batch: Vec<Finish> = buf.iter().filter_map(|d| d.finish.clone()).collect();
+        let batch: Vec<(Finish, bool)> = buf
+            .iter()
+            .filter_map(|d| d.finish.clone().map(|f| (f, d.last_attempt)))
+            .collect();
         write(&shared, batch).await;
         shared.inflight.fetch_sub(buf.len(), Ordering::SeqCst);
         shared.room.notify_waiters();
-        buf.clear();
+        // The outcomes are written: their leases need no more renewing.
+        for done in buf.drain(..) {
+            done.lease.release();
+        }
     }
 }
 
-async fn write(shared: &Shared, batch: Vec<Finish>) {
+async fn write(shared: &Shared, batch: Vec<(Finish, bool)>) {
     if batch.is_empty() {
         return;
     }
+    let finishes: Vec<Finish> = batch.iter().map(|(f, _)| f.clone()).collect();
     let mut delay = Duration::from_millis(20);
     let results = loop {
-        match shared.store.finish_many(batch.clone()).await {
+        match shared.store.finish_many(finishes.clone()).await {
             Ok(results) => break results,
             Err(e) if delay < Duration::from_secs(5) => {
                 tracing::warn!(error = %e, "writing outcomes failed; retrying");
@@ -56,12 +67,14 @@ async fn write(shared: &Shared, batch: Vec<Finish>) {
         }
     };
     let c = &shared.counters;
-    for (finish, result) in batch.iter().zip(results) {
+    for ((finish, last_attempt), result) in batch.iter().zip(results) {
         let (id, fence) = (finish.id, finish.fence);
         match result {
             Ok(()) => {
                 let (counter, outcome) = match finish.outcome {
                     Outcome::Complete => (&c.completed, "completed"),
+                    // A retry of the last attempt leaves the item dead.
+                    Outcome::Retry { .. } if *last_attempt => (&c.dead, "dead"),
                     Outcome::Retry { .. } => (&c.retried, "retry"),
                     Outcome::Dead { .. } => (&c.dead, "dead"),
                     Outcome::Park { .. } => (&c.parked, "parked"),

@@ -1,16 +1,21 @@
-//! Claiming, and the life of one claimed item: its handler under a heartbeated lease.
+//! Claiming, and the life of one claimed item: its handler run under a lease the keeper
+//! renews on its own thread, stopped when the lease is lost, a panic taken as a failed
+//! attempt.
 
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::task::{Context, Poll};
 
 use tokio::sync::{Semaphore, mpsc, watch};
 use tracing::Instrument;
 
 use crate::context::WorkContext;
 use crate::error::{StoreError, WorkError};
-use crate::item::{Claimed, Fence, Finish, ItemId, Outcome};
-use crate::store::Store;
+use crate::item::{Claimed, Finish, Held, Outcome};
+use crate::store::BoxFuture;
 use crate::time::Timestamp;
 use crate::work_loop::{LoopEvent, Shared, completer::Done};
 
@@ -57,7 +62,13 @@ pub(crate) async fn claimer(shared: Arc<Shared>, lane: String, mut ch: Channels)
         }
         let claimed = match shared
             .store
-            .claim_as(&shared.worker_id, &lane, want, shared.config.lease)
+            .claim_kinds(
+                &shared.worker_id,
+                &lane,
+                shared.config.kinds.as_deref(),
+                want,
+                shared.config.lease,
+            )
             .await
         {
             Ok(claimed) => claimed,
@@ -93,16 +104,15 @@ pub(crate) async fn claimer(shared: Arc<Shared>, lane: String, mut ch: Channels)
     }
 }
 
-/// Runs one claimed item to its outcome and hands that to the completer.
+/// Runs one claimed item to its outcome and hands that to the completer, with its lease:
+/// the keeper renews it until the completer has written the outcome.
 async fn run_item(shared: Arc<Shared>, claimed: Claimed, mut ch: Channels) {
-    let Claimed {
-        item: record,
-        fence,
-        lease_expires_at,
-    } = claimed;
-    let id = record.id;
-    let ctx = WorkContext::new(shared.store.clone(), id, fence, record.checkpoint.clone())
+    let held = claimed.held();
+    let mut lease = shared.keeper.keep(held.clone(), claimed.lease_expires_at);
+    let ctx = WorkContext::new(shared.store.clone(), &claimed, shared.config.lease)
         .with_resources(shared.resources.clone());
+    let record = claimed.item;
+    let last_attempt = record.attempt >= record.max_attempts;
     let outcome = match shared.handlers.get(record.kind.as_str()) {
         None => Some(Outcome::Dead {
             error: format!("unknown kind `{}`", record.kind),
@@ -115,7 +125,7 @@ async fn run_item(shared: Arc<Shared>, claimed: Claimed, mut ch: Channels) {
                     _ = ch.stop.wait_for(|s| *s) => return None,
                 };
                 let began = std::time::Instant::now();
-                let result = handler.call(&ctx, &record, fence).await;
+                let result = CatchUnwind(handler.call(&ctx, &record, held.fence)).await;
                 if let Some(h) = shared.durations.get(handler.kind()) {
                     h.observe(began.elapsed());
                 }
@@ -125,12 +135,22 @@ async fn run_item(shared: Arc<Shared>, claimed: Claimed, mut ch: Channels) {
             tokio::select! {
                 result = work => match result {
                     None => Some(Outcome::Release),
-                    Some(result) => outcome_of(&shared, record.attempt, result),
+                    Some(Ok(result)) => outcome_of(&shared, &held, &record.kind, record.attempt, result),
+                    Some(Err(panic)) => {
+                        shared.counters.panicked.fetch_add(1, Ordering::Relaxed);
+                        tracing::error!(
+                            id = held.id,
+                            kind = %record.kind,
+                            fence = held.fence,
+                            panic = %panic,
+                            "handler panicked; the attempt failed"
+                        );
+                        Some(retry(&shared, record.attempt, format!("the handler panicked: {panic}")))
+                    }
                 },
-                lost = keep_lease(&shared.store, id, fence, shared.config.lease, lease_expires_at) => {
-                    tracing::warn!(error = %lost, "lease lost; handler cancelled");
-                    shared.counters.leases_lost.fetch_add(1, Ordering::Relaxed);
-                    shared.emit(LoopEvent::LeaseLost { id, fence });
+                e = lease.lost() => {
+                    // Dropped here, at its next await: the handler runs nothing more.
+                    lease_lost(&shared, &held, &record.kind, &e);
                     None
                 }
                 _ = ch.cancel.wait_for(|c| *c) => Some(Outcome::Release),
@@ -138,16 +158,37 @@ async fn run_item(shared: Arc<Shared>, claimed: Claimed, mut ch: Channels) {
         }
     };
     if let Some(outcome) = &outcome {
-        log_outcome(outcome, record.attempt >= record.max_attempts);
+        log_outcome(outcome, last_attempt);
     }
-    let finish = outcome.map(|outcome| Finish { id, fence, outcome });
+    let finish = outcome.map(|outcome| Finish::of(&held, outcome));
     // The completer outlives every item task; a send error means the loop is gone.
-    let _ = ch.done.send(Done { finish });
+    let _ = ch.done.send(Done {
+        finish,
+        last_attempt,
+        lease,
+    });
     let before = shared.unfinished.fetch_sub(1, Ordering::SeqCst);
     if before <= shared.config.prefetch() / 2 + 1 {
         // At or below the claimers' low water: room for the next claim.
         shared.room.notify_waiters();
     }
+}
+
+/// The one event of a lost lease (item, kind, fence, holder, why), counted and observed.
+fn lease_lost(shared: &Shared, held: &Held, kind: &str, why: &dyn std::fmt::Display) {
+    tracing::warn!(
+        id = held.id,
+        kind,
+        fence = held.fence,
+        holder = %held.owner,
+        why = %why,
+        "lease lost (refused, run out, cancelled or released by an operator); the handler was stopped and nothing more of this attempt is written"
+    );
+    shared.counters.leases_lost.fetch_add(1, Ordering::Relaxed);
+    shared.emit(LoopEvent::LeaseLost {
+        id: held.id,
+        fence: held.fence,
+    });
 }
 
 /// One event per outcome other than success, inside the item's span (id, kind, lane,
@@ -173,14 +214,22 @@ fn log_outcome(outcome: &Outcome, last_attempt: bool) {
 }
 
 /// What the store is told for a handler's result; `None` when the lease is gone.
-fn outcome_of(shared: &Shared, attempt: i32, result: Result<(), WorkError>) -> Option<Outcome> {
+fn outcome_of(
+    shared: &Shared,
+    held: &Held,
+    kind: &str,
+    attempt: i32,
+    result: Result<(), WorkError>,
+) -> Option<Outcome> {
     match result {
         Ok(()) => Some(Outcome::Complete),
         Err(WorkError::Transient(error)) => Some(retry(shared, attempt, error)),
         Err(WorkError::Permanent(error)) => Some(Outcome::Dead { error }),
         Err(WorkError::Park { until, signal }) => Some(Outcome::Park { until, signal }),
-        Err(WorkError::Store(StoreError::StaleLease { .. })) => {
-            shared.counters.leases_lost.fetch_add(1, Ordering::Relaxed);
+        Err(
+            e @ (WorkError::LeaseLost { .. } | WorkError::Store(StoreError::StaleLease { .. })),
+        ) => {
+            lease_lost(shared, held, kind, &e);
             None
         }
         Err(WorkError::Store(e)) => Some(retry(
@@ -196,30 +245,30 @@ fn retry(shared: &Shared, attempt: i32, error: String) -> Outcome {
     Outcome::Retry { retry_at, error }
 }
 
-/// Renews the lease until it is refused; returns the refusal. Each renewal is scheduled
-/// from the `lease_expires_at` the store returned: when a third of the lease has passed.
-pub(crate) async fn keep_lease(
-    store: &Store,
-    id: ItemId,
-    fence: Fence,
-    lease: Duration,
-    mut expires: Timestamp,
-) -> StoreError {
-    let margin = lease.mul_f64(2.0 / 3.0);
-    loop {
-        let due = Timestamp::from_millis(expires.as_millis() - crate::time::duration_ms(margin));
-        tokio::time::sleep(due.duration_from(store.now())).await;
-        match store.heartbeat(id, fence, lease).await {
-            Ok(renewed) => expires = renewed,
-            Err(e @ StoreError::StaleLease { .. }) => return e,
-            Err(e) => {
-                if store.now() >= expires {
-                    tracing::warn!(error = %e, "heartbeat failed past the lease");
-                    return StoreError::StaleLease { id, fence };
-                }
-                tracing::warn!(error = %e, "heartbeat failed; retrying");
-                tokio::time::sleep((lease / 20).max(Duration::from_millis(10))).await;
-            }
+/// A handler's future with its panics caught: a panic is the attempt's failure (with the
+/// panic's message), never a task that dies without an outcome.
+struct CatchUnwind<'a, T>(BoxFuture<'a, T>);
+
+impl<T> Future for CatchUnwind<'_, T> {
+    type Output = Result<T, String>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let fut = self.0.as_mut();
+        match std::panic::catch_unwind(AssertUnwindSafe(|| fut.poll(cx))) {
+            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
+            Ok(Poll::Pending) => Poll::Pending,
+            Err(payload) => Poll::Ready(Err(panic_message(payload.as_ref()))),
         }
+    }
+}
+
+/// A panic's message (`panic!("…")` carries a `&str` or a `String`).
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic without a message".to_owned()
     }
 }

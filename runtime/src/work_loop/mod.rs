@@ -2,12 +2,15 @@
 //! with bounded concurrency under heartbeated leases, writes outcomes in batched fenced
 //! transactions, sweeps expired leases, and drains on a shutdown signal.
 //!
-//! Tasks: one claimer per lane, one task per claimed item (its heartbeat beside its
-//! handler), one completer writing finished items in batches, one sweeper.
+//! Tasks: one claimer per lane, one task per claimed item, one completer writing finished
+//! items in batches, one sweeper; and on a thread of its own the lease keeper, which renews
+//! every held item's lease until its outcome is written (a handler that never yields cannot
+//! starve it).
 
 mod builder;
 mod completer;
 mod item_task;
+mod keeper;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -89,6 +92,8 @@ pub(crate) struct Config {
     pub worker_id: Option<String>,
     pub relay: bool,
     pub retain_completed: Option<Duration>,
+    /// Claim only items of these kinds (every kind of the loop's lanes when `None`).
+    pub kinds: Option<Vec<String>>,
 }
 
 impl Default for Config {
@@ -104,6 +109,7 @@ impl Default for Config {
             worker_id: None,
             relay: true,
             retain_completed: None,
+            kinds: None,
         }
     }
 }
@@ -133,6 +139,8 @@ pub struct LoopCounters {
     pub released: AtomicU64,
     pub stale_rejected: AtomicU64,
     pub leases_lost: AtomicU64,
+    /// Handlers that panicked (each a failed attempt).
+    pub panicked: AtomicU64,
 }
 
 impl LoopCounters {
@@ -148,6 +156,7 @@ impl LoopCounters {
             ("released", get(&self.released)),
             ("stale_rejected", get(&self.stale_rejected)),
             ("leases_lost", get(&self.leases_lost)),
+            ("panicked", get(&self.panicked)),
         ]
     }
 }
@@ -174,6 +183,10 @@ pub(crate) struct Shared {
     pub state: AtomicU8,
     /// How long each kind's handler ran, per call.
     pub durations: BTreeMap<&'static str, crate::metrics::Histogram>,
+    /// Renews held leases on its own thread; started by `run`.
+    pub keeper: keeper::KeeperSlot,
+    /// Woken when an operator's DRAINING is heard (the sweeper's presence write).
+    pub drain_requested: Notify,
 }
 
 impl Shared {
@@ -236,6 +249,8 @@ impl WorkLoop {
                 inflight: AtomicUsize::new(0),
                 unfinished: AtomicUsize::new(0),
                 room: Notify::new(),
+                keeper: keeper::KeeperSlot::default(),
+                drain_requested: Notify::new(),
             }),
         }
     }
@@ -285,33 +300,52 @@ impl WorkLoop {
         self.shared.state.store(state as u8, Ordering::SeqCst);
     }
 
+    fn worker_row(&self, state: WorkerState, started: crate::time::Timestamp) -> WorkerRecord {
+        WorkerRecord {
+            id: self.shared.worker_id.clone(),
+            lanes: self.shared.lanes.clone(),
+            state,
+            started_at: started,
+            last_seen_at: self.shared.store.now(),
+            lease_ms: self.shared.config.lease_ms(),
+        }
+    }
+
+    /// The loop's own move of its worker row (REGISTERED, DRAINING, OFFLINE).
     async fn set_state(
         &self,
         state: WorkerState,
         started: crate::time::Timestamp,
     ) -> Result<(), StoreError> {
-        let now = self.shared.store.now();
         self.shared
             .store
-            .put_worker(WorkerRecord {
-                id: self.shared.worker_id.clone(),
-                lanes: self.shared.lanes.clone(),
-                state,
-                started_at: started,
-                last_seen_at: now,
-                lease_ms: self.shared.config.lease_ms(),
-            })
+            .put_worker(self.worker_row(state, started))
             .await
     }
 
-    /// Runs until `shutdown` resolves, then drains: stops claiming, lets in-flight handlers
-    /// finish within the drain timeout, cancels and releases the rest, writes every outcome,
-    /// marks the worker OFFLINE and returns.
+    /// Runs until `shutdown` resolves (or an operator's `scaffold queue drain` is heard),
+    /// then drains: stops claiming, lets in-flight handlers finish within the drain timeout,
+    /// cancels and releases the rest, writes every outcome, marks the worker OFFLINE and
+    /// returns.
     pub async fn run(&self, shutdown: impl Future<Output = ()>) -> Result<(), StoreError> {
         let shared = &self.shared;
+        shared
+            .keeper
+            .start(shared.store.lease_store(), shared.config.lease)
+            .map_err(|e| StoreError::Task(format!("cannot start the lease keeper: {e}")))?;
         let started = shared.store.now();
         self.set_state(WorkerState::Registered, started).await?;
-        self.set_state(WorkerState::Online, started).await?;
+        // ONLINE as presence is written: an operator's drain, asked as the worker came up,
+        // stands (and is heard at once).
+        if self
+            .shared
+            .store
+            .touch_worker(self.worker_row(WorkerState::Online, started))
+            .await?
+            == WorkerState::Draining
+        {
+            shared.drain_requested.notify_one();
+        }
         let (done_tx, done_rx) = mpsc::unbounded_channel();
         let (stop_tx, stop_rx) = watch::channel(false);
         let (cancel_tx, cancel_rx) = watch::channel(false);
@@ -337,7 +371,12 @@ impl WorkLoop {
             })
             .collect();
         drop(done_tx);
-        shutdown.await;
+        tokio::select! {
+            () = shutdown => {}
+            () = shared.drain_requested.notified() => {
+                tracing::info!(worker = %shared.worker_id, "an operator asked this worker to drain");
+            }
+        }
 
         self.enter(LoopState::Draining);
         tracing::info!(worker = %shared.worker_id, "draining");
@@ -395,6 +434,9 @@ async fn sweeper(
             Ok(n) => tracing::info!(count = n, "returned expired leases"),
             Err(e) => tracing::warn!(error = %e, "sweep failed"),
         }
+        if let Err(e) = shared.store.fold_counts().await {
+            tracing::warn!(error = %e, "folding the item counters failed");
+        }
         if shared.config.relay {
             // Rows the relay refuses are logged by the store, one error each.
             match shared.store.relay_outbox(RELAY_BATCH).await {
@@ -451,8 +493,11 @@ async fn sweeper(
         if *stop.borrow() {
             return;
         }
-        if let Err(e) = shared.store.put_worker(row).await {
-            tracing::warn!(error = %e, "worker row update failed");
+        // Presence never overwrites an operator's DRAINING; hearing it, the loop drains.
+        match shared.store.touch_worker(row).await {
+            Ok(WorkerState::Draining) => shared.drain_requested.notify_one(),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "worker row update failed"),
         }
     }
 }

@@ -16,16 +16,17 @@ use serde_json::Value;
 
 use crate::error::StoreError;
 use crate::item::{
-    Claimed, EffectRecord, Enqueued, Fence, Finish, ItemId, ItemRecord, ItemState, LaneStats,
-    ListFilter, NewItem, OutboxStats, WorkerRecord, WorkerState,
+    AttemptRecord, Claimed, EffectRecord, EffectStart, Enqueued, Finish, Held, ItemId, ItemRecord,
+    ItemState, ListFilter, NewItem, OutboxStats, WorkerRecord, WorkerState,
 };
 use crate::outbox::Tx;
-use crate::store::{Backend, BoxFuture, ClaimRequest, RelayReport, StoreResult, TxBody};
+use crate::store::{
+    Backend, BoxFuture, ClaimRequest, Counts, LaneAges, RelayReport, StoreResult, TxBody,
+};
 use crate::time::Timestamp;
 use state::{NotInserted, OutboxRow, State};
 
-/// The longest lease counted for a worker's silence (the SQL backends cap it alike).
-const SILENCE_CAP_MS: i64 = 1_000_000_000_000;
+use crate::store::SILENCE_CAP_MS;
 
 /// The in-memory backend (`memory://`).
 #[derive(Debug, Clone, Default)]
@@ -38,6 +39,11 @@ impl MemoryBackend {
     pub fn new() -> Self {
         let state = State {
             next_id: 1,
+            store_id: format!(
+                "{:016x}{:016x}",
+                crate::retry::random_u64(),
+                crate::retry::random_u64()
+            ),
             ..State::default()
         };
         MemoryBackend {
@@ -105,6 +111,7 @@ impl Backend for MemoryBackend {
                         ItemState::Available | ItemState::Failed | ItemState::Parked
                     )
                     && r.run_at <= now
+                    && req.kinds.as_ref().is_none_or(|k| k.contains(&r.kind))
             })
             .map(|r| (-r.priority, r.run_at, r.id))
             .collect();
@@ -119,6 +126,7 @@ impl Backend for MemoryBackend {
                 r.lease_expires_at = Some(req.lease_until);
                 r.parked_on = None;
                 r.updated_at = now;
+                r.claimed_at = Some(now);
                 claimed.push(Claimed {
                     item: r.clone(),
                     fence: r.fence,
@@ -132,13 +140,12 @@ impl Backend for MemoryBackend {
 
     fn heartbeat(
         &self,
-        id: ItemId,
-        fence: Fence,
+        held: Held,
         lease_until: Timestamp,
         now: Timestamp,
     ) -> BoxFuture<'_, StoreResult<Timestamp>> {
         let mut st = self.lock();
-        let out = st.held(id, fence, now).map(|r| {
+        let out = st.held(&held, now).map(|r| {
             r.lease_expires_at = Some(lease_until);
             r.updated_at = now;
             lease_until
@@ -149,13 +156,12 @@ impl Backend for MemoryBackend {
 
     fn checkpoint(
         &self,
-        id: ItemId,
-        fence: Fence,
+        held: Held,
         state: Value,
         now: Timestamp,
     ) -> BoxFuture<'_, StoreResult<()>> {
         let mut st = self.lock();
-        let out = st.held(id, fence, now).map(|r| {
+        let out = st.held(&held, now).map(|r| {
             r.checkpoint = Some(state);
             r.updated_at = now;
         });
@@ -176,9 +182,16 @@ impl Backend for MemoryBackend {
 
     fn sweep(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>> {
         let mut st = self.lock();
-        let mut n = 0;
-        for r in st.items.values_mut() {
-            if r.state == ItemState::Running && r.lease_expires_at.is_some_and(|t| t <= now) {
+        let expired: Vec<ItemId> = st
+            .items
+            .values()
+            .filter(|r| {
+                r.state == ItemState::Running && r.lease_expires_at.is_some_and(|t| t <= now)
+            })
+            .map(|r| r.id)
+            .collect();
+        for id in &expired {
+            st.end_running(*id, |r| {
                 r.state = if r.attempt >= r.max_attempts {
                     ItemState::Dead
                 } else {
@@ -189,19 +202,22 @@ impl Backend for MemoryBackend {
                 r.lease_expires_at = None;
                 r.run_at = now;
                 r.updated_at = now;
-                n += 1;
-            }
+            });
         }
         drop(st);
-        self.ready(Ok(n))
+        self.ready(Ok(expired.len() as u64))
     }
 
     fn retry(&self, id: ItemId, now: Timestamp) -> BoxFuture<'_, StoreResult<()>> {
         self.retry_dead_item(id, now)
     }
 
-    fn retry_all_dead(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>> {
-        self.retry_dead_items(now)
+    fn retry_all_dead(
+        &self,
+        kind: Option<String>,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<u64>> {
+        self.retry_dead_items(kind, now)
     }
 
     fn purge_completed(&self, before: Timestamp, limit: usize) -> BoxFuture<'_, StoreResult<u64>> {
@@ -213,11 +229,8 @@ impl Backend for MemoryBackend {
             .map(|r| r.id)
             .take(limit)
             .collect();
-        for id in &gone {
-            st.items.remove(id);
-        }
         let set: std::collections::BTreeSet<ItemId> = gone.iter().copied().collect();
-        st.effects.retain(|(item, _), _| !set.contains(item));
+        st.forget(&set);
         drop(st);
         self.ready(Ok(gone.len() as u64))
     }
@@ -253,6 +266,17 @@ impl Backend for MemoryBackend {
             filter.state.is_none_or(|s| r.state == s)
                 && filter.lane.as_deref().is_none_or(|l| r.lane == l)
                 && filter.kind.as_deref().is_none_or(|k| r.kind == k)
+                && filter
+                    .dedupe_key
+                    .as_deref()
+                    .is_none_or(|k| r.dedupe_key.as_deref() == Some(k))
+                && filter.after.is_none_or(|after| {
+                    if filter.newest_first {
+                        r.id < after
+                    } else {
+                        r.id > after
+                    }
+                })
         };
         let limit = filter.limit.unwrap_or(usize::MAX);
         let out = if filter.newest_first {
@@ -275,50 +299,60 @@ impl Backend for MemoryBackend {
         self.ready(Ok(out))
     }
 
-    fn stats(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<LaneStats>>> {
-        let st = self.lock();
-        let mut lanes: BTreeMap<String, LaneStats> = BTreeMap::new();
-        for r in st.items.values() {
-            let entry = lanes
-                .entry(r.lane.clone())
-                .or_insert_with(|| LaneStats::new(r.lane.clone()));
-            if r.state == ItemState::Available && r.run_at > now {
-                entry.scheduled += 1;
-                continue;
-            }
-            let s = entry.get_mut(r.state);
-            s.count += 1;
-            let since = if r.state == ItemState::Available {
-                r.run_at
-            } else {
-                r.created_at
-            };
-            s.oldest_age_ms = s.oldest_age_ms.max(now.millis_since(since));
-        }
-        drop(st);
-        self.ready(Ok(lanes.into_values().collect()))
-    }
-
     fn effect(&self, id: ItemId, key: String) -> BoxFuture<'_, StoreResult<Option<Value>>> {
         let out = self.lock().effects.get(&(id, key)).map(|e| e.0.clone());
         self.ready(Ok(out))
     }
 
+    fn begin_effect(
+        &self,
+        held: Held,
+        key: String,
+        lease_until: Timestamp,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<EffectStart>> {
+        let mut st = self.lock();
+        let out = match st.effects.get(&(held.id, key)) {
+            Some((output, _, _)) => Ok(EffectStart::Recorded(output.clone())),
+            None => st.held(&held, now).map(|r| {
+                r.lease_expires_at = Some(lease_until);
+                r.updated_at = now;
+                EffectStart::Run {
+                    lease_expires_at: lease_until,
+                    verified_at: now,
+                }
+            }),
+        };
+        drop(st);
+        self.ready(out)
+    }
+
     fn record_effect(
         &self,
-        id: ItemId,
-        fence: Fence,
+        held: Held,
         key: String,
         output: Value,
         now: Timestamp,
     ) -> BoxFuture<'_, StoreResult<()>> {
         let mut st = self.lock();
-        let out = st.held(id, fence, now).map(|_| ());
+        let out = st.held(&held, now).map(|_| ());
         if out.is_ok() {
-            st.effects.entry((id, key)).or_insert((output, fence, now));
+            st.effects
+                .entry((held.id, key))
+                .or_insert((output, held.fence, now));
         }
         drop(st);
         self.ready(out)
+    }
+
+    fn attempts(&self, id: ItemId) -> BoxFuture<'_, StoreResult<Vec<AttemptRecord>>> {
+        let out = self.lock().attempts.get(&id).cloned().unwrap_or_default();
+        self.ready(Ok(out))
+    }
+
+    fn store_id(&self) -> BoxFuture<'_, StoreResult<String>> {
+        let out = self.lock().store_id.clone();
+        self.ready(Ok(out))
     }
 
     fn transaction(&self, body: TxBody, now: Timestamp) -> BoxFuture<'_, StoreResult<()>> {
@@ -444,19 +478,52 @@ impl Backend for MemoryBackend {
         self.ready(Ok(stats))
     }
 
-    fn kind_counts(&self) -> BoxFuture<'_, StoreResult<Vec<(String, ItemState, u64)>>> {
-        let mut counts: BTreeMap<(String, &'static str), (ItemState, u64)> = BTreeMap::new();
+    fn counts(&self) -> BoxFuture<'_, StoreResult<Counts>> {
+        let mut counts: BTreeMap<(String, String, ItemState), u64> = BTreeMap::new();
         for r in self.lock().items.values() {
-            counts
-                .entry((r.kind.clone(), r.state.as_str()))
-                .or_insert((r.state, 0))
-                .1 += 1;
+            *counts
+                .entry((r.lane.clone(), r.kind.clone(), r.state))
+                .or_default() += 1;
         }
         let out = counts
             .into_iter()
-            .map(|((kind, _), (state, n))| (kind, state, n))
+            .map(|((lane, kind, state), n)| (lane, kind, state, n))
             .collect();
         self.ready(Ok(out))
+    }
+
+    fn ages(
+        &self,
+        lanes: Vec<String>,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<Vec<LaneAges>>> {
+        let st = self.lock();
+        let mut by_lane: BTreeMap<String, LaneAges> = lanes
+            .into_iter()
+            .map(|l| (l.clone(), LaneAges::new(l)))
+            .collect();
+        for r in st.items.values() {
+            let Some(ages) = by_lane.get_mut(&r.lane) else {
+                continue;
+            };
+            let since = match r.state {
+                ItemState::Available if r.run_at > now => {
+                    ages.scheduled += 1;
+                    continue;
+                }
+                ItemState::Available => r.run_at,
+                ItemState::Completed => r.updated_at,
+                _ => r.created_at,
+            };
+            let i = ItemState::ALL
+                .iter()
+                .position(|s| *s == r.state)
+                .unwrap_or_default();
+            let slot = &mut ages.oldest[i];
+            *slot = Some(slot.map_or(since, |t| t.min(since)));
+        }
+        drop(st);
+        self.ready(Ok(by_lane.into_values().collect()))
     }
 
     fn mark_silent_workers(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<String>>> {
@@ -507,6 +574,41 @@ impl Backend for MemoryBackend {
         st.workers.insert(worker.id.clone(), worker);
         drop(st);
         self.ready(Ok(()))
+    }
+
+    fn touch_worker(&self, worker: WorkerRecord) -> BoxFuture<'_, StoreResult<WorkerState>> {
+        let mut st = self.lock();
+        let state = match st.workers.get_mut(&worker.id) {
+            Some(w) => {
+                w.lanes = worker.lanes;
+                w.lease_ms = worker.lease_ms;
+                w.last_seen_at = worker.last_seen_at;
+                if w.state != WorkerState::Draining {
+                    w.state = worker.state;
+                }
+                w.state
+            }
+            None => {
+                let state = worker.state;
+                st.workers.insert(worker.id.clone(), worker);
+                state
+            }
+        };
+        drop(st);
+        self.ready(Ok(state))
+    }
+
+    fn drain_worker(&self, id: String) -> BoxFuture<'_, StoreResult<bool>> {
+        let mut st = self.lock();
+        let changed = match st.workers.get_mut(&id) {
+            Some(w) if w.state != WorkerState::Offline => {
+                w.state = WorkerState::Draining;
+                true
+            }
+            _ => false,
+        };
+        drop(st);
+        self.ready(Ok(changed))
     }
 
     fn workers(&self) -> BoxFuture<'_, StoreResult<Vec<WorkerRecord>>> {

@@ -48,12 +48,16 @@ impl MemoryBackend {
         self.ready(out)
     }
 
-    pub(super) fn retry_dead_items(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>> {
+    pub(super) fn retry_dead_items(
+        &self,
+        kind: Option<String>,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<u64>> {
         let mut st = self.lock();
         let dead: Vec<(ItemId, String, Option<String>)> = st
             .items
             .values()
-            .filter(|r| r.state == ItemState::Dead)
+            .filter(|r| r.state == ItemState::Dead && kind.as_ref().is_none_or(|k| r.kind == *k))
             .map(|r| (r.id, r.kind.clone(), r.dedupe_key.clone()))
             .collect();
         let mut n = 0;
@@ -82,8 +86,7 @@ impl MemoryBackend {
         let out = match st.items.get(&id).map(|r| r.state) {
             None => Err(StoreError::NotFound(id)),
             Some(ItemState::Dead) => {
-                st.items.remove(&id);
-                st.effects.retain(|(item, _), _| *item != id);
+                st.forget(&std::iter::once(id).collect());
                 Ok(())
             }
             Some(state) => Err(StoreError::WrongState {
@@ -102,20 +105,22 @@ impl MemoryBackend {
         now: Timestamp,
     ) -> BoxFuture<'_, StoreResult<()>> {
         let mut st = self.lock();
-        let out = match st.items.get_mut(&id) {
+        let out = match st.items.get(&id).map(|r| r.state) {
             None => Err(StoreError::NotFound(id)),
-            Some(r) if r.state.is_live() => {
-                r.state = ItemState::Dead;
-                r.last_error = Some("cancelled by an operator".to_owned());
-                r.lease_owner = None;
-                r.lease_expires_at = None;
-                r.parked_on = None;
-                r.updated_at = now;
+            Some(state) if state.is_live() => {
+                st.end_running(id, |r| {
+                    r.state = ItemState::Dead;
+                    r.last_error = Some("cancelled by an operator".to_owned());
+                    r.lease_owner = None;
+                    r.lease_expires_at = None;
+                    r.parked_on = None;
+                    r.updated_at = now;
+                });
                 Ok(())
             }
-            Some(r) => Err(StoreError::WrongState {
+            Some(state) => Err(StoreError::WrongState {
                 id,
-                state: r.state,
+                state,
                 expected: "live (available, running, failed or parked)",
             }),
         };
@@ -129,18 +134,25 @@ impl MemoryBackend {
         now: Timestamp,
     ) -> BoxFuture<'_, StoreResult<u64>> {
         let mut st = self.lock();
-        let mut n = 0;
-        for r in st.items.values_mut() {
-            if r.state == ItemState::Running && r.lease_owner.as_deref() == Some(owner.as_str()) {
+        let held: Vec<ItemId> = st
+            .items
+            .values()
+            .filter(|r| {
+                r.state == ItemState::Running && r.lease_owner.as_deref() == Some(owner.as_str())
+            })
+            .map(|r| r.id)
+            .collect();
+        for id in &held {
+            st.end_running(*id, |r| {
                 r.state = ItemState::Available;
                 r.run_at = now;
                 r.lease_owner = None;
                 r.lease_expires_at = None;
                 r.last_error = Some("released by an operator".to_owned());
                 r.updated_at = now;
-                n += 1;
-            }
+            });
         }
+        let n = held.len() as u64;
         if let Some(w) = st.workers.get_mut(&owner) {
             w.state = WorkerState::Offline;
         }

@@ -6,7 +6,10 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::error::StoreError;
-use crate::item::{Fence, Finish, ItemId, ItemRecord, ItemState, NewItem, Outcome, WorkerRecord};
+use crate::item::{
+    AttemptRecord, Fence, Finish, Held, ItemId, ItemRecord, ItemState, NewItem, Outcome,
+    WorkerRecord,
+};
 use crate::outbox::OutboxSink;
 use crate::store::StoreResult;
 use crate::time::Timestamp;
@@ -49,8 +52,12 @@ pub(super) struct State {
     pub(super) effects: BTreeMap<(ItemId, String), (Value, Fence, Timestamp)>,
     pub(super) outbox: BTreeMap<ItemId, OutboxRow>,
     pub(super) workers: BTreeMap<String, WorkerRecord>,
+    /// The ended attempts of each item, oldest first.
+    pub(super) attempts: BTreeMap<ItemId, Vec<AttemptRecord>>,
     /// The high-water mark of ids handed out: only ever grows.
     pub(super) next_id: ItemId,
+    /// The store's id, minted with it.
+    pub(super) store_id: String,
 }
 
 /// Why [`State::insert`] inserted nothing.
@@ -107,28 +114,72 @@ impl State {
                 parked_on: None,
                 created_at: now,
                 updated_at: now,
+                claimed_at: None,
             },
         );
         self.next_id = self.next_id.max(id + 1);
         Ok(id)
     }
 
-    /// The item, when `fence` is current, it is running and its lease has not expired.
-    pub(super) fn held(
-        &mut self,
-        id: ItemId,
-        fence: Fence,
-        now: Timestamp,
-    ) -> StoreResult<&mut ItemRecord> {
-        match self.items.get_mut(&id) {
+    /// The item, when `held` is its current claim: the fence is current, the owner is the
+    /// lease's, it is running and its lease has not expired.
+    pub(super) fn held(&mut self, held: &Held, now: Timestamp) -> StoreResult<&mut ItemRecord> {
+        match self.items.get_mut(&held.id) {
             Some(r)
-                if r.fence == fence
+                if r.fence == held.fence
+                    && r.lease_owner.as_deref() == Some(held.owner.as_str())
                     && r.state == ItemState::Running
                     && r.lease_expires_at.is_some_and(|t| t > now) =>
             {
                 Ok(r)
             }
-            _ => Err(StoreError::StaleLease { id, fence }),
+            _ => Err(StoreError::StaleLease {
+                id: held.id,
+                fence: held.fence,
+            }),
+        }
+    }
+
+    /// Records the attempt that ended when item `before` (a running item) became `after`,
+    /// as the SQL backends' triggers do.
+    pub(super) fn ended(&mut self, before: &ItemRecord, after: &ItemRecord) {
+        let expired = before
+            .lease_expires_at
+            .is_some_and(|t| t <= after.updated_at);
+        let outcome = match after.state {
+            ItemState::Completed => "completed",
+            _ if expired => "expired",
+            ItemState::Failed => "failed",
+            ItemState::Dead => "dead",
+            ItemState::Parked => "parked",
+            _ => "released",
+        };
+        let error = (matches!(after.state, ItemState::Failed | ItemState::Dead) || expired)
+            .then(|| after.last_error.clone())
+            .flatten();
+        let list = self.attempts.entry(before.id).or_default();
+        list.retain(|a| a.fence != before.fence);
+        list.push(AttemptRecord {
+            attempt: before.attempt,
+            fence: before.fence,
+            holder: before.lease_owner.clone(),
+            claimed_at: before.claimed_at,
+            finished_at: after.updated_at,
+            outcome: outcome.to_owned(),
+            error,
+        });
+    }
+
+    /// Moves running item `id` with `change`, recording the attempt it ends.
+    pub(super) fn end_running(&mut self, id: ItemId, change: impl FnOnce(&mut ItemRecord)) {
+        let Some(r) = self.items.get_mut(&id) else {
+            return;
+        };
+        let before = r.clone();
+        change(r);
+        let after = r.clone();
+        if before.state == ItemState::Running && after.state != ItemState::Running {
+            self.ended(&before, &after);
         }
     }
 
@@ -140,7 +191,9 @@ impl State {
         {
             return Ok(());
         }
-        let r = self.held(f.id, f.fence, now)?;
+        let held = Held::new(f.id, f.fence, f.owner.clone());
+        let before = self.held(&held, now)?.clone();
+        let r = self.held(&held, now)?;
         r.lease_owner = None;
         r.lease_expires_at = None;
         r.updated_at = now;
@@ -171,6 +224,18 @@ impl State {
                 r.attempt = (r.attempt - 1).max(0);
             }
         }
+        let after = r.clone();
+        self.ended(&before, &after);
         Ok(())
+    }
+
+    /// Forgets the items `gone` (deleted by retention or a discard): their effects and
+    /// attempts go with them.
+    pub(super) fn forget(&mut self, gone: &std::collections::BTreeSet<ItemId>) {
+        for id in gone {
+            self.items.remove(id);
+            self.attempts.remove(id);
+        }
+        self.effects.retain(|(item, _), _| !gone.contains(item));
     }
 }

@@ -52,10 +52,12 @@ use serde_json::Value;
 
 use crate::error::StoreError;
 use crate::item::{
-    Claimed, EffectRecord, Enqueued, Fence, Finish, ItemId, ItemRecord, ItemState, LaneStats,
-    ListFilter, NewItem, OutboxStats, WorkerRecord,
+    AttemptRecord, Claimed, EffectRecord, EffectStart, Enqueued, Finish, Held, ItemId, ItemRecord,
+    ListFilter, NewItem, OutboxStats, WorkerRecord, WorkerState,
 };
-use crate::store::{Backend, BoxFuture, ClaimRequest, RelayReport, StoreResult, TxBody};
+use crate::store::{
+    Backend, BoxFuture, ClaimRequest, Counts, LaneAges, RelayReport, StoreResult, TxBody,
+};
 use crate::time::Timestamp;
 
 pub(crate) use ops::insert_outbox_in;
@@ -91,8 +93,8 @@ impl PgTarget {
     /// Parses `postgres://user@host:port/db?schema=NAME&pool_size=N` (any other query
     /// parameter goes to the driver). The schema name must be a plain identifier.
     pub fn parse(url: &str) -> StoreResult<PgTarget> {
-        let invalid = || StoreError::InvalidUrl {
-            url: redact_password(url),
+        let bad = |parameter: &str, value: Option<&str>, allowed: &str| {
+            crate::store::url::bad_parameter(url, parameter, value, allowed)
         };
         let (base, query) = match url.split_once('?') {
             Some((b, q)) => (b, q),
@@ -106,15 +108,24 @@ impl PgTarget {
             match pair.split_once('=') {
                 Some(("schema", v)) => schema = v.to_owned(),
                 Some(("pool_size", v)) => {
-                    pool_size = v.parse().ok().filter(|n| *n > 0).ok_or_else(invalid)?;
+                    pool_size = v
+                        .parse()
+                        .ok()
+                        .filter(|n| *n > 0)
+                        .ok_or_else(|| bad("pool_size", Some(v), POOL_SIZES))?;
                 }
                 // TLS is ours (rustls), not the driver's: it knows neither verify modes
                 // nor sslrootcert.
-                Some(("sslmode", v)) => tls.mode = SslMode::parse(v).ok_or_else(invalid)?,
+                Some(("sslmode", v)) => {
+                    tls.mode =
+                        SslMode::parse(v).ok_or_else(|| bad("sslmode", Some(v), SSL_MODES))?;
+                }
                 Some(("sslrootcert", v)) => {
                     let path = percent_encoding::percent_decode_str(v)
                         .decode_utf8()
-                        .map_err(|_| invalid())?;
+                        .map_err(|_| {
+                            bad("sslrootcert", None, "a file's path, percent-encoded UTF-8")
+                        })?;
                     tls.root_cert = Some(std::path::PathBuf::from(path.as_ref()));
                 }
                 Some(("sslcert" | "sslkey" | "sslcrl" | "sslpassword", _)) => {
@@ -126,14 +137,15 @@ impl PgTarget {
             }
         }
         if !is_identifier(&schema) {
-            return Err(invalid());
+            return Err(bad("schema", Some(&schema), SCHEMAS));
         }
         let driver_url = if rest.is_empty() {
             base.to_owned()
         } else {
             format!("{base}?{}", rest.join("&"))
         };
-        let mut config = tokio_postgres::Config::from_str(&driver_url).map_err(|_| invalid())?;
+        let mut config =
+            tokio_postgres::Config::from_str(&driver_url).map_err(|e| driver_refused(url, &e))?;
         config.ssl_mode(tls.mode.driver());
         // No bitmap scans on the queue's sessions (see `CLAIM_PLANNER_SETTINGS`).
         config.options(format!("-c search_path={schema} {CLAIM_PLANNER_SETTINGS}"));
@@ -200,18 +212,44 @@ pub async fn connect_client(url: &str) -> StoreResult<tokio_postgres::Client> {
     Ok(client)
 }
 
-/// `url` with the password of its user part replaced by `***`, for messages.
-pub fn redact_password(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
+pub use crate::store::url::redact_password;
+
+/// What `pool_size=` takes.
+const POOL_SIZES: &str = "a whole number of connections, at least 1";
+/// What `sslmode=` takes.
+const SSL_MODES: &str = "one of disable, prefer, require, verify-ca, verify-full";
+/// What `schema=` takes.
+const SCHEMAS: &str =
+    "a plain identifier: ASCII letters, digits and _, not starting with a digit, at most 63 bytes";
+
+/// The driver's refusal of the rest of the URL, naming the parameter where it names one
+/// (its other messages may quote a character of the URL, a password's among them: those
+/// are not repeated).
+fn driver_refused(url: &str, e: &tokio_postgres::Error) -> StoreError {
+    let cause = std::error::Error::source(e)
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    let named = |prefix: &str| {
+        cause
+            .strip_prefix(prefix)
+            .and_then(|rest| rest.strip_prefix('`'))
+            .and_then(|rest| rest.split_once('`'))
+            .map(|(name, _)| name.to_owned())
     };
-    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
-    match rest[..authority_end].rfind('@') {
-        Some(at) => match rest[..at].split_once(':') {
-            Some((user, _)) => format!("{scheme}://{user}:***{}", &rest[at..]),
-            None => url.to_owned(),
-        },
-        None => url.to_owned(),
+    if let Some(name) = named("invalid value for option ") {
+        return crate::store::url::bad_parameter(url, &name, None, "a value libpq accepts for it");
+    }
+    if let Some(name) = named("unknown option ") {
+        return crate::store::url::bad_parameter(
+            url,
+            &name,
+            None,
+            "nothing: it is not a parameter the queue knows (schema, pool_size, sslmode, sslrootcert) \
+             nor one libpq does (application_name, connect_timeout, keepalives, …)",
+        );
+    }
+    StoreError::InvalidUrl {
+        url: redact_password(url),
     }
 }
 
@@ -221,6 +259,26 @@ fn is_identifier(s: &str) -> bool {
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
         && s.len() <= 63
+}
+
+/// A pool of at most `size` connections to `target`, recycled fast (a closed socket is
+/// dropped and the next call reconnects).
+fn pool_of(
+    target: &PgTarget,
+    connector: tokio_postgres_rustls::MakeRustlsConnect,
+    size: usize,
+) -> StoreResult<Pool> {
+    let mgr = Manager::from_config(
+        target.config.clone(),
+        connector,
+        ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        },
+    );
+    Pool::builder(mgr)
+        .max_size(size)
+        .build()
+        .map_err(|e| StoreError::Task(format!("building the PostgreSQL pool: {e}")))
 }
 
 /// The PostgreSQL backend.
@@ -263,17 +321,7 @@ impl PostgresBackend {
     pub async fn connect(url: &str) -> StoreResult<Self> {
         let target = PgTarget::parse(url)?;
         let connector = tls::connector(&target.tls)?;
-        let mgr = Manager::from_config(
-            target.config.clone(),
-            connector.clone(),
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
-        let pool = Pool::builder(mgr)
-            .max_size(target.pool_size)
-            .build()
-            .map_err(|e| StoreError::Task(format!("building the PostgreSQL pool: {e}")))?;
+        let pool = pool_of(&target, connector.clone(), target.pool_size)?;
         let schema = target.schema.clone();
         let backend = PostgresBackend {
             pool,
@@ -308,6 +356,16 @@ impl PostgresBackend {
             });
         }
         Ok(backend)
+    }
+
+    /// This backend over a pool of its own of `size` connections, opened on first use by
+    /// whichever runtime then calls (none is opened here).
+    pub fn sibling(&self, size: usize) -> StoreResult<Self> {
+        let connector = tls::connector(&self.target.tls)?;
+        Ok(PostgresBackend {
+            pool: pool_of(&self.target, connector, size)?,
+            ..self.clone()
+        })
     }
 
     /// The schema the queue's tables live in.
@@ -390,22 +448,20 @@ impl Backend for PostgresBackend {
 
     fn heartbeat(
         &self,
-        id: ItemId,
-        fence: Fence,
+        held: Held,
         lease_until: Timestamp,
         now: Timestamp,
     ) -> BoxFuture<'_, StoreResult<Timestamp>> {
-        Box::pin(async move { ops::heartbeat(self, id, fence, lease_until, now).await })
+        Box::pin(async move { ops::heartbeat(self, &held, lease_until, now).await })
     }
 
     fn checkpoint(
         &self,
-        id: ItemId,
-        fence: Fence,
+        held: Held,
         state: Value,
         now: Timestamp,
     ) -> BoxFuture<'_, StoreResult<()>> {
-        Box::pin(async move { ops::checkpoint(self, id, fence, state, now).await })
+        Box::pin(async move { ops::checkpoint(self, &held, state, now).await })
     }
 
     fn finish_many(
@@ -424,8 +480,12 @@ impl Backend for PostgresBackend {
         Box::pin(async move { ops::retry(self, id, now).await })
     }
 
-    fn retry_all_dead(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>> {
-        Box::pin(async move { ops::retry_all_dead(self, now).await })
+    fn retry_all_dead(
+        &self,
+        kind: Option<String>,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<u64>> {
+        Box::pin(async move { ops::retry_all_dead(self, kind.as_deref(), now).await })
     }
 
     fn purge_completed(&self, before: Timestamp, limit: usize) -> BoxFuture<'_, StoreResult<u64>> {
@@ -448,23 +508,36 @@ impl Backend for PostgresBackend {
         Box::pin(async move { ops::list(self, &filter).await })
     }
 
-    fn stats(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<LaneStats>>> {
-        Box::pin(async move { ops::stats(self, now).await })
-    }
-
     fn effect(&self, id: ItemId, key: String) -> BoxFuture<'_, StoreResult<Option<Value>>> {
         Box::pin(async move { ops::effect(self, id, &key).await })
     }
 
+    fn begin_effect(
+        &self,
+        held: Held,
+        key: String,
+        lease_until: Timestamp,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<EffectStart>> {
+        Box::pin(async move { ops::begin_effect(self, &held, &key, lease_until, now).await })
+    }
+
     fn record_effect(
         &self,
-        id: ItemId,
-        fence: Fence,
+        held: Held,
         key: String,
         output: Value,
         now: Timestamp,
     ) -> BoxFuture<'_, StoreResult<()>> {
-        Box::pin(async move { ops::record_effect(self, id, fence, &key, output, now).await })
+        Box::pin(async move { ops::record_effect(self, &held, &key, output, now).await })
+    }
+
+    fn attempts(&self, id: ItemId) -> BoxFuture<'_, StoreResult<Vec<AttemptRecord>>> {
+        Box::pin(async move { ops::attempts(self, id).await })
+    }
+
+    fn store_id(&self) -> BoxFuture<'_, StoreResult<String>> {
+        Box::pin(async move { ops::store_id(self).await })
     }
 
     fn transaction(&self, body: TxBody, now: Timestamp) -> BoxFuture<'_, StoreResult<()>> {
@@ -499,8 +572,32 @@ impl Backend for PostgresBackend {
         Box::pin(async move { ops::outbox_stats(self, now).await })
     }
 
-    fn kind_counts(&self) -> BoxFuture<'_, StoreResult<Vec<(String, ItemState, u64)>>> {
-        Box::pin(async move { ops::kind_counts(self).await })
+    fn counts(&self) -> BoxFuture<'_, StoreResult<Counts>> {
+        Box::pin(async move { ops::counts(self).await })
+    }
+
+    fn fold_counts(&self) -> BoxFuture<'_, StoreResult<()>> {
+        Box::pin(async move { ops::fold_counts(self).await })
+    }
+
+    fn ages(
+        &self,
+        lanes: Vec<String>,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<Vec<LaneAges>>> {
+        Box::pin(async move { ops::ages(self, &lanes, now).await })
+    }
+
+    fn lease_backend(&self) -> Option<Arc<dyn Backend>> {
+        // Its own small pool: connections it opens are driven on the lease keeper's
+        // runtime, so a heartbeat never waits on a worker thread a handler holds.
+        match self.sibling(2) {
+            Ok(b) => Some(Arc::new(b)),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot build the lease keeper's pool; heartbeats share the loop's");
+                None
+            }
+        }
     }
 
     fn purge_retained(
@@ -513,6 +610,14 @@ impl Backend for PostgresBackend {
 
     fn put_worker(&self, worker: WorkerRecord) -> BoxFuture<'_, StoreResult<()>> {
         Box::pin(async move { ops::put_worker(self, &worker).await })
+    }
+
+    fn touch_worker(&self, worker: WorkerRecord) -> BoxFuture<'_, StoreResult<WorkerState>> {
+        Box::pin(async move { ops::touch_worker(self, &worker).await })
+    }
+
+    fn drain_worker(&self, id: String) -> BoxFuture<'_, StoreResult<bool>> {
+        Box::pin(async move { ops::drain_worker(self, &id).await })
     }
 
     fn workers(&self) -> BoxFuture<'_, StoreResult<Vec<WorkerRecord>>> {

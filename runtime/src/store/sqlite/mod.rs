@@ -17,10 +17,12 @@ pub use schema::LATEST_VERSION;
 
 use crate::error::StoreError;
 use crate::item::{
-    Claimed, EffectRecord, Enqueued, Fence, Finish, ItemId, ItemRecord, ItemState, LaneStats,
-    ListFilter, NewItem, OutboxStats, WorkerRecord,
+    AttemptRecord, Claimed, EffectRecord, EffectStart, Enqueued, Finish, Held, ItemId, ItemRecord,
+    ListFilter, NewItem, OutboxStats, WorkerRecord, WorkerState,
 };
-use crate::store::{Backend, BoxFuture, ClaimRequest, RelayReport, StoreResult, TxBody};
+use crate::store::{
+    Backend, BoxFuture, ClaimRequest, Counts, LaneAges, RelayReport, StoreResult, TxBody,
+};
 use crate::time::Timestamp;
 
 /// The SQLite backend (`sqlite://PATH`).
@@ -94,22 +96,20 @@ impl Backend for SqliteBackend {
 
     fn heartbeat(
         &self,
-        id: ItemId,
-        fence: Fence,
+        held: Held,
         lease_until: Timestamp,
         now: Timestamp,
     ) -> BoxFuture<'_, StoreResult<Timestamp>> {
-        self.run(move |c| ops::heartbeat(c, id, fence, lease_until, now))
+        self.run(move |c| ops::heartbeat(c, &held, lease_until, now))
     }
 
     fn checkpoint(
         &self,
-        id: ItemId,
-        fence: Fence,
+        held: Held,
         state: Value,
         now: Timestamp,
     ) -> BoxFuture<'_, StoreResult<()>> {
-        self.run(move |c| ops::checkpoint(c, id, fence, &state, now))
+        self.run(move |c| ops::checkpoint(c, &held, &state, now))
     }
 
     fn finish_many(
@@ -128,8 +128,12 @@ impl Backend for SqliteBackend {
         self.run(move |c| ops::retry(c, id, now))
     }
 
-    fn retry_all_dead(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>> {
-        self.run(move |c| ops::retry_all_dead(c, now))
+    fn retry_all_dead(
+        &self,
+        kind: Option<String>,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<u64>> {
+        self.run(move |c| ops::retry_all_dead(c, kind.as_deref(), now))
     }
 
     fn purge_completed(&self, before: Timestamp, limit: usize) -> BoxFuture<'_, StoreResult<u64>> {
@@ -152,23 +156,36 @@ impl Backend for SqliteBackend {
         self.run(move |c| ops::list(c, &filter))
     }
 
-    fn stats(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<LaneStats>>> {
-        self.run(move |c| ops::stats(c, now))
-    }
-
     fn effect(&self, id: ItemId, key: String) -> BoxFuture<'_, StoreResult<Option<Value>>> {
         self.run(move |c| ops::effect(c, id, &key))
     }
 
+    fn begin_effect(
+        &self,
+        held: Held,
+        key: String,
+        lease_until: Timestamp,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<EffectStart>> {
+        self.run(move |c| ops::begin_effect(c, &held, &key, lease_until, now))
+    }
+
     fn record_effect(
         &self,
-        id: ItemId,
-        fence: Fence,
+        held: Held,
         key: String,
         output: Value,
         now: Timestamp,
     ) -> BoxFuture<'_, StoreResult<()>> {
-        self.run(move |c| ops::record_effect(c, id, fence, &key, &output, now))
+        self.run(move |c| ops::record_effect(c, &held, &key, &output, now))
+    }
+
+    fn attempts(&self, id: ItemId) -> BoxFuture<'_, StoreResult<Vec<AttemptRecord>>> {
+        self.run(move |c| ops::attempts(c, id))
+    }
+
+    fn store_id(&self) -> BoxFuture<'_, StoreResult<String>> {
+        self.run(ops::store_id)
     }
 
     fn transaction(&self, body: TxBody, now: Timestamp) -> BoxFuture<'_, StoreResult<()>> {
@@ -203,8 +220,16 @@ impl Backend for SqliteBackend {
         self.run(move |c| ops::outbox_stats(c, now))
     }
 
-    fn kind_counts(&self) -> BoxFuture<'_, StoreResult<Vec<(String, ItemState, u64)>>> {
-        self.run(ops::kind_counts)
+    fn counts(&self) -> BoxFuture<'_, StoreResult<Counts>> {
+        self.run(ops::counts)
+    }
+
+    fn ages(
+        &self,
+        lanes: Vec<String>,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<Vec<LaneAges>>> {
+        self.run(move |c| ops::ages(c, &lanes, now))
     }
 
     fn purge_retained(
@@ -217,6 +242,14 @@ impl Backend for SqliteBackend {
 
     fn put_worker(&self, worker: WorkerRecord) -> BoxFuture<'_, StoreResult<()>> {
         self.run(move |c| ops::put_worker(c, &worker))
+    }
+
+    fn touch_worker(&self, worker: WorkerRecord) -> BoxFuture<'_, StoreResult<WorkerState>> {
+        self.run(move |c| ops::touch_worker(c, &worker))
+    }
+
+    fn drain_worker(&self, id: String) -> BoxFuture<'_, StoreResult<bool>> {
+        self.run(move |c| ops::drain_worker(c, &id))
     }
 
     fn workers(&self) -> BoxFuture<'_, StoreResult<Vec<WorkerRecord>>> {

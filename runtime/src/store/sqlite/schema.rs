@@ -18,6 +18,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
         2,
         include_str!("../../../migrations/sqlite/0002_ids_dedupe_workers.sql"),
     ),
+    (
+        3,
+        include_str!("../../../migrations/sqlite/0003_attempts_counts_meta.sql"),
+    ),
 ];
 
 /// The schema version this runtime writes.

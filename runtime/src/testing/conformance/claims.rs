@@ -71,7 +71,7 @@ pub async fn dedupe_key_is_unique_among_live_items<
     );
     let c = ok(b.store.claim("default", 1, LEASE).await, "claim").remove(0);
     assert_eq!(c.item.id, first);
-    ok(b.store.complete(first, c.fence).await, "complete");
+    ok(b.store.complete(&c.held()).await, "complete");
     let after = ok(
         b.store.enqueue(new("A").dedupe_key("k")).await,
         "enqueue after completion",

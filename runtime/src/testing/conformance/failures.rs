@@ -27,8 +27,7 @@ pub async fn transient_backs_off_then_dead<F: Fn() -> Fut, Fut: Future<Output = 
         ok(
             b.store
                 .fail(
-                    id,
-                    c.fence,
+                    &c.held(),
                     Outcome::Retry {
                         retry_at,
                         error: format!("boom {attempt}"),
@@ -59,8 +58,7 @@ pub async fn permanent_is_dead_at_once<F: Fn() -> Fut, Fut: Future<Output = Test
     ok(
         b.store
             .fail(
-                id,
-                c.fence,
+                &c.held(),
                 Outcome::Dead {
                     error: "bad".into(),
                 },
@@ -85,7 +83,7 @@ pub async fn retry_and_discard_dead_items<F: Fn() -> Fut, Fut: Future<Output = T
     for c in ok(b.store.claim("default", 3, LEASE).await, "claim") {
         ok(
             b.store
-                .fail(c.item.id, c.fence, Outcome::Dead { error: "x".into() })
+                .fail(&c.held(), Outcome::Dead { error: "x".into() })
                 .await,
             "fail",
         );
@@ -113,6 +111,6 @@ pub async fn retry_and_discard_dead_items<F: Fn() -> Fut, Fut: Future<Output = T
         ),
         "only dead items discard"
     );
-    assert_eq!(ok(b.store.retry_all_dead().await, "retry all"), 1);
+    assert_eq!(ok(b.store.retry_all_dead(None).await, "retry all"), 1);
     assert_eq!(get(&b.store, ids[2]).await.state, ItemState::Available);
 }

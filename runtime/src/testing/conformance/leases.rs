@@ -10,7 +10,7 @@ use serde_json::json;
 use super::{LEASE, TestBackend, fresh, get, new, ok, stale};
 use crate::context::WorkContext;
 use crate::error::{StoreError, WorkError};
-use crate::item::{Finish, ItemState, Outcome};
+use crate::item::{Finish, Held, ItemState, Outcome};
 
 pub async fn heartbeat_returns_renewed_lease<F: Fn() -> Fut, Fut: Future<Output = TestBackend>>(
     make: F,
@@ -19,7 +19,7 @@ pub async fn heartbeat_returns_renewed_lease<F: Fn() -> Fut, Fut: Future<Output 
     let id = b.enqueue(new("A")).await;
     let c = ok(b.store.claim("default", 1, LEASE).await, "claim").remove(0);
     b.clock.advance(Duration::from_secs(20));
-    let renewed = ok(b.store.heartbeat(id, c.fence, LEASE).await, "heartbeat");
+    let renewed = ok(b.store.heartbeat(&c.held(), LEASE).await, "heartbeat");
     assert_eq!(renewed, b.store.now().plus(LEASE));
     assert_eq!(get(&b.store, id).await.lease_expires_at, Some(renewed));
     b.clock.advance(Duration::from_secs(20));
@@ -28,7 +28,7 @@ pub async fn heartbeat_returns_renewed_lease<F: Fn() -> Fut, Fut: Future<Output 
         0,
         "the renewed lease holds past the first"
     );
-    ok(b.store.complete(id, c.fence).await, "complete");
+    ok(b.store.complete(&c.held()).await, "complete");
 }
 
 pub async fn stale_fence_fails_closed<F: Fn() -> Fut, Fut: Future<Output = TestBackend>>(make: F) {
@@ -39,18 +39,17 @@ pub async fn stale_fence_fails_closed<F: Fn() -> Fut, Fut: Future<Output = TestB
     ok(b.store.sweep().await, "sweep");
     let cur = ok(b.store.claim("default", 1, LEASE).await, "reclaim").remove(0);
     let before = get(&b.store, id).await;
-    stale(b.store.heartbeat(id, old.fence, LEASE).await, "heartbeat");
+    stale(b.store.heartbeat(&old.held(), LEASE).await, "heartbeat");
     stale(
-        b.store.checkpoint(id, old.fence, json!({"x": 1})).await,
+        b.store.checkpoint(&old.held(), json!({"x": 1})).await,
         "checkpoint",
     );
-    stale(b.store.complete(id, old.fence).await, "complete");
+    stale(b.store.complete(&old.held()).await, "complete");
     let retry_at = b.store.now();
     stale(
         b.store
             .fail(
-                id,
-                old.fence,
+                &old.held(),
                 Outcome::Retry {
                     retry_at,
                     error: "x".into(),
@@ -61,12 +60,12 @@ pub async fn stale_fence_fails_closed<F: Fn() -> Fut, Fut: Future<Output = TestB
     );
     stale(
         b.store
-            .fail(id, old.fence, Outcome::Dead { error: "x".into() })
+            .fail(&old.held(), Outcome::Dead { error: "x".into() })
             .await,
         "fail permanent",
     );
     stale(
-        b.store.record_effect(id, old.fence, "e", json!(1)).await,
+        b.store.record_effect(&old.held(), "e", json!(1)).await,
         "record_effect",
     );
     assert_eq!(
@@ -76,7 +75,7 @@ pub async fn stale_fence_fails_closed<F: Fn() -> Fut, Fut: Future<Output = TestB
     );
     assert!(ok(b.store.effect(id, "e").await, "effect").is_none());
     ok(
-        b.store.complete(id, cur.fence).await,
+        b.store.complete(&cur.held()).await,
         "current holder completes",
     );
 }
@@ -89,15 +88,12 @@ pub async fn expired_lease_fails_closed<F: Fn() -> Fut, Fut: Future<Output = Tes
     let c = ok(b.store.claim("default", 1, LEASE).await, "claim").remove(0);
     b.clock.advance(LEASE);
     let before = get(&b.store, id).await;
-    stale(b.store.heartbeat(id, c.fence, LEASE).await, "heartbeat");
-    stale(
-        b.store.checkpoint(id, c.fence, json!(1)).await,
-        "checkpoint",
-    );
-    stale(b.store.complete(id, c.fence).await, "complete");
+    stale(b.store.heartbeat(&c.held(), LEASE).await, "heartbeat");
+    stale(b.store.checkpoint(&c.held(), json!(1)).await, "checkpoint");
+    stale(b.store.complete(&c.held()).await, "complete");
     stale(
         b.store
-            .fail(id, c.fence, Outcome::Dead { error: "x".into() })
+            .fail(&c.held(), Outcome::Dead { error: "x".into() })
             .await,
         "fail",
     );
@@ -113,27 +109,21 @@ pub async fn complete_repeated_with_same_fence_succeeds<
     let b = fresh(make).await;
     let id = b.enqueue(new("A")).await;
     let c = ok(b.store.claim("default", 1, LEASE).await, "claim").remove(0);
-    ok(b.store.complete(id, c.fence).await, "complete");
+    ok(b.store.complete(&c.held()).await, "complete");
     let done = get(&b.store, id).await;
-    ok(b.store.complete(id, c.fence).await, "complete again");
+    ok(b.store.complete(&c.held()).await, "complete again");
     assert_eq!(get(&b.store, id).await, done);
     stale(
-        b.store.complete(id, c.fence - 1).await,
+        b.store
+            .complete(&Held::new(id, c.fence - 1, "anonymous"))
+            .await,
         "an older fence is still refused",
     );
     let batch = ok(
         b.store
             .finish_many(vec![
-                Finish {
-                    id,
-                    fence: c.fence,
-                    outcome: Outcome::Complete,
-                },
-                Finish {
-                    id,
-                    fence: c.fence + 1,
-                    outcome: Outcome::Complete,
-                },
+                Finish::of(&c.held(), Outcome::Complete),
+                Finish::of(&Held::new(id, c.fence + 1, "anonymous"), Outcome::Complete),
             ])
             .await,
         "batch",
@@ -173,9 +163,9 @@ pub async fn once_records_effects_once<F: Fn() -> Fut, Fut: Future<Output = Test
     let id = b.enqueue(new("A")).await;
     let runs = AtomicUsize::new(0);
     let c1 = ok(b.store.claim("default", 1, LEASE).await, "claim").remove(0);
-    let ctx = WorkContext::new(b.store.clone(), id, c1.fence, None);
+    let ctx = WorkContext::new(b.store.clone(), &c1, LEASE);
     let out: String = ok(
-        ctx.once("send", || async {
+        ctx.once("send", |_| async {
             runs.fetch_add(1, Ordering::SeqCst);
             Ok("sent-1".to_owned())
         })
@@ -187,9 +177,9 @@ pub async fn once_records_effects_once<F: Fn() -> Fut, Fut: Future<Output = Test
     b.clock.advance(LEASE);
     ok(b.store.sweep().await, "sweep");
     let c2 = ok(b.store.claim("default", 1, LEASE).await, "reclaim").remove(0);
-    let ctx2 = WorkContext::new(b.store.clone(), id, c2.fence, None);
+    let ctx2 = WorkContext::new(b.store.clone(), &c2, LEASE);
     let again: String = ok(
-        ctx2.once("send", || async {
+        ctx2.once("send", |_| async {
             runs.fetch_add(1, Ordering::SeqCst);
             Ok("sent-2".to_owned())
         })
@@ -199,11 +189,19 @@ pub async fn once_records_effects_once<F: Fn() -> Fut, Fut: Future<Output = Test
     assert_eq!(again, "sent-1", "the recorded output comes back");
     assert_eq!(runs.load(Ordering::SeqCst), 1, "the effect ran once");
     // A stale holder's effect is not recorded.
-    let r: Result<u8, WorkError> = ctx.once("other", || async { Ok(1) }).await;
-    assert!(matches!(
-        r,
-        Err(WorkError::Store(StoreError::StaleLease { .. }))
-    ));
+    // A stale holder never runs the effect: the store refuses it before the closure.
+    let r: Result<u8, WorkError> = ctx
+        .once("other", |_| async {
+            runs.fetch_add(1, Ordering::SeqCst);
+            Ok(1)
+        })
+        .await;
+    assert!(matches!(r, Err(WorkError::LeaseLost { .. })), "{r:?}");
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        1,
+        "a stale holder ran an effect"
+    );
     assert!(ok(b.store.effect(id, "other").await, "effect").is_none());
     assert_eq!(
         ok(b.store.effect(id, "send").await, "effect"),
@@ -216,7 +214,7 @@ pub async fn checkpoint_is_fenced<F: Fn() -> Fut, Fut: Future<Output = TestBacke
     let id = b.enqueue(new("A")).await;
     let c = ok(b.store.claim("default", 1, LEASE).await, "claim").remove(0);
     ok(
-        b.store.checkpoint(id, c.fence, json!({"cursor": 10})).await,
+        b.store.checkpoint(&c.held(), json!({"cursor": 10})).await,
         "checkpoint",
     );
     assert_eq!(
@@ -225,7 +223,10 @@ pub async fn checkpoint_is_fenced<F: Fn() -> Fut, Fut: Future<Output = TestBacke
     );
     stale(
         b.store
-            .checkpoint(id, c.fence + 1, json!({"cursor": 99}))
+            .checkpoint(
+                &Held::new(id, c.fence + 1, "anonymous"),
+                json!({"cursor": 99}),
+            )
             .await,
         "wrong fence",
     );

@@ -44,24 +44,25 @@ pub async fn ids_are_never_reused<F: Fn() -> Fut, Fut: Future<Output = TestBacke
     assert_eq!((current.item.id, current.fence), (new_id, 1));
 
     // host-a resumes and writes with what it holds: (old, 1).
+    let mine = held.held();
     stale(
         b.store
-            .record_effect(old, 1, "effect", json!("from host-a"))
+            .record_effect(&mine, "effect", json!("from host-a"))
             .await,
         "stale effect",
     );
-    stale(b.store.heartbeat(old, 1, LEASE).await, "stale heartbeat");
+    stale(b.store.heartbeat(&mine, LEASE).await, "stale heartbeat");
     stale(
-        b.store.checkpoint(old, 1, json!({"step": 9})).await,
+        b.store.checkpoint(&mine, json!({"step": 9})).await,
         "stale checkpoint",
     );
-    stale(b.store.complete(old, 1).await, "stale complete");
+    stale(b.store.complete(&mine).await, "stale complete");
     assert_eq!(ok(b.store.effect(new_id, "effect").await, "effect"), None);
     let rec = get(&b.store, new_id).await;
     assert_eq!((rec.state, rec.checkpoint), (ItemState::Running, None));
 
     // A purge frees no id either.
-    ok(b.store.complete(new_id, current.fence).await, "complete");
+    ok(b.store.complete(&current.held()).await, "complete");
     b.clock.advance(Duration::from_secs(1));
     assert_eq!(
         ok(b.store.purge_completed(Duration::ZERO, 100).await, "purge"),

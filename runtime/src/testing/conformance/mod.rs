@@ -10,7 +10,9 @@
 //! Every test gets a fresh, migrated store whose clock is a [`ManualClock`].
 
 mod claims;
+mod coordinator;
 mod failures;
+mod holders;
 mod leases;
 mod lifetimes;
 mod operator;
@@ -19,7 +21,9 @@ mod stats_retention;
 mod work_loop;
 
 pub use claims::*;
+pub use coordinator::*;
 pub use failures::*;
+pub use holders::*;
 pub use leases::*;
 pub use lifetimes::*;
 pub use operator::*;
@@ -114,6 +118,18 @@ macro_rules! conformance_suite {
             loop_prefetch_defaults_to_concurrency,
             operator_cancel_and_release,
             operator_views,
+            fenced_writes_check_the_holder,
+            begin_effect_checks_and_renews_the_lease,
+            once_runs_only_under_a_live_lease,
+            attempts_are_recorded,
+            claims_filter_by_kind,
+            retry_dead_of_one_kind,
+            list_by_dedupe_key_and_keyset,
+            presence_keeps_an_operators_drain,
+            loop_busy_handler_keeps_its_lease,
+            loop_panic_is_a_failed_attempt,
+            loop_cancel_stops_the_handler,
+            loop_hears_an_operators_drain,
         );
     };
     (@tests $make:path, $available:path; $($name:ident),* $(,)?) => {
@@ -123,10 +139,66 @@ macro_rules! conformance_suite {
                 if !$available() {
                     return;
                 }
-                $crate::testing::conformance::$name($make).await;
+                // Every store the case made, kept past it: its counters must equal a count
+                // of its items once it is done.
+                let made = $crate::testing::conformance::Made::default();
+                $crate::testing::conformance::$name(|| made.track($make())).await;
+                made.counters_agree().await;
             }
         )*
     };
+}
+
+/// The stores a conformance case made (see [`conformance_suite!`]), kept with what they
+/// need alive until the case's counters are checked.
+#[derive(Default)]
+pub struct Made(std::sync::Mutex<Vec<(Store, Arc<dyn Any + Send + Sync>)>>);
+
+impl std::fmt::Debug for Made {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Made").finish_non_exhaustive()
+    }
+}
+
+impl Made {
+    /// `backend`, recorded.
+    pub async fn track(&self, backend: impl Future<Output = TestBackend>) -> TestBackend {
+        let b = backend.await;
+        let guard: Arc<dyn Any + Send + Sync> = Arc::new(std::sync::Mutex::new(b.guard));
+        if let Ok(mut made) = self.0.lock() {
+            made.push((b.store.clone(), Arc::clone(&guard)));
+        }
+        TestBackend {
+            store: b.store,
+            clock: b.clock,
+            guard: Box::new(guard),
+        }
+    }
+
+    /// Panics unless every recorded store's counters equal a count of its items.
+    pub async fn counters_agree(&self) {
+        let made = self.0.lock().map(|m| m.clone()).unwrap_or_default();
+        for (store, _guard) in made {
+            counters_agree(&store).await;
+        }
+    }
+}
+
+/// Panics unless the store's counters (after a fold) equal a count of its items per (lane,
+/// kind, state): what `stats` and the dashboard read must be what is there.
+pub async fn counters_agree(store: &Store) {
+    ok(store.fold_counts().await, "fold the counters");
+    let counted = ok(store.counts().await, "counts");
+    let mut listed: std::collections::BTreeMap<(String, String, crate::item::ItemState), u64> =
+        Default::default();
+    for r in ok(store.list(crate::item::ListFilter::default()).await, "list") {
+        *listed.entry((r.lane, r.kind, r.state)).or_default() += 1;
+    }
+    let listed: Vec<_> = listed
+        .into_iter()
+        .map(|((lane, kind, state), n)| (lane, kind, state, n))
+        .collect();
+    assert_eq!(counted, listed, "the counters disagree with the items");
 }
 
 /// The default `run_if` of [`conformance_suite!`](crate::conformance_suite): always run.

@@ -27,10 +27,7 @@ pub async fn operator_cancel_and_release<F: Fn() -> Fut, Fut: Future<Output = Te
     let rec = get(&b.store, running).await;
     assert_eq!(rec.state, ItemState::Dead);
     assert_eq!(rec.last_error.as_deref(), Some("cancelled by an operator"));
-    stale(
-        b.store.complete(running, second.fence).await,
-        "holder completes",
-    );
+    stale(b.store.complete(&second.held()).await, "holder completes");
     match b.store.cancel(running).await {
         Err(StoreError::WrongState { .. }) => {}
         other => panic!("cancelling a dead item: {other:?}"),
@@ -54,7 +51,7 @@ pub async fn operator_cancel_and_release<F: Fn() -> Fut, Fut: Future<Output = Te
     let rec = get(&b.store, waiting).await;
     assert_eq!((rec.state, rec.lease_owner), (ItemState::Available, None));
     stale(
-        b.store.complete(waiting, c[0].fence).await,
+        b.store.complete(&c[0].held()).await,
         "released holder completes",
     );
     let w = ok(b.store.workers().await, "workers");
@@ -105,15 +102,11 @@ pub async fn operator_views<F: Fn() -> Fut, Fut: Future<Output = TestBackend>>(m
 
     let c = ok(b.store.claim("default", 1, LEASE).await, "claim").remove(0);
     ok(
-        b.store
-            .record_effect(c.item.id, c.fence, "b", json!(2))
-            .await,
+        b.store.record_effect(&c.held(), "b", json!(2)).await,
         "effect",
     );
     ok(
-        b.store
-            .record_effect(c.item.id, c.fence, "a", json!({"x": 1}))
-            .await,
+        b.store.record_effect(&c.held(), "a", json!({"x": 1})).await,
         "effect",
     );
     let effects = ok(b.store.effects(c.item.id).await, "effects");

@@ -42,6 +42,7 @@ pub async fn outbox_commits_with_the_producer_transaction<
     let row = ok(
         b.store
             .transaction(move |tx| {
+                #[cfg(feature = "sqlite")]
                 if let Some(conn) = tx.connection() {
                     conn.execute_batch(
                         "CREATE TABLE IF NOT EXISTS orders (id INTEGER PRIMARY KEY)",
@@ -125,7 +126,7 @@ pub async fn orchestration_resumes_at_last_checkpoint<
     };
     let id = b.enqueue(NewItem::new("ORCH", json!({"n": 4}))).await;
     let c = ok(b.store.claim("default", 1, LEASE).await, "claim").remove(0);
-    let ctx = WorkContext::new(b.store.clone(), id, c.fence, c.item.checkpoint.clone());
+    let ctx = WorkContext::new(b.store.clone(), &c, LEASE);
     let item = Item::from_record(&c.item, c.fence, Steps { n: 4 });
     assert!(matches!(
         h.handle(&ctx, &item).await,
@@ -135,7 +136,7 @@ pub async fn orchestration_resumes_at_last_checkpoint<
     b.clock.advance(LEASE);
     ok(b.store.sweep().await, "sweep");
     let c2 = ok(b.store.claim("default", 1, LEASE).await, "reclaim").remove(0);
-    let ctx2 = WorkContext::new(b.store.clone(), id, c2.fence, c2.item.checkpoint.clone());
+    let ctx2 = WorkContext::new(b.store.clone(), &c2, LEASE);
     assert_eq!(ctx2.finished_steps(), vec!["a".to_owned()]);
     ok(
         h.handle(
@@ -145,7 +146,7 @@ pub async fn orchestration_resumes_at_last_checkpoint<
         .await,
         "resume",
     );
-    ok(b.store.complete(id, c2.fence).await, "complete");
+    ok(b.store.complete(&c2.held()).await, "complete");
     let ran = h.ran.lock().map(|r| r.clone()).unwrap_or_default();
     assert_eq!(
         ran,
@@ -178,7 +179,7 @@ pub async fn park_until_time_and_signal<F: Fn() -> Fut, Fut: Future<Output = Tes
                 signal: Some("approved".into()),
             }
         };
-        ok(b.store.fail(c.item.id, c.fence, outcome).await, "park");
+        ok(b.store.fail(&c.held(), outcome).await, "park");
     }
     let rec = get(&b.store, timed).await;
     assert_eq!(

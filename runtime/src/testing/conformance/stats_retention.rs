@@ -19,7 +19,7 @@ pub async fn stats_per_lane_and_state<F: Fn() -> Fut, Fut: Future<Output = TestB
     );
     b.clock.advance(Duration::from_secs(5));
     let c = ok(b.store.claim("default", 1, LEASE).await, "claim").remove(0);
-    ok(b.store.complete(c.item.id, c.fence).await, "complete");
+    ok(b.store.complete(&c.held()).await, "complete");
     ok(b.store.claim("default", 1, LEASE).await, "claim");
     let stats = ok(b.store.stats().await, "stats");
     let lanes: Vec<&str> = stats.iter().map(|l| l.lane.as_str()).collect();
@@ -50,19 +50,14 @@ pub async fn retention_purges_old_completed_items<
     assert_eq!(claimed.len(), 3);
     let (old, recent) = (&claimed[..2], &claimed[2]);
     ok(
-        b.store
-            .record_effect(old[0].item.id, old[0].fence, "e", json!(1))
-            .await,
+        b.store.record_effect(&old[0].held(), "e", json!(1)).await,
         "record effect",
     );
     for c in old {
-        ok(b.store.complete(c.item.id, c.fence).await, "complete");
+        ok(b.store.complete(&c.held()).await, "complete");
     }
     b.clock.advance(Duration::from_secs(10));
-    ok(
-        b.store.complete(recent.item.id, recent.fence).await,
-        "complete",
-    );
+    ok(b.store.complete(&recent.held()).await, "complete");
     b.clock.advance(Duration::from_secs(1));
     let keep = Duration::from_secs(5);
     assert_eq!(

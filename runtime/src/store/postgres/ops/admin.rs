@@ -66,7 +66,11 @@ pub(crate) async fn retry(db: &PostgresBackend, id: ItemId, now: Timestamp) -> S
     commit_waking(db, tx, changed).await.map(|_| ())
 }
 
-pub(crate) async fn retry_all_dead(db: &PostgresBackend, now: Timestamp) -> StoreResult<u64> {
+pub(crate) async fn retry_all_dead(
+    db: &PostgresBackend,
+    kind: Option<&str>,
+    now: Timestamp,
+) -> StoreResult<u64> {
     let mut conn = db.conn().await?;
     let tx = conn.transaction().await?;
     // A dead item whose dedupe key a live item holds stays dead (SQLite's UPDATE OR
@@ -75,14 +79,15 @@ pub(crate) async fn retry_all_dead(db: &PostgresBackend, now: Timestamp) -> Stor
         .execute(
             &format!(
                 "UPDATE work_items AS w SET state = 'available', attempt = 0, run_at = $1, \
-                 updated_at = $1 WHERE w.state = 'dead' AND (w.dedupe_key IS NULL OR ( \
+                 updated_at = $1 WHERE w.state = 'dead' AND ($2::text IS NULL OR w.kind = $2) \
+                 AND (w.dedupe_key IS NULL OR ( \
                      NOT EXISTS (SELECT 1 FROM work_items l WHERE l.dedupe_key = w.dedupe_key \
                          AND l.kind = w.kind AND l.state IN {LIVE}) \
                      AND w.id = (SELECT min(d.id) FROM work_items d \
                          WHERE d.dedupe_key = w.dedupe_key AND d.kind = w.kind \
                              AND d.state = 'dead')))"
             ),
-            &[&now.as_millis()],
+            &[&now.as_millis(), &kind],
         )
         .await?;
     commit_waking(db, tx, changed).await

@@ -6,7 +6,7 @@ use tokio_postgres::types::Json;
 
 use super::HELD;
 use crate::error::StoreError;
-use crate::item::{EffectRecord, Fence, ItemId};
+use crate::item::{EffectRecord, EffectStart, Held, ItemId};
 use crate::store::StoreResult;
 use crate::store::postgres::PostgresBackend;
 use crate::time::Timestamp;
@@ -26,10 +26,59 @@ pub(crate) async fn effect(
         .transpose()
 }
 
+/// Before an effect runs: its recorded output, or `held`'s lease checked and renewed, in one
+/// statement (the effect runs only when the store said, at that moment, that this holder
+/// still holds the item).
+pub(crate) async fn begin_effect(
+    db: &PostgresBackend,
+    held: &Held,
+    key: &str,
+    lease_until: Timestamp,
+    now: Timestamp,
+) -> StoreResult<EffectStart> {
+    let conn = db.conn().await?;
+    // One round trip: the recorded output if any; else the renewal's new lease end (no
+    // renewal when the effect is recorded: a recorded effect needs no lease to be read).
+    let stmt = conn
+        .prepare_cached(&format!(
+            "WITH recorded AS (SELECT output FROM work_effects \
+                 WHERE item_id = $1 AND effect_key = $6), \
+             renewed AS ({} AND NOT EXISTS (SELECT 1 FROM recorded) RETURNING lease_expires_at) \
+             SELECT (SELECT output FROM recorded), (SELECT lease_expires_at FROM renewed)",
+            super::lease::RENEW.replace(" RETURNING lease_expires_at", "")
+        ))
+        .await?;
+    let row = conn
+        .query_one(
+            &stmt,
+            &[
+                &held.id,
+                &held.fence,
+                &held.owner,
+                &now.as_millis(),
+                &lease_until.as_millis(),
+                &key,
+            ],
+        )
+        .await?;
+    if let Some(output) = row.try_get::<_, Option<Json<Value>>>(0)? {
+        return Ok(EffectStart::Recorded(output.0));
+    }
+    match row.try_get::<_, Option<i64>>(1)? {
+        Some(end) => Ok(EffectStart::Run {
+            lease_expires_at: Timestamp::from_millis(end),
+            verified_at: now,
+        }),
+        None => Err(StoreError::StaleLease {
+            id: held.id,
+            fence: held.fence,
+        }),
+    }
+}
+
 pub(crate) async fn record_effect(
     db: &PostgresBackend,
-    id: ItemId,
-    fence: Fence,
+    held: &Held,
     key: &str,
     output: Value,
     now: Timestamp,
@@ -43,11 +92,17 @@ pub(crate) async fn record_effect(
         ))
         .await?;
     if tx
-        .query_opt(&stmt, &[&id, &fence, &now.as_millis()])
+        .query_opt(
+            &stmt,
+            &[&held.id, &held.fence, &held.owner, &now.as_millis()],
+        )
         .await?
         .is_none()
     {
-        return Err(StoreError::StaleLease { id, fence });
+        return Err(StoreError::StaleLease {
+            id: held.id,
+            fence: held.fence,
+        });
     }
     let stmt = tx
         .prepare_cached(
@@ -57,7 +112,13 @@ pub(crate) async fn record_effect(
         .await?;
     tx.execute(
         &stmt,
-        &[&id, &key, &Json(&output), &fence, &now.as_millis()],
+        &[
+            &held.id,
+            &key,
+            &Json(&output),
+            &held.fence,
+            &now.as_millis(),
+        ],
     )
     .await?;
     tx.commit().await?;

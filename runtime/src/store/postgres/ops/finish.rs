@@ -15,57 +15,58 @@ use crate::time::Timestamp;
 
 async fn finish_one(tx: &Transaction<'_>, f: &Finish, now: Timestamp) -> StoreResult<()> {
     let n = now.as_millis();
+    let (id, fence, owner) = (&f.id, &f.fence, &f.owner);
     let changed = match &f.outcome {
         Outcome::Complete => {
             let stmt = tx
                 .prepare_cached(&format!(
                     "UPDATE work_items SET state = 'completed', lease_owner = NULL, \
-                     lease_expires_at = NULL, updated_at = $3 WHERE {HELD}"
+                     lease_expires_at = NULL, updated_at = $4 WHERE {HELD}"
                 ))
                 .await?;
-            tx.execute(&stmt, &[&f.id, &f.fence, &n]).await?
+            tx.execute(&stmt, &[id, fence, owner, &n]).await?
         }
         Outcome::Retry { retry_at, error } => {
             let stmt = tx
                 .prepare_cached(&format!(
                     "UPDATE work_items SET state = CASE WHEN attempt >= max_attempts THEN 'dead' \
-                     ELSE 'failed' END, run_at = $4, last_error = $5, lease_owner = NULL, \
-                     lease_expires_at = NULL, updated_at = $3 WHERE {HELD}"
+                     ELSE 'failed' END, run_at = $5, last_error = $6, lease_owner = NULL, \
+                     lease_expires_at = NULL, updated_at = $4 WHERE {HELD}"
                 ))
                 .await?;
-            tx.execute(&stmt, &[&f.id, &f.fence, &n, &retry_at.as_millis(), error])
+            tx.execute(&stmt, &[id, fence, owner, &n, &retry_at.as_millis(), error])
                 .await?
         }
         Outcome::Dead { error } => {
             let stmt = tx
                 .prepare_cached(&format!(
-                    "UPDATE work_items SET state = 'dead', last_error = $4, lease_owner = NULL, \
-                     lease_expires_at = NULL, updated_at = $3 WHERE {HELD}"
+                    "UPDATE work_items SET state = 'dead', last_error = $5, lease_owner = NULL, \
+                     lease_expires_at = NULL, updated_at = $4 WHERE {HELD}"
                 ))
                 .await?;
-            tx.execute(&stmt, &[&f.id, &f.fence, &n, error]).await?
+            tx.execute(&stmt, &[id, fence, owner, &n, error]).await?
         }
         Outcome::Park { until, signal } => {
             let stmt = tx
                 .prepare_cached(&format!(
-                    "UPDATE work_items SET state = 'parked', run_at = $4, parked_on = $5, \
+                    "UPDATE work_items SET state = 'parked', run_at = $5, parked_on = $6, \
                      attempt = GREATEST(attempt - 1, 0), lease_owner = NULL, \
-                     lease_expires_at = NULL, updated_at = $3 WHERE {HELD}"
+                     lease_expires_at = NULL, updated_at = $4 WHERE {HELD}"
                 ))
                 .await?;
             let until = until.unwrap_or(Timestamp::MAX).as_millis();
-            tx.execute(&stmt, &[&f.id, &f.fence, &n, &until, signal])
+            tx.execute(&stmt, &[id, fence, owner, &n, &until, signal])
                 .await?
         }
         Outcome::Release => {
             let stmt = tx
                 .prepare_cached(&format!(
-                    "UPDATE work_items SET state = 'available', run_at = $3, \
+                    "UPDATE work_items SET state = 'available', run_at = $4, \
                      attempt = GREATEST(attempt - 1, 0), lease_owner = NULL, \
-                     lease_expires_at = NULL, updated_at = $3 WHERE {HELD}"
+                     lease_expires_at = NULL, updated_at = $4 WHERE {HELD}"
                 ))
                 .await?;
-            tx.execute(&stmt, &[&f.id, &f.fence, &n]).await?
+            tx.execute(&stmt, &[id, fence, owner, &n]).await?
         }
     };
     if changed == 1 {
@@ -137,19 +138,19 @@ pub(crate) async fn finish_many(
 }
 
 /// Completes every `Complete` of `batch` in one statement; each row still checks its own
-/// fence, state and lease. Returns the (id, fence) pairs it completed; the rest go through
+/// fence, owner, state and lease. Returns the (id, fence) pairs it completed; the rest go through
 /// [`finish_one`], which tells a repeated completion from a stale one.
 async fn complete_bulk(
     conn: &deadpool_postgres::Object,
     batch: &[Finish],
     now: Timestamp,
 ) -> StoreResult<HashSet<(ItemId, Fence)>> {
-    // Each row is matched by id (the primary key) and by its own "id:fence" pair (a hashed
+    // Each row is matched by id (the primary key) and by its own "id:fence:owner" (a hashed
     // `= ANY` filter): one table scan, no join whose plan depends on estimates (see `claim`).
     let (ids, held): (Vec<i64>, Vec<String>) = batch
         .iter()
         .filter(|f| matches!(f.outcome, Outcome::Complete))
-        .map(|f| (f.id, format!("{}:{}", f.id, f.fence)))
+        .map(|f| (f.id, format!("{}:{}:{}", f.id, f.fence, f.owner)))
         .unzip();
     if ids.is_empty() {
         return Ok(HashSet::new());
@@ -159,7 +160,8 @@ async fn complete_bulk(
             "UPDATE work_items AS w SET state = 'completed', lease_owner = NULL, \
                  lease_expires_at = NULL, updated_at = $3 \
              WHERE w.id = ANY($1::int8[]) \
-                 AND (w.id::text || ':' || w.fence::text) = ANY($2::text[]) \
+                 AND (w.id::text || ':' || w.fence::text || ':' || w.lease_owner) \
+                     = ANY($2::text[]) \
                  AND w.state = 'running' AND w.lease_expires_at > $3 \
              RETURNING w.id, w.fence",
         )

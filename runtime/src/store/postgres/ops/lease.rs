@@ -6,7 +6,7 @@ use tokio_postgres::types::Json;
 
 use super::{COLS, HELD, limit_of, lock, record};
 use crate::error::StoreError;
-use crate::item::{Claimed, Fence, ItemId};
+use crate::item::{Claimed, Held};
 use crate::store::postgres::PostgresBackend;
 use crate::store::{ClaimRequest, StoreResult};
 use crate::time::Timestamp;
@@ -30,9 +30,10 @@ pub(crate) async fn claim(
         .prepare_cached(&format!(
             "UPDATE work_items AS w SET state = 'running', fence = w.fence + 1, \
                  attempt = w.attempt + 1, lease_owner = $1, lease_expires_at = $2, \
-                 updated_at = $3, parked_on = NULL \
+                 updated_at = $3, claimed_at = $3, parked_on = NULL \
              WHERE w.id = ANY(ARRAY(SELECT id FROM work_items \
                  WHERE lane = $4 AND state IN ('available', 'failed', 'parked') AND run_at <= $3 \
+                 AND ($6::text[] IS NULL OR kind = ANY($6)) \
                  ORDER BY priority DESC, run_at, id LIMIT $5 \
                  FOR UPDATE SKIP LOCKED)) \
              RETURNING {}",
@@ -51,6 +52,7 @@ pub(crate) async fn claim(
                 &now.as_millis(),
                 &req.lane,
                 &limit_of(req.n),
+                &req.kinds,
             ],
         )
         .await?;
@@ -68,52 +70,71 @@ pub(crate) async fn claim(
     Ok(claimed)
 }
 
+/// The statement that renews `held`'s lease: `$5` = the new end; returns it, or no row.
+pub(super) const RENEW: &str = "UPDATE work_items SET lease_expires_at = $5, updated_at = $4 \
+     WHERE id = $1 AND fence = $2 AND lease_owner = $3 AND state = 'running' \
+     AND lease_expires_at > $4 RETURNING lease_expires_at";
+
 pub(crate) async fn heartbeat(
     db: &PostgresBackend,
-    id: ItemId,
-    fence: Fence,
+    held: &Held,
     lease_until: Timestamp,
     now: Timestamp,
 ) -> StoreResult<Timestamp> {
     let conn = db.conn().await?;
-    let stmt = conn
-        .prepare_cached(&format!(
-            "UPDATE work_items SET lease_expires_at = $4, updated_at = $3 WHERE {HELD} \
-             RETURNING lease_expires_at"
-        ))
-        .await?;
+    let stmt = conn.prepare_cached(RENEW).await?;
     let row = conn
         .query_opt(
             &stmt,
-            &[&id, &fence, &now.as_millis(), &lease_until.as_millis()],
+            &[
+                &held.id,
+                &held.fence,
+                &held.owner,
+                &now.as_millis(),
+                &lease_until.as_millis(),
+            ],
         )
         .await?;
     match row {
         Some(r) => Ok(Timestamp::from_millis(r.try_get(0)?)),
-        None => Err(StoreError::StaleLease { id, fence }),
+        None => Err(StoreError::StaleLease {
+            id: held.id,
+            fence: held.fence,
+        }),
     }
 }
 
 pub(crate) async fn checkpoint(
     db: &PostgresBackend,
-    id: ItemId,
-    fence: Fence,
+    held: &Held,
     state: Value,
     now: Timestamp,
 ) -> StoreResult<()> {
     let conn = db.conn().await?;
     let stmt = conn
         .prepare_cached(&format!(
-            "UPDATE work_items SET checkpoint = $4, updated_at = $3 WHERE {HELD}"
+            "UPDATE work_items SET checkpoint = $5, updated_at = $4 WHERE {HELD}"
         ))
         .await?;
     let changed = conn
-        .execute(&stmt, &[&id, &fence, &now.as_millis(), &Json(&state)])
+        .execute(
+            &stmt,
+            &[
+                &held.id,
+                &held.fence,
+                &held.owner,
+                &now.as_millis(),
+                &Json(&state),
+            ],
+        )
         .await?;
     if changed == 1 {
         Ok(())
     } else {
-        Err(StoreError::StaleLease { id, fence })
+        Err(StoreError::StaleLease {
+            id: held.id,
+            fence: held.fence,
+        })
     }
 }
 

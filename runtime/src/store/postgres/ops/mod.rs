@@ -15,14 +15,14 @@ mod retention;
 mod workers;
 
 pub(crate) use admin::{cancel, discard, release_worker, retry, retry_all_dead, signal};
-pub(crate) use effects::{effect, effects, record_effect};
+pub(crate) use effects::{begin_effect, effect, effects, record_effect};
 pub(crate) use enqueue::enqueue_many;
 pub(crate) use finish::finish_many;
 pub(crate) use lease::{checkpoint, claim, heartbeat, sweep};
 pub(crate) use outbox::{insert_outbox_in, relay_outbox, transaction};
-pub(crate) use queries::{get, kind_counts, list, outbox_stats, stats};
+pub(crate) use queries::{ages, attempts, counts, fold_counts, get, list, outbox_stats, store_id};
 pub(crate) use retention::{purge_completed, purge_retained};
-pub(crate) use workers::{mark_silent_workers, put_worker, workers};
+pub(crate) use workers::{drain_worker, mark_silent_workers, put_worker, touch_worker, workers};
 
 use deadpool_postgres::Transaction;
 use serde_json::Value;
@@ -35,8 +35,10 @@ use crate::store::StoreResult;
 use crate::store::sql::{COLS, LIVE};
 use crate::time::Timestamp;
 
-/// The fence guard every fenced update carries: $1 = id, $2 = fence, $3 = now.
-const HELD: &str = "id = $1 AND fence = $2 AND state = 'running' AND lease_expires_at > $3";
+/// The guard every fenced update carries: $1 = id, $2 = fence, $3 = owner, $4 = now. The
+/// owner as well as the fence: fences are guessable, a lease's holder is not.
+const HELD: &str =
+    "id = $1 AND fence = $2 AND lease_owner = $3 AND state = 'running' AND lease_expires_at > $4";
 
 fn task(msg: String) -> StoreError {
     StoreError::Task(msg)
@@ -70,6 +72,9 @@ fn record(row: &Row) -> StoreResult<ItemRecord> {
         parked_on: row.try_get(15)?,
         created_at: Timestamp::from_millis(row.try_get(16)?),
         updated_at: Timestamp::from_millis(row.try_get(17)?),
+        claimed_at: row
+            .try_get::<_, Option<i64>>(18)?
+            .map(Timestamp::from_millis),
     })
 }
 

@@ -1,11 +1,10 @@
 //! Read-only queries: one item, a filtered list, per-lane stats, outbox stats and counts
 //! per kind and state.
 
-use super::{COLS, limit_of, parse_state, record};
-use crate::item::{ItemId, ItemRecord, ItemState, LaneStats, ListFilter, OutboxStats};
-use crate::store::StoreResult;
+use super::{COLS, limit_of, lock, parse_state, record};
+use crate::item::{AttemptRecord, ItemId, ItemRecord, ItemState, ListFilter, OutboxStats};
 use crate::store::postgres::PostgresBackend;
-use crate::store::sql::LaneTally;
+use crate::store::{Counts, LaneAges, StoreResult};
 use crate::time::Timestamp;
 
 pub(crate) async fn get(db: &PostgresBackend, id: ItemId) -> StoreResult<Option<ItemRecord>> {
@@ -26,10 +25,12 @@ pub(crate) async fn list(
 ) -> StoreResult<Vec<ItemRecord>> {
     let conn = db.conn().await?;
     let order = if filter.newest_first { "DESC" } else { "ASC" };
+    let past = if filter.newest_first { "<" } else { ">" };
     let stmt = conn
         .prepare_cached(&format!(
             "SELECT {COLS} FROM work_items WHERE ($1::text IS NULL OR state = $1) \
              AND ($2::text IS NULL OR lane = $2) AND ($4::text IS NULL OR kind = $4) \
+             AND ($5::text IS NULL OR dedupe_key = $5) AND ($6::int8 IS NULL OR id {past} $6) \
              ORDER BY id {order} LIMIT $3"
         ))
         .await?;
@@ -42,35 +43,12 @@ pub(crate) async fn list(
                 &filter.lane,
                 &limit,
                 &filter.kind,
+                &filter.dedupe_key,
+                &filter.after,
             ],
         )
         .await?;
     rows.iter().map(record).collect()
-}
-
-pub(crate) async fn stats(db: &PostgresBackend, now: Timestamp) -> StoreResult<Vec<LaneStats>> {
-    let conn = db.conn().await?;
-    let stmt = conn
-        .prepare_cached(
-            "SELECT lane, state, count(*), min(created_at), \
-                    min(CASE WHEN run_at <= $1 THEN run_at END), \
-                    (state = 'available' AND run_at > $1) AS scheduled \
-             FROM work_items GROUP BY lane, state, scheduled",
-        )
-        .await?;
-    let rows = conn.query(&stmt, &[&now.as_millis()]).await?;
-    let mut lanes = LaneTally::new(now);
-    for r in &rows {
-        let lane: String = r.try_get(0)?;
-        let state = parse_state(&r.try_get::<_, String>(1)?)?;
-        let count: i64 = r.try_get(2)?;
-        if r.try_get::<_, bool>(5)? {
-            lanes.scheduled(lane, count);
-            continue;
-        }
-        lanes.add(lane, state, count, r.try_get(3)?, r.try_get(4)?);
-    }
-    Ok(lanes.finish())
 }
 
 pub(crate) async fn outbox_stats(db: &PostgresBackend, now: Timestamp) -> StoreResult<OutboxStats> {
@@ -93,25 +71,128 @@ pub(crate) async fn outbox_stats(db: &PostgresBackend, now: Timestamp) -> StoreR
     })
 }
 
-pub(crate) async fn kind_counts(
-    db: &PostgresBackend,
-) -> StoreResult<Vec<(String, ItemState, u64)>> {
+/// Items per (lane, kind, state): the folded counts plus the deltas not folded yet.
+pub(crate) async fn counts(db: &PostgresBackend) -> StoreResult<Counts> {
     let conn = db.conn().await?;
-    let rows = conn
-        .query(
-            "SELECT kind, state, count(*) FROM work_items GROUP BY kind, state \
-             ORDER BY kind, state",
-            &[],
+    let stmt = conn
+        .prepare_cached(
+            "SELECT lane, kind, state, sum(n)::int8 FROM ( \
+                 SELECT lane, kind, state, n FROM work_counts \
+                 UNION ALL SELECT lane, kind, state, delta FROM work_count_deltas) c \
+             GROUP BY lane, kind, state HAVING sum(n) <> 0 ORDER BY lane, kind, state",
         )
         .await?;
+    let rows = conn.query(&stmt, &[]).await?;
     rows.iter()
         .map(|r| {
-            let n: i64 = r.try_get(2)?;
+            let n: i64 = r.try_get(3)?;
             Ok((
                 r.try_get(0)?,
-                parse_state(&r.try_get::<_, String>(1)?)?,
+                r.try_get(1)?,
+                parse_state(&r.try_get::<_, String>(2)?)?,
                 u64::try_from(n).unwrap_or(0),
             ))
         })
         .collect()
+}
+
+/// Folds the deltas into the counts: one pass at a time across hosts (the sweeper's lock).
+pub(crate) async fn fold_counts(db: &PostgresBackend) -> StoreResult<()> {
+    let mut conn = db.conn().await?;
+    let tx = conn.transaction().await?;
+    lock(&tx, db.keys.sweep).await?;
+    let stmt = tx
+        .prepare_cached(
+            "WITH d AS (DELETE FROM work_count_deltas RETURNING lane, kind, state, delta), \
+             s AS (SELECT lane, kind, state, sum(delta)::int8 AS n FROM d \
+                 GROUP BY lane, kind, state) \
+             INSERT INTO work_counts AS c (lane, kind, state, n) SELECT lane, kind, state, n FROM s \
+             ON CONFLICT (lane, kind, state) DO UPDATE SET n = c.n + excluded.n",
+        )
+        .await?;
+    tx.execute(&stmt, &[]).await?;
+    // Keys whose items are all gone (a kind renamed, a lane retired) leave the table.
+    tx.execute("DELETE FROM work_counts WHERE n = 0", &[])
+        .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Each lane's oldest item of each state and its scheduled items, one index probe each
+/// (the first entry of an index in its order; the scheduled count is the range of available
+/// items past now), all in one round trip.
+pub(crate) async fn ages(
+    db: &PostgresBackend,
+    lanes: &[String],
+    now: Timestamp,
+) -> StoreResult<Vec<LaneAges>> {
+    let conn = db.conn().await?;
+    let stmt = conn
+        .prepare_cached(
+            "SELECT l.lane, \
+               (SELECT run_at FROM work_items WHERE state = 'available' AND lane = l.lane \
+                    AND run_at <= $2 ORDER BY run_at LIMIT 1), \
+               (SELECT min(created_at) FROM work_items WHERE state = 'running' \
+                    AND lane = l.lane), \
+               (SELECT updated_at FROM work_items WHERE state = 'completed' AND lane = l.lane \
+                    ORDER BY updated_at LIMIT 1), \
+               (SELECT created_at FROM work_items WHERE state IN ('failed', 'dead', 'parked') \
+                    AND state = 'failed' AND lane = l.lane ORDER BY created_at LIMIT 1), \
+               (SELECT created_at FROM work_items WHERE state IN ('failed', 'dead', 'parked') \
+                    AND state = 'dead' AND lane = l.lane ORDER BY created_at LIMIT 1), \
+               (SELECT created_at FROM work_items WHERE state IN ('failed', 'dead', 'parked') \
+                    AND state = 'parked' AND lane = l.lane ORDER BY created_at LIMIT 1), \
+               (SELECT count(*) FROM work_items WHERE state = 'available' AND lane = l.lane \
+                    AND run_at > $2) \
+             FROM unnest($1::text[]) AS l(lane) ORDER BY l.lane",
+        )
+        .await?;
+    let rows = conn.query(&stmt, &[&lanes, &now.as_millis()]).await?;
+    rows.iter()
+        .map(|r| {
+            let mut ages = LaneAges::new(r.try_get::<_, String>(0)?);
+            for (i, slot) in ages.oldest.iter_mut().enumerate() {
+                *slot = r
+                    .try_get::<_, Option<i64>>(i + 1)?
+                    .map(Timestamp::from_millis);
+            }
+            let scheduled: i64 = r.try_get(7)?;
+            ages.scheduled = u64::try_from(scheduled).unwrap_or(0);
+            Ok(ages)
+        })
+        .collect()
+}
+
+/// The ended attempts of item `id`, oldest first.
+pub(crate) async fn attempts(db: &PostgresBackend, id: ItemId) -> StoreResult<Vec<AttemptRecord>> {
+    let conn = db.conn().await?;
+    let stmt = conn
+        .prepare_cached(
+            "SELECT attempt, fence, holder, claimed_at, finished_at, outcome, error \
+             FROM work_attempts WHERE item_id = $1 ORDER BY fence",
+        )
+        .await?;
+    let rows = conn.query(&stmt, &[&id]).await?;
+    rows.iter()
+        .map(|r| {
+            Ok(AttemptRecord {
+                attempt: r.try_get(0)?,
+                fence: r.try_get(1)?,
+                holder: r.try_get(2)?,
+                claimed_at: r.try_get::<_, Option<i64>>(3)?.map(Timestamp::from_millis),
+                finished_at: Timestamp::from_millis(r.try_get(4)?),
+                outcome: r.try_get(5)?,
+                error: r.try_get(6)?,
+            })
+        })
+        .collect()
+}
+
+/// The store's id, minted by the schema's migration.
+pub(crate) async fn store_id(db: &PostgresBackend) -> StoreResult<String> {
+    let conn = db.conn().await?;
+    let row = conn
+        .query_one("SELECT value FROM queue_meta WHERE key = 'store_id'", &[])
+        .await?;
+    Ok(row.try_get(0)?)
 }

@@ -2,7 +2,7 @@
 //! offline.
 
 use super::task;
-use crate::item::WorkerRecord;
+use crate::item::{WorkerRecord, WorkerState};
 use crate::store::StoreResult;
 use crate::store::postgres::PostgresBackend;
 use crate::store::sql::worker_record;
@@ -31,6 +31,51 @@ pub(crate) async fn put_worker(db: &PostgresBackend, w: &WorkerRecord) -> StoreR
     )
     .await?;
     Ok(())
+}
+
+/// A loop's presence: never turns an operator's DRAINING back (see `Backend::touch_worker`).
+pub(crate) async fn touch_worker(
+    db: &PostgresBackend,
+    w: &WorkerRecord,
+) -> StoreResult<WorkerState> {
+    let conn = db.conn().await?;
+    let stmt = conn
+        .prepare_cached(
+            "INSERT INTO workers AS o (id, lanes, state, started_at, last_seen_at, lease_ms) \
+             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO UPDATE SET \
+             lanes = excluded.lanes, last_seen_at = excluded.last_seen_at, \
+             lease_ms = excluded.lease_ms, \
+             state = CASE WHEN o.state = 'DRAINING' THEN 'DRAINING' ELSE excluded.state END \
+             RETURNING state",
+        )
+        .await?;
+    let row = conn
+        .query_one(
+            &stmt,
+            &[
+                &w.id,
+                &w.lanes.join(","),
+                &w.state.as_str(),
+                &w.started_at.as_millis(),
+                &w.last_seen_at.as_millis(),
+                &w.lease_ms,
+            ],
+        )
+        .await?;
+    let state: String = row.try_get(0)?;
+    WorkerState::parse(&state).ok_or_else(|| task(format!("unknown worker state `{state}`")))
+}
+
+/// An operator's drain of worker `id`; whether a row changed.
+pub(crate) async fn drain_worker(db: &PostgresBackend, id: &str) -> StoreResult<bool> {
+    let conn = db.conn().await?;
+    let changed = conn
+        .execute(
+            "UPDATE workers SET state = 'DRAINING' WHERE id = $1 AND state <> 'OFFLINE'",
+            &[&id],
+        )
+        .await?;
+    Ok(changed == 1)
 }
 
 pub(crate) async fn workers(db: &PostgresBackend) -> StoreResult<Vec<WorkerRecord>> {

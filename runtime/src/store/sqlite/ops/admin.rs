@@ -52,12 +52,16 @@ pub(crate) fn retry(conn: &mut Connection, id: ItemId, now: Timestamp) -> StoreR
     Ok(())
 }
 
-pub(crate) fn retry_all_dead(conn: &mut Connection, now: Timestamp) -> StoreResult<u64> {
+pub(crate) fn retry_all_dead(
+    conn: &mut Connection,
+    kind: Option<&str>,
+    now: Timestamp,
+) -> StoreResult<u64> {
     let tx = write(conn)?;
     let changed = tx.execute(
         "UPDATE OR IGNORE work_items SET state = 'available', attempt = 0, run_at = ?1, \
-         updated_at = ?1 WHERE state = 'dead'",
-        [now.as_millis()],
+         updated_at = ?1 WHERE state = 'dead' AND (?2 IS NULL OR kind = ?2)",
+        params![now.as_millis(), kind],
     )?;
     tx.commit()?;
     Ok(changed as u64)

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::{HELD, json_text, write};
 use crate::error::StoreError;
-use crate::item::{EffectRecord, Fence, ItemId};
+use crate::item::{EffectRecord, EffectStart, Held, ItemId};
 use crate::store::StoreResult;
 use crate::time::Timestamp;
 
@@ -18,28 +18,67 @@ pub(crate) fn effect(conn: &mut Connection, id: ItemId, key: &str) -> StoreResul
     Ok(raw.map(json_text))
 }
 
+/// Before an effect runs: its recorded output, or `held`'s lease checked and renewed, in one
+/// write transaction (the effect runs only when the store said, at that moment, that this
+/// holder still holds the item).
+pub(crate) fn begin_effect(
+    conn: &mut Connection,
+    held: &Held,
+    key: &str,
+    lease_until: Timestamp,
+    now: Timestamp,
+) -> StoreResult<EffectStart> {
+    let tx = write(conn)?;
+    let recorded: Option<String> = tx
+        .prepare_cached("SELECT output FROM work_effects WHERE item_id = ?1 AND effect_key = ?2")?
+        .query_row(params![held.id, key], |r| r.get(0))
+        .optional()?;
+    let start = match recorded {
+        Some(raw) => EffectStart::Recorded(json_text(raw)),
+        None => match super::lease::renew(&tx, held, lease_until, now)? {
+            Some(lease_expires_at) => EffectStart::Run {
+                lease_expires_at,
+                verified_at: now,
+            },
+            None => {
+                return Err(StoreError::StaleLease {
+                    id: held.id,
+                    fence: held.fence,
+                });
+            }
+        },
+    };
+    tx.commit()?;
+    Ok(start)
+}
+
 pub(crate) fn record_effect(
     conn: &mut Connection,
-    id: ItemId,
-    fence: Fence,
+    held: &Held,
     key: &str,
     output: &Value,
     now: Timestamp,
 ) -> StoreResult<()> {
     let text = serde_json::to_string(output)?;
     let tx = write(conn)?;
-    let held: Option<i64> = tx
+    let current: Option<i64> = tx
         .prepare_cached(&format!("SELECT id FROM work_items WHERE {HELD}"))?
-        .query_row(params![id, fence, now.as_millis()], |r| r.get(0))
+        .query_row(
+            params![held.id, held.fence, held.owner, now.as_millis()],
+            |r| r.get(0),
+        )
         .optional()?;
-    if held.is_none() {
-        return Err(StoreError::StaleLease { id, fence });
+    if current.is_none() {
+        return Err(StoreError::StaleLease {
+            id: held.id,
+            fence: held.fence,
+        });
     }
     tx.prepare_cached(
         "INSERT OR IGNORE INTO work_effects (item_id, effect_key, output, fence, recorded_at) \
          VALUES (?1, ?2, ?3, ?4, ?5)",
     )?
-    .execute(params![id, key, text, fence, now.as_millis()])?;
+    .execute(params![held.id, key, text, held.fence, now.as_millis()])?;
     tx.commit()?;
     Ok(())
 }

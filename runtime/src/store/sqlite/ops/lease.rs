@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::{COLS, HELD, record, write};
 use crate::error::StoreError;
-use crate::item::{Claimed, Fence, ItemId};
+use crate::item::{Claimed, Held};
 use crate::store::{ClaimRequest, StoreResult};
 use crate::time::Timestamp;
 
@@ -19,12 +19,15 @@ pub(crate) fn claim(
     let mut claimed = {
         let mut stmt = tx.prepare_cached(&format!(
             "UPDATE work_items SET state = 'running', fence = fence + 1, attempt = attempt + 1, \
-                 lease_owner = ?1, lease_expires_at = ?2, updated_at = ?3, parked_on = NULL \
+                 lease_owner = ?1, lease_expires_at = ?2, updated_at = ?3, claimed_at = ?3, \
+                 parked_on = NULL \
              WHERE id IN (SELECT id FROM work_items \
                  WHERE lane = ?4 AND state IN ('available', 'failed', 'parked') AND run_at <= ?3 \
+                 AND (?6 IS NULL OR kind IN (SELECT value FROM json_each(?6))) \
                  ORDER BY priority DESC, run_at, id LIMIT ?5) \
              RETURNING {COLS}"
         ))?;
+        let kinds = req.kinds.as_ref().map(serde_json::to_string).transpose()?;
         let rows = stmt.query_map(
             params![
                 req.owner,
@@ -32,6 +35,7 @@ pub(crate) fn claim(
                 now.as_millis(),
                 req.lane,
                 i64::try_from(req.n).unwrap_or(i64::MAX),
+                kinds,
             ],
             record,
         )?;
@@ -49,34 +53,51 @@ pub(crate) fn claim(
     Ok(claimed)
 }
 
+/// Renews `held`'s lease to `lease_until` inside `tx`; `None` when `held` is not the
+/// current claim (fence, owner, running, unexpired).
+pub(super) fn renew(
+    tx: &rusqlite::Transaction<'_>,
+    held: &Held,
+    lease_until: Timestamp,
+    now: Timestamp,
+) -> StoreResult<Option<Timestamp>> {
+    let renewed: Option<i64> = tx
+        .prepare_cached(&format!(
+            "UPDATE work_items SET lease_expires_at = ?5, updated_at = ?4 WHERE {HELD} \
+             RETURNING lease_expires_at"
+        ))?
+        .query_row(
+            params![
+                held.id,
+                held.fence,
+                held.owner,
+                now.as_millis(),
+                lease_until.as_millis()
+            ],
+            |r| r.get(0),
+        )
+        .optional()?;
+    Ok(renewed.map(Timestamp::from_millis))
+}
+
 pub(crate) fn heartbeat(
     conn: &mut Connection,
-    id: ItemId,
-    fence: Fence,
+    held: &Held,
     lease_until: Timestamp,
     now: Timestamp,
 ) -> StoreResult<Timestamp> {
     let tx = write(conn)?;
-    let renewed: Option<i64> = tx
-        .prepare_cached(&format!(
-            "UPDATE work_items SET lease_expires_at = ?4, updated_at = ?3 WHERE {HELD} \
-             RETURNING lease_expires_at"
-        ))?
-        .query_row(
-            params![id, fence, now.as_millis(), lease_until.as_millis()],
-            |r| r.get(0),
-        )
-        .optional()?;
+    let renewed = renew(&tx, held, lease_until, now)?;
     tx.commit()?;
-    renewed
-        .map(Timestamp::from_millis)
-        .ok_or(StoreError::StaleLease { id, fence })
+    renewed.ok_or(StoreError::StaleLease {
+        id: held.id,
+        fence: held.fence,
+    })
 }
 
 pub(crate) fn checkpoint(
     conn: &mut Connection,
-    id: ItemId,
-    fence: Fence,
+    held: &Held,
     state: &Value,
     now: Timestamp,
 ) -> StoreResult<()> {
@@ -84,14 +105,23 @@ pub(crate) fn checkpoint(
     let tx = write(conn)?;
     let changed = tx
         .prepare_cached(&format!(
-            "UPDATE work_items SET checkpoint = ?4, updated_at = ?3 WHERE {HELD}"
+            "UPDATE work_items SET checkpoint = ?5, updated_at = ?4 WHERE {HELD}"
         ))?
-        .execute(params![id, fence, now.as_millis(), text])?;
+        .execute(params![
+            held.id,
+            held.fence,
+            held.owner,
+            now.as_millis(),
+            text
+        ])?;
     tx.commit()?;
     if changed == 1 {
         Ok(())
     } else {
-        Err(StoreError::StaleLease { id, fence })
+        Err(StoreError::StaleLease {
+            id: held.id,
+            fence: held.fence,
+        })
     }
 }
 

@@ -15,14 +15,14 @@ mod retention;
 mod workers;
 
 pub(crate) use admin::{cancel, discard, release_worker, retry, retry_all_dead, signal};
-pub(crate) use effects::{effect, effects, record_effect};
+pub(crate) use effects::{begin_effect, effect, effects, record_effect};
 pub(crate) use enqueue::enqueue_many;
 pub(crate) use finish::finish_many;
 pub(crate) use lease::{checkpoint, claim, heartbeat, sweep};
 pub(crate) use outbox::{relay_outbox, transaction};
-pub(crate) use queries::{get, kind_counts, list, outbox_stats, stats};
+pub(crate) use queries::{ages, attempts, counts, get, list, outbox_stats, store_id};
 pub(crate) use retention::{purge_completed, purge_retained};
-pub(crate) use workers::{mark_silent_workers, put_worker, workers};
+pub(crate) use workers::{drain_worker, mark_silent_workers, put_worker, touch_worker, workers};
 
 use rusqlite::types::Type;
 use rusqlite::{Connection, Row, Transaction, TransactionBehavior};
@@ -32,8 +32,10 @@ use crate::item::{ItemRecord, ItemState};
 use crate::store::sql::{COLS, LIVE};
 use crate::time::Timestamp;
 
-/// The fence guard every fenced update carries: ?1 = id, ?2 = fence, ?3 = now.
-const HELD: &str = "id = ?1 AND fence = ?2 AND state = 'running' AND lease_expires_at > ?3";
+/// The guard every fenced update carries: ?1 = id, ?2 = fence, ?3 = owner, ?4 = now. The
+/// owner as well as the fence: fences are guessable, a lease's holder is not.
+const HELD: &str =
+    "id = ?1 AND fence = ?2 AND lease_owner = ?3 AND state = 'running' AND lease_expires_at > ?4";
 
 fn write(conn: &mut Connection) -> rusqlite::Result<Transaction<'_>> {
     conn.transaction_with_behavior(TransactionBehavior::Immediate)
@@ -73,5 +75,6 @@ fn record(row: &Row<'_>) -> rusqlite::Result<ItemRecord> {
         parked_on: row.get(15)?,
         created_at: Timestamp::from_millis(row.get(16)?),
         updated_at: Timestamp::from_millis(row.get(17)?),
+        claimed_at: row.get::<_, Option<i64>>(18)?.map(Timestamp::from_millis),
     })
 }

@@ -5,9 +5,8 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{COLS, record};
 use crate::error::StoreError;
-use crate::item::{ItemId, ItemRecord, ItemState, LaneStats, ListFilter, OutboxStats};
-use crate::store::StoreResult;
-use crate::store::sql::LaneTally;
+use crate::item::{AttemptRecord, ItemId, ItemRecord, ItemState, ListFilter, OutboxStats};
+use crate::store::{Counts, LaneAges, StoreResult};
 use crate::time::Timestamp;
 
 pub(crate) fn get(conn: &mut Connection, id: ItemId) -> StoreResult<Option<ItemRecord>> {
@@ -22,52 +21,25 @@ pub(crate) fn list(conn: &mut Connection, filter: &ListFilter) -> StoreResult<Ve
         .limit
         .map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX));
     let order = if filter.newest_first { "DESC" } else { "ASC" };
+    let past = if filter.newest_first { "<" } else { ">" };
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {COLS} FROM work_items WHERE (?1 IS NULL OR state = ?1) \
-         AND (?2 IS NULL OR lane = ?2) AND (?4 IS NULL OR kind = ?4) ORDER BY id {order} LIMIT ?3"
+         AND (?2 IS NULL OR lane = ?2) AND (?4 IS NULL OR kind = ?4) \
+         AND (?5 IS NULL OR dedupe_key = ?5) AND (?6 IS NULL OR id {past} ?6) \
+         ORDER BY id {order} LIMIT ?3"
     ))?;
     let rows = stmt.query_map(
         params![
             filter.state.map(ItemState::as_str),
             filter.lane,
             limit,
-            filter.kind
+            filter.kind,
+            filter.dedupe_key,
+            filter.after,
         ],
         record,
     )?;
     Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-}
-
-pub(crate) fn stats(conn: &mut Connection, now: Timestamp) -> StoreResult<Vec<LaneStats>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT lane, state, count(*), min(created_at), \
-                min(CASE WHEN run_at <= ?1 THEN run_at END), \
-                state = 'available' AND run_at > ?1 AS scheduled \
-         FROM work_items GROUP BY lane, state, scheduled",
-    )?;
-    let mut lanes = LaneTally::new(now);
-    let rows = stmt.query_map([now.as_millis()], |r| {
-        Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, String>(1)?,
-            r.get::<_, i64>(2)?,
-            r.get::<_, Option<i64>>(3)?,
-            r.get::<_, Option<i64>>(4)?,
-            r.get::<_, bool>(5)?,
-        ))
-    })?;
-    for row in rows {
-        let (lane, state, count, oldest_created, oldest_due, scheduled) = row?;
-        if scheduled {
-            lanes.scheduled(lane, count);
-            continue;
-        }
-        let state: ItemState = state
-            .parse()
-            .map_err(|e: crate::item::UnknownState| StoreError::Task(e.to_string()))?;
-        lanes.add(lane, state, count, oldest_created, oldest_due);
-    }
-    Ok(lanes.finish())
 }
 
 pub(crate) fn outbox_stats(conn: &mut Connection, now: Timestamp) -> StoreResult<OutboxStats> {
@@ -86,24 +58,114 @@ pub(crate) fn outbox_stats(conn: &mut Connection, now: Timestamp) -> StoreResult
     })
 }
 
-pub(crate) fn kind_counts(conn: &mut Connection) -> StoreResult<Vec<(String, ItemState, u64)>> {
+fn parse_state(raw: &str) -> StoreResult<ItemState> {
+    raw.parse()
+        .map_err(|e: crate::item::UnknownState| StoreError::Task(e.to_string()))
+}
+
+/// Items per (lane, kind, state), from the counters the triggers keep.
+pub(crate) fn counts(conn: &mut Connection) -> StoreResult<Counts> {
     let mut stmt = conn.prepare_cached(
-        "SELECT kind, state, count(*) FROM work_items GROUP BY kind, state ORDER BY kind, state",
+        "SELECT lane, kind, state, n FROM work_counts WHERE n <> 0 ORDER BY lane, kind, state",
     )?;
     let rows = stmt.query_map([], |r| {
         Ok((
             r.get::<_, String>(0)?,
             r.get::<_, String>(1)?,
-            r.get::<_, i64>(2)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, i64>(3)?,
         ))
     })?;
     let mut out = Vec::new();
     for row in rows {
-        let (kind, state, n) = row?;
-        let state = state
-            .parse::<ItemState>()
-            .map_err(|e| StoreError::Task(e.to_string()))?;
-        out.push((kind, state, u64::try_from(n).unwrap_or(0)));
+        let (lane, kind, state, n) = row?;
+        out.push((
+            lane,
+            kind,
+            parse_state(&state)?,
+            u64::try_from(n).unwrap_or(0),
+        ));
     }
     Ok(out)
+}
+
+/// Each lane's oldest item of each state and its scheduled items, one index probe each:
+/// the first entry of an index in its order (`ORDER BY … LIMIT 1`), never a count of the
+/// table (the scheduled count is the range of available items past now).
+pub(crate) fn ages(
+    conn: &mut Connection,
+    lanes: &[String],
+    now: Timestamp,
+) -> StoreResult<Vec<LaneAges>> {
+    let n = now.as_millis();
+    let first = |sql: &str, args: &[&dyn rusqlite::ToSql]| -> StoreResult<Option<i64>> {
+        Ok(conn
+            .prepare_cached(sql)?
+            .query_row(args, |r| r.get::<_, Option<i64>>(0))
+            .optional()?
+            .flatten())
+    };
+    let mut out = Vec::with_capacity(lanes.len());
+    for lane in lanes {
+        let mut ages = LaneAges::new(lane.clone());
+        let available = first(
+            "SELECT run_at FROM work_items WHERE state = 'available' AND lane = ?1 \
+             AND run_at <= ?2 ORDER BY run_at LIMIT 1",
+            params![lane, n],
+        )?;
+        let scheduled = first(
+            "SELECT count(*) FROM work_items WHERE state = 'available' AND lane = ?1 \
+             AND run_at > ?2",
+            params![lane, n],
+        )?;
+        let running = first(
+            "SELECT min(created_at) FROM work_items WHERE state = 'running' AND lane = ?1",
+            params![lane],
+        )?;
+        let completed = first(
+            "SELECT updated_at FROM work_items WHERE state = 'completed' AND lane = ?1 \
+             ORDER BY updated_at LIMIT 1",
+            params![lane],
+        )?;
+        let resting = |state: &str| {
+            first(
+                "SELECT created_at FROM work_items WHERE state IN ('failed', 'dead', 'parked') \
+                 AND lane = ?1 AND state = ?2 ORDER BY created_at LIMIT 1",
+                params![lane, state],
+            )
+        };
+        let (failed, dead, parked) = (resting("failed")?, resting("dead")?, resting("parked")?);
+        ages.oldest = [available, running, completed, failed, dead, parked]
+            .map(|t| t.map(Timestamp::from_millis));
+        ages.scheduled = scheduled.map_or(0, |c| u64::try_from(c).unwrap_or(0));
+        out.push(ages);
+    }
+    Ok(out)
+}
+
+/// The ended attempts of item `id`, oldest first.
+pub(crate) fn attempts(conn: &mut Connection, id: ItemId) -> StoreResult<Vec<AttemptRecord>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT attempt, fence, holder, claimed_at, finished_at, outcome, error \
+         FROM work_attempts WHERE item_id = ?1 ORDER BY fence",
+    )?;
+    let rows = stmt.query_map([id], |r| {
+        Ok(AttemptRecord {
+            attempt: r.get(0)?,
+            fence: r.get(1)?,
+            holder: r.get(2)?,
+            claimed_at: r.get::<_, Option<i64>>(3)?.map(Timestamp::from_millis),
+            finished_at: Timestamp::from_millis(r.get(4)?),
+            outcome: r.get(5)?,
+            error: r.get(6)?,
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+}
+
+/// The store's id, minted by the schema's migration.
+pub(crate) fn store_id(conn: &mut Connection) -> StoreResult<String> {
+    Ok(conn
+        .prepare_cached("SELECT value FROM queue_meta WHERE key = 'store_id'")?
+        .query_row([], |r| r.get(0))?)
 }

@@ -4,7 +4,7 @@
 use rusqlite::{Connection, params};
 
 use super::{conversion, write};
-use crate::item::WorkerRecord;
+use crate::item::{WorkerRecord, WorkerState};
 use crate::store::StoreResult;
 use crate::store::sql::worker_record;
 use crate::time::Timestamp;
@@ -27,6 +27,45 @@ pub(crate) fn put_worker(conn: &mut Connection, w: &WorkerRecord) -> StoreResult
     ])?;
     tx.commit()?;
     Ok(())
+}
+
+/// A loop's presence: never turns an operator's DRAINING back (see `Backend::touch_worker`).
+pub(crate) fn touch_worker(conn: &mut Connection, w: &WorkerRecord) -> StoreResult<WorkerState> {
+    let tx = write(conn)?;
+    let state: String = tx
+        .prepare_cached(
+            "INSERT INTO workers (id, lanes, state, started_at, last_seen_at, lease_ms) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (id) DO UPDATE SET \
+             lanes = excluded.lanes, last_seen_at = excluded.last_seen_at, \
+             lease_ms = excluded.lease_ms, \
+             state = CASE WHEN workers.state = 'DRAINING' THEN 'DRAINING' ELSE excluded.state END \
+             RETURNING state",
+        )?
+        .query_row(
+            params![
+                w.id,
+                w.lanes.join(","),
+                w.state.as_str(),
+                w.started_at.as_millis(),
+                w.last_seen_at.as_millis(),
+                w.lease_ms,
+            ],
+            |r| r.get(0),
+        )?;
+    tx.commit()?;
+    WorkerState::parse(&state)
+        .ok_or_else(|| crate::error::StoreError::Task(format!("unknown worker state `{state}`")))
+}
+
+/// An operator's drain of worker `id`; whether a row changed.
+pub(crate) fn drain_worker(conn: &mut Connection, id: &str) -> StoreResult<bool> {
+    let tx = write(conn)?;
+    let changed = tx.execute(
+        "UPDATE workers SET state = 'DRAINING' WHERE id = ?1 AND state <> 'OFFLINE'",
+        [id],
+    )?;
+    tx.commit()?;
+    Ok(changed == 1)
 }
 
 pub(crate) fn workers(conn: &mut Connection) -> StoreResult<Vec<WorkerRecord>> {

@@ -7,11 +7,13 @@ mod builder;
 mod leases;
 mod lifecycle;
 mod outcomes;
+mod robust;
 
 pub use builder::*;
 pub use leases::*;
 pub use lifecycle::*;
 pub use outcomes::*;
+pub use robust::*;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -74,7 +76,7 @@ impl WorkHandler for JobHandler {
     const REQUIRES: &'static [&'static str] = &["jobs.run"];
     async fn handle(&self, ctx: &WorkContext, item: &Item<Job>) -> Result<(), WorkError> {
         let n = item.payload.n;
-        ctx.once("effect", || async move { Ok(n) }).await?;
+        ctx.once("effect", |_| async move { Ok(n) }).await?;
         self.done.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }

@@ -1,0 +1,234 @@
+//! Conformance: a claim's holder — every fenced write checks the owner as well as the
+//! fence, an effect runs only after the store confirmed the lease, every ended attempt is a
+//! row, and the store's id stays the same.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::{LEASE, TestBackend, fresh, get, new, ok, stale};
+use crate::context::WorkContext;
+use crate::error::WorkError;
+use crate::item::{EffectStart, Finish, Held, ItemState, Outcome};
+
+/// Fences are small numbers anyone can guess; a write that presents the right fence under
+/// another owner's name changes nothing.
+pub async fn fenced_writes_check_the_holder<F: Fn() -> Fut, Fut: Future<Output = TestBackend>>(
+    make: F,
+) {
+    let b = fresh(make).await;
+    let id = b.enqueue(new("A")).await;
+    let c = ok(
+        b.store.claim_as("host-a", "default", 1, LEASE).await,
+        "claim",
+    )
+    .remove(0);
+    let intruder = Held::new(id, c.fence, "host-b");
+    stale(b.store.heartbeat(&intruder, LEASE).await, "heartbeat");
+    stale(
+        b.store.checkpoint(&intruder, json!({"x": 1})).await,
+        "checkpoint",
+    );
+    stale(
+        b.store.record_effect(&intruder, "e", json!(1)).await,
+        "record effect",
+    );
+    stale(
+        b.store.begin_effect(&intruder, "e", LEASE).await,
+        "begin effect",
+    );
+    stale(b.store.complete(&intruder).await, "complete");
+    let batch = ok(
+        b.store
+            .finish_many(vec![
+                Finish::of(&intruder, Outcome::Complete),
+                Finish::of(&intruder, Outcome::Release),
+            ])
+            .await,
+        "batch",
+    );
+    assert!(batch.iter().all(Result::is_err), "{batch:?}");
+    let rec = get(&b.store, id).await;
+    assert_eq!(
+        (rec.state, rec.checkpoint, rec.lease_owner.as_deref()),
+        (ItemState::Running, None, Some("host-a"))
+    );
+    ok(b.store.complete(&c.held()).await, "the holder completes");
+}
+
+/// The check before an effect: recorded output comes back without a lease; otherwise the
+/// lease must be live and this holder's, and is renewed.
+pub async fn begin_effect_checks_and_renews_the_lease<
+    F: Fn() -> Fut,
+    Fut: Future<Output = TestBackend>,
+>(
+    make: F,
+) {
+    let b = fresh(make).await;
+    let id = b.enqueue(new("A")).await;
+    let c = ok(b.store.claim("default", 1, LEASE).await, "claim").remove(0);
+    b.clock.advance(Duration::from_secs(10));
+    let start = ok(
+        b.store.begin_effect(&c.held(), "e", LEASE).await,
+        "begin effect",
+    );
+    let renewed = b.store.now().plus(LEASE);
+    assert_eq!(
+        start,
+        EffectStart::Run {
+            lease_expires_at: renewed,
+            verified_at: b.store.now(),
+        }
+    );
+    assert_eq!(get(&b.store, id).await.lease_expires_at, Some(renewed));
+    ok(
+        b.store.record_effect(&c.held(), "e", json!("done")).await,
+        "record",
+    );
+    assert_eq!(
+        ok(b.store.begin_effect(&c.held(), "e", LEASE).await, "again"),
+        EffectStart::Recorded(json!("done"))
+    );
+    // Past the lease: refused, the effect must not run.
+    b.clock.advance(LEASE * 2);
+    stale(
+        b.store.begin_effect(&c.held(), "f", LEASE).await,
+        "an expired lease",
+    );
+    // A recorded effect still reads back to a later holder.
+    ok(b.store.sweep().await, "sweep");
+    let c2 = ok(b.store.claim("default", 1, LEASE).await, "reclaim").remove(0);
+    assert_eq!(
+        ok(
+            b.store.begin_effect(&c2.held(), "e", LEASE).await,
+            "recorded"
+        ),
+        EffectStart::Recorded(json!("done"))
+    );
+}
+
+/// A holder whose lease passed to another never runs the effect's closure; the closure of
+/// the current holder gets an idempotency key that is the same on every attempt of the
+/// effect and names the store and the item.
+pub async fn once_runs_only_under_a_live_lease<
+    F: Fn() -> Fut,
+    Fut: Future<Output = TestBackend>,
+>(
+    make: F,
+) {
+    let b = fresh(make).await;
+    let id = b.enqueue(new("A")).await;
+    let runs = AtomicUsize::new(0);
+    let c1 = ok(b.store.claim("default", 1, LEASE).await, "claim").remove(0);
+    let stale_ctx = WorkContext::new(b.store.clone(), &c1, LEASE);
+    b.clock.advance(LEASE + Duration::from_millis(1));
+    ok(b.store.sweep().await, "sweep");
+    let c2 = ok(b.store.claim("default", 1, LEASE).await, "another holder").remove(0);
+    let r: Result<String, WorkError> = stale_ctx
+        .once("send", |_| async {
+            runs.fetch_add(1, Ordering::SeqCst);
+            Ok("from the stale holder".to_owned())
+        })
+        .await;
+    assert!(matches!(r, Err(WorkError::LeaseLost { .. })), "{r:?}");
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        0,
+        "a stale holder ran the effect"
+    );
+    let ctx = WorkContext::new(b.store.clone(), &c2, LEASE);
+    let key: String = ok(
+        ctx.once("send", |effect| async move {
+            Ok(effect.idempotency_key().to_owned())
+        })
+        .await,
+        "once",
+    );
+    let store_id = ok(b.store.store_id().await, "store id");
+    assert_eq!(key, format!("{store_id}-{id}-send"));
+    assert!(
+        store_id.len() >= 16,
+        "a store id of {} characters",
+        store_id.len()
+    );
+    assert_eq!(
+        ok(b.store.store_id().await, "store id again"),
+        store_id,
+        "the store's id is stable"
+    );
+}
+
+/// Each ended attempt is one row (holder, fence, claimed and finished times, outcome,
+/// error), written with the transition; they go with their item.
+pub async fn attempts_are_recorded<F: Fn() -> Fut, Fut: Future<Output = TestBackend>>(make: F) {
+    let b = fresh(make).await;
+    let id = b.enqueue(new("A").max_attempts(5)).await;
+    let claimed_at = b.store.now();
+    let c1 = ok(b.store.claim_as("w1", "default", 1, LEASE).await, "claim").remove(0);
+    ok(
+        b.store
+            .fail(
+                &c1.held(),
+                Outcome::Retry {
+                    retry_at: b.store.now(),
+                    error: "flaky".into(),
+                },
+            )
+            .await,
+        "fail",
+    );
+    let c2 = ok(b.store.claim_as("w2", "default", 1, LEASE).await, "claim").remove(0);
+    b.clock.advance(LEASE + Duration::from_millis(1));
+    ok(b.store.sweep().await, "sweep");
+    let c3 = ok(b.store.claim_as("w3", "default", 1, LEASE).await, "claim").remove(0);
+    let live = get(&b.store, id).await;
+    assert_eq!(
+        (live.lease_owner.as_deref(), live.claimed_at),
+        (Some("w3"), Some(b.store.now())),
+        "the running attempt is the item's lease"
+    );
+    ok(b.store.complete(&c3.held()).await, "complete");
+    let attempts = ok(b.store.attempts(id).await, "attempts");
+    type Row<'a> = (i32, i64, Option<&'a str>, &'a str, Option<&'a str>);
+    let got: Vec<Row<'_>> = attempts
+        .iter()
+        .map(|a| {
+            (
+                a.attempt,
+                a.fence,
+                a.holder.as_deref(),
+                a.outcome.as_str(),
+                a.error.as_deref(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (1, c1.fence, Some("w1"), "failed", Some("flaky")),
+            (2, c2.fence, Some("w2"), "expired", Some("lease expired")),
+            (3, c3.fence, Some("w3"), "completed", None),
+        ]
+    );
+    assert_eq!(attempts[0].claimed_at, Some(claimed_at));
+    assert!(attempts.iter().all(|a| a.claimed_at <= Some(a.finished_at)));
+    // Cancelled while running: the attempt ends as dead with the operator's reason.
+    let other = b.enqueue(new("A")).await;
+    ok(b.store.claim_as("w4", "default", 1, LEASE).await, "claim");
+    ok(b.store.cancel(other).await, "cancel");
+    let cancelled = ok(b.store.attempts(other).await, "attempts");
+    assert_eq!(cancelled.len(), 1);
+    assert_eq!(
+        (
+            cancelled[0].outcome.as_str(),
+            cancelled[0].holder.as_deref()
+        ),
+        ("dead", Some("w4"))
+    );
+    // Purged with the item.
+    b.clock.advance(Duration::from_secs(1));
+    ok(b.store.purge_completed(Duration::ZERO, 100).await, "purge");
+    assert!(ok(b.store.attempts(id).await, "attempts after purge").is_empty());
+}
