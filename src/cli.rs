@@ -31,6 +31,29 @@ pub struct GlobalArgs {
     pub color: ColorChoice,
 }
 
+/// Whether the command line `args` (without the program) asks for `--format json`: read
+/// before clap, for the error of a command line clap refuses.
+pub fn asks_for_json<I, S>(args: I) -> bool
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let mut format = None;
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        let arg = arg.as_ref();
+        if arg == "--" {
+            break;
+        }
+        if arg == "--format" {
+            format = args.next().map(|v| v.as_ref() == "json");
+        } else if let Some(v) = arg.to_str().and_then(|a| a.strip_prefix("--format=")) {
+            format = Some(v == "json");
+        }
+    }
+    format.unwrap_or(false)
+}
+
 impl GlobalArgs {
     /// The directory the command runs in (`-C`, made absolute and canonical), or the path
     /// that could not be used and why.

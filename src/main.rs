@@ -27,7 +27,14 @@ fn main() -> ExitCode {
             } else {
                 app::EXIT_OK
             };
-            let _ = e.print();
+            // A script that asked for JSON gets its usage error as JSON too (stdout, exit 2).
+            if e.use_stderr() && scaffold::cli::asks_for_json(std::env::args_os().skip(1)) {
+                let mut out = io::stdout().lock();
+                let _ = scaffold::report::queue::print_usage_error(&mut out, &e);
+                let _ = out.flush();
+            } else {
+                let _ = e.print();
+            }
             return ExitCode::from(code);
         }
     };

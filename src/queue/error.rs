@@ -24,6 +24,20 @@ pub enum QueueError {
         )
     )]
     InvalidUrl { url: String },
+    #[error(
+        "the queue URL `{url}` has a bad `{parameter}`{}",
+        value.as_deref().map(|v| format!(" ({v:?})")).unwrap_or_default()
+    )]
+    #[diagnostic(
+        code(scaffold::queue::url_parameter),
+        help("`{parameter}` takes {allowed}")
+    )]
+    UrlParameter {
+        url: String,
+        parameter: String,
+        value: Option<String>,
+        allowed: String,
+    },
     #[error("refused the queue database's path")]
     #[diagnostic(
         code(scaffold::queue::refused),
@@ -177,6 +191,14 @@ pub enum QueueError {
         help("`scaffold queue workers` lists them")
     )]
     UnknownWorker { worker: String },
+    #[error("worker `{worker}` is OFFLINE: there is no loop to drain")]
+    #[diagnostic(
+        code(scaffold::queue::worker_offline),
+        help(
+            "a worker that died leaves its items until their leases run out; `scaffold queue release {worker}` returns them now"
+        )
+    )]
+    WorkerOffline { worker: String },
     #[error(
         "worker `{worker}` is {state} and heartbeated {silent_ms} ms ago, within its lease: it may still be running its items"
     )]
@@ -218,6 +240,17 @@ impl From<StoreError> for QueueError {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::InvalidUrl { url } => QueueError::InvalidUrl { url },
+            StoreError::UrlParameter {
+                url,
+                parameter,
+                value,
+                allowed,
+            } => QueueError::UrlParameter {
+                url,
+                parameter,
+                value,
+                allowed,
+            },
             StoreError::NotADatabase { path } => QueueError::NotADatabase { path },
             StoreError::SchemaTooNew { found, supported } => {
                 QueueError::SchemaTooNew { found, supported }

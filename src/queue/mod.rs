@@ -1,5 +1,5 @@
 //! `scaffold queue`: the operator CLI of the work-queue runtime (migrate, enqueue, status,
-//! list, show, workers, retry, discard, cancel, signal, release, bench). Parsing here, the queue in `scaffold_runtime`, printing in
+//! list, show, workers, retry, discard, cancel, signal, release, drain, bench). Parsing here, the queue in `scaffold_runtime`, printing in
 //! [`crate::report::queue`], with the checker's reporters.
 
 mod error;
@@ -57,12 +57,19 @@ pub enum QueueCommand {
         /// Only items of this kind.
         #[arg(long, value_name = "KIND")]
         kind: Option<String>,
+        /// Only items with this dedupe key (of any kind, live or finished).
+        #[arg(long, value_name = "KEY")]
+        dedupe_key: Option<String>,
+        /// The next page: only items older than this id (the last id of the page before).
+        #[arg(long, value_name = "ID")]
+        after: Option<i64>,
         /// At most this many items (0: all).
         #[arg(long, value_name = "N", default_value_t = 50)]
         limit: usize,
     },
     /// Every field of one item: lease owner and expiry, attempts, last error, checkpoint,
-    /// effects, payload.
+    /// effects, payload, and the history of its attempts (each claim: fence, holder, when
+    /// claimed and finished, outcome, error).
     Show {
         /// The item's id.
         id: i64,
@@ -88,14 +95,27 @@ pub enum QueueCommand {
         #[arg(long)]
         force: bool,
     },
-    /// Make a dead item (or every dead item) available again with fresh attempts.
+    /// Ask a running worker to drain: its loop hears it within a sweep tick, stops claiming,
+    /// finishes or releases what it holds and exits. (`release` is for a worker that died.)
+    Drain {
+        /// The worker's id (`scaffold queue workers`).
+        worker: String,
+    },
+    /// Make a dead item (or every dead item, or every dead item of a kind) available again
+    /// with fresh attempts.
     Retry {
         /// The dead item's id.
-        #[arg(required_unless_present = "all_dead", conflicts_with = "all_dead")]
+        #[arg(
+            required_unless_present_any = ["all_dead", "kind"],
+            conflicts_with_all = ["all_dead", "kind"]
+        )]
         id: Option<i64>,
         /// Retry every dead item.
         #[arg(long)]
         all_dead: bool,
+        /// Retry every dead item of this kind.
+        #[arg(long, value_name = "KIND")]
+        kind: Option<String>,
     },
     /// Delete a dead item.
     Discard {
@@ -154,13 +174,15 @@ pub fn run(
         Format::Sarif => return Err(QueueError::FormatUnsupported { format: "sarif" }),
         Format::Github => return Err(QueueError::FormatUnsupported { format: "github" }),
     };
-    let cwd = working_dir(global)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(QueueError::Runtime)?;
-    match runtime.block_on(execute(args, &cwd)) {
+    let result = working_dir(global).and_then(|cwd| {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(QueueError::Runtime)?;
+        runtime.block_on(execute(args, &cwd))
+    });
+    match result {
         Ok(printed) => {
             report::print(out, &printed, json).map_err(QueueError::Output)?;
             Ok(ExitCode::SUCCESS)
@@ -186,7 +208,7 @@ fn resolve(url: &str, cwd: &Path) -> Result<(String, Option<PathBuf>), QueueErro
     if let Some(path) = url.strip_prefix("sqlite://") {
         if path.is_empty() {
             return Err(QueueError::InvalidUrl {
-                url: scaffold_runtime::store::postgres::redact_password(url),
+                url: scaffold_runtime::store::url::redact_password(url),
             });
         }
         // A queue file inside the working directory (the default `.scaffold/queue.db`) is
@@ -207,7 +229,7 @@ fn resolve(url: &str, cwd: &Path) -> Result<(String, Option<PathBuf>), QueueErro
         Ok((url.to_owned(), None))
     } else {
         Err(QueueError::InvalidUrl {
-            url: scaffold_runtime::store::postgres::redact_password(url),
+            url: scaffold_runtime::store::url::redact_password(url),
         })
     }
 }
@@ -233,7 +255,8 @@ async fn execute(args: QueueArgs, cwd: &Path) -> Result<report::Printed, QueueEr
             let store = Store::open(&url).await?;
             let version = store.migrate().await?;
             report::Printed::Migrated {
-                database: url,
+                // Never the password: this line lands in deploy logs.
+                database: scaffold_runtime::store::url::redact_password(&url),
                 schema_version: version,
             }
         }
@@ -249,6 +272,8 @@ async fn execute(args: QueueArgs, cwd: &Path) -> Result<report::Printed, QueueEr
             state,
             lane,
             kind,
+            dedupe_key,
+            after,
             limit,
         } => {
             let state = state
@@ -262,9 +287,10 @@ async fn execute(args: QueueArgs, cwd: &Path) -> Result<report::Printed, QueueEr
                 state,
                 lane,
                 kind,
+                dedupe_key,
                 limit: (limit > 0).then_some(limit),
                 newest_first: true,
-                ..ListFilter::default()
+                after,
             };
             report::Printed::List(store.list(filter).await?)
         }
@@ -272,9 +298,11 @@ async fn execute(args: QueueArgs, cwd: &Path) -> Result<report::Printed, QueueEr
             let store = open_existing(database, cwd).await?;
             let item = store.get(id).await?.ok_or(QueueError::NotFound { id })?;
             let effects = store.effects(id).await?;
+            let attempts = store.attempts(id).await?;
             report::Printed::Show {
                 item: Box::new(item),
                 effects,
+                attempts,
                 now: store.now(),
             }
         }
@@ -340,10 +368,31 @@ async fn execute(args: QueueArgs, cwd: &Path) -> Result<report::Printed, QueueEr
             let released = store.release_worker(&worker).await?;
             report::Printed::Released { worker, released }
         }
-        QueueCommand::Retry { id, all_dead } => {
+        QueueCommand::Drain { worker } => {
+            let store = open_existing(database, cwd).await?;
+            let workers = store.workers().await?;
+            match workers.iter().find(|w| w.id == worker) {
+                None => return Err(QueueError::UnknownWorker { worker }),
+                Some(row) if row.state == scaffold_runtime::WorkerState::Offline => {
+                    return Err(QueueError::WorkerOffline { worker });
+                }
+                Some(_) => {}
+            }
+            if !store.drain_worker(&worker).await? {
+                // It went OFFLINE between the read and the write.
+                return Err(QueueError::WorkerOffline { worker });
+            }
+            report::Printed::Draining { worker }
+        }
+        QueueCommand::Retry { id, all_dead, kind } => {
+            if let Some(kind) = &kind
+                && !kinds::is_kind_name(kind)
+            {
+                return Err(QueueError::InvalidKind { kind: kind.clone() });
+            }
             let store = open_existing(database, cwd).await?;
             match id {
-                Some(id) if !all_dead => {
+                Some(id) if !all_dead && kind.is_none() => {
                     store.retry(id).await.map_err(|e| not_dead(e, "retried"))?;
                     report::Printed::Retried {
                         ids: vec![id],
@@ -351,7 +400,7 @@ async fn execute(args: QueueArgs, cwd: &Path) -> Result<report::Printed, QueueEr
                     }
                 }
                 _ => {
-                    let count = store.retry_all_dead(None).await?;
+                    let count = store.retry_all_dead(kind.as_deref()).await?;
                     report::Printed::Retried {
                         ids: Vec::new(),
                         count,
@@ -483,38 +532,128 @@ async fn enqueue(
 
 static BENCH_RUN: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
+/// Where one bench run goes: a fresh queue every run, removed after it. No `--database`: a
+/// file in a temporary folder. `sqlite://PATH`: a fresh file beside PATH (PATH itself is
+/// never touched). `postgres://…`: a fresh schema on that server, dropped after. A run never
+/// finds another run's items.
+struct BenchQueue {
+    url: String,
+    cleanup: BenchCleanup,
+}
+
+enum BenchCleanup {
+    Folder(PathBuf),
+    Files(PathBuf),
+    Schema(String),
+    Nothing,
+}
+
+impl BenchQueue {
+    fn new(database: Option<&str>, cwd: &Path) -> Result<BenchQueue, QueueError> {
+        let tag = format!(
+            "{}_{}_{}",
+            scaffold_runtime::Clock::now(&scaffold_runtime::SystemClock).as_millis(),
+            std::process::id(),
+            BENCH_RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        match database {
+            None => {
+                let scratch = std::env::temp_dir().join(format!("scaffold-bench-{tag}"));
+                std::fs::create_dir(&scratch).map_err(|source| QueueError::Unwritable {
+                    path: scratch.clone(),
+                    source,
+                })?;
+                Ok(BenchQueue {
+                    url: format!("sqlite://{}", scratch.join("bench.db").display()),
+                    cleanup: BenchCleanup::Folder(scratch),
+                })
+            }
+            Some(url) => {
+                let (url, path) = resolve(url, cwd)?;
+                if let Some(path) = path {
+                    let mut name = path.file_name().unwrap_or_default().to_os_string();
+                    name.push(format!(".bench-{tag}"));
+                    let fresh = path.with_file_name(name);
+                    return Ok(BenchQueue {
+                        url: format!("sqlite://{}", fresh.display()),
+                        cleanup: BenchCleanup::Files(fresh),
+                    });
+                }
+                if url.starts_with("memory:") {
+                    return Ok(BenchQueue {
+                        url,
+                        cleanup: BenchCleanup::Nothing,
+                    });
+                }
+                // Named after the URL's schema when it names one, so its owner knows it.
+                let named = url
+                    .split_once('?')
+                    .and_then(|(_, q)| q.split('&').find_map(|p| p.strip_prefix("schema=")));
+                let schema = match named {
+                    Some(name) => format!("{}_bench_{tag}", &name[..name.len().min(32)]),
+                    None => format!("scaffold_bench_{tag}"),
+                };
+                Ok(BenchQueue {
+                    url: with_schema(&url, &schema),
+                    cleanup: BenchCleanup::Schema(schema),
+                })
+            }
+        }
+    }
+
+    /// Removes the run's queue (best effort: a bench's leftovers are named for it).
+    async fn remove(self) {
+        match self.cleanup {
+            BenchCleanup::Folder(dir) => {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+            BenchCleanup::Files(file) => {
+                for suffix in ["", "-wal", "-shm"] {
+                    let mut name = file.as_os_str().to_os_string();
+                    name.push(suffix);
+                    let _ = std::fs::remove_file(PathBuf::from(name));
+                }
+            }
+            BenchCleanup::Schema(schema) => {
+                if let Ok(client) =
+                    scaffold_runtime::store::postgres::connect_client(&self.url).await
+                {
+                    let _ = client
+                        .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
+                        .await;
+                }
+            }
+            BenchCleanup::Nothing => {}
+        }
+    }
+}
+
+/// `url` with its `schema=` parameter set to `schema` (any other parameter kept).
+fn with_schema(url: &str, schema: &str) -> String {
+    let (base, query) = url.split_once('?').unwrap_or((url, ""));
+    let mut params: Vec<&str> = query
+        .split('&')
+        .filter(|p| !p.is_empty() && !p.starts_with("schema="))
+        .collect();
+    let set = format!("schema={schema}");
+    params.push(&set);
+    format!("{base}?{}", params.join("&"))
+}
+
 async fn bench(
     database: Option<&str>,
     cwd: &Path,
     jobs: u64,
     concurrency: usize,
 ) -> Result<scaffold_runtime::bench::BenchReport, QueueError> {
-    // A fresh file in a temporary folder unless --database names one.
-    let scratch = std::env::temp_dir().join(format!(
-        "scaffold-bench-{}-{}-{}",
-        std::process::id(),
-        scaffold_runtime::Clock::now(&scaffold_runtime::SystemClock).as_millis(),
-        BENCH_RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    ));
-    let url = match database {
-        Some(url) => resolve(url, cwd)?.0,
-        None => {
-            std::fs::create_dir(&scratch).map_err(|source| QueueError::Unwritable {
-                path: scratch.clone(),
-                source,
-            })?;
-            format!("sqlite://{}", scratch.join("bench.db").display())
-        }
-    };
+    let queue = BenchQueue::new(database, cwd)?;
     let result = async {
-        let store = Store::open(&url).await?;
+        let store = Store::open(&queue.url).await?;
         store.migrate().await?;
         Ok::<_, QueueError>(scaffold_runtime::bench::run(&store, jobs, concurrency).await?)
     }
     .await;
-    if database.is_none() {
-        let _ = std::fs::remove_dir_all(&scratch);
-    }
+    queue.remove().await;
     result
 }
 

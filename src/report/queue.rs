@@ -6,7 +6,8 @@ use std::io::{self, Write};
 
 use scaffold_runtime::bench::BenchReport;
 use scaffold_runtime::{
-    EffectRecord, ItemRecord, ItemState, LaneStats, OutboxStats, Timestamp, WorkerRecord,
+    AttemptRecord, EffectRecord, ItemRecord, ItemState, LaneStats, OutboxStats, Timestamp,
+    WorkerRecord,
 };
 use serde_json::Value;
 
@@ -31,6 +32,7 @@ pub enum Printed {
     Show {
         item: Box<ItemRecord>,
         effects: Vec<EffectRecord>,
+        attempts: Vec<AttemptRecord>,
         now: Timestamp,
     },
     /// Each worker with the ids of the items it holds.
@@ -56,8 +58,36 @@ pub enum Printed {
         worker: String,
         released: u64,
     },
+    Draining {
+        worker: String,
+    },
     /// One report per run (at least one).
     Bench(Vec<BenchReport>),
+}
+
+/// Writes a command line clap refused as the JSON error document [`print_error`] writes
+/// (code `scaffold::usage`): a script that asked for `--format json` gets JSON whatever
+/// went wrong. The message is clap's first line; its usage and tips are the help.
+pub fn print_usage_error(out: &mut dyn Write, error: &clap::Error) -> io::Result<()> {
+    // `StyledStr`'s text, without its styles.
+    let rendered = error.render().to_string();
+    let mut lines = rendered.lines();
+    let message = lines
+        .next()
+        .unwrap_or_default()
+        .trim_start_matches("error: ")
+        .to_owned();
+    let help: Vec<&str> = lines.map(str::trim_end).filter(|l| !l.is_empty()).collect();
+    let doc = serde_json::json!({
+        "error": {
+            "code": "scaffold::usage",
+            "message": message,
+            "causes": [],
+            "help": (!help.is_empty()).then(|| help.join("\n")),
+        }
+    });
+    super::inert::to_writer(&mut *out, &doc)?;
+    writeln!(out)
 }
 
 /// Writes `error` as one JSON document: `{"error":{"code":…,"message":…,"causes":[…],"help":…}}`.
@@ -127,7 +157,12 @@ pub fn print(out: &mut dyn Write, printed: &Printed, as_json: bool) -> io::Resul
             )
         }
         Printed::List(items) => list_table(out, items),
-        Printed::Show { item, effects, now } => show(out, item, effects, *now),
+        Printed::Show {
+            item,
+            effects,
+            attempts,
+            now,
+        } => show(out, item, effects, attempts, *now),
         Printed::Workers { workers, now } => workers_table(out, workers, *now),
         Printed::Cancelled { id } => writeln!(out, "cancelled item {id} (now dead)"),
         Printed::Signalled { signal, woken } => {
@@ -136,6 +171,10 @@ pub fn print(out: &mut dyn Write, printed: &Printed, as_json: bool) -> io::Resul
         Printed::Released { worker, released } => writeln!(
             out,
             "released {released} item(s) held by {worker}; {worker} is OFFLINE"
+        ),
+        Printed::Draining { worker } => writeln!(
+            out,
+            "asked {worker} to drain: its loop stops claiming within a sweep tick, finishes or releases what it holds, and exits"
         ),
         Printed::Retried { ids, count } => match ids.as_slice() {
             [id] => writeln!(out, "retried item {id}"),
@@ -201,6 +240,7 @@ fn show(
     out: &mut dyn Write,
     i: &ItemRecord,
     effects: &[EffectRecord],
+    attempts: &[AttemptRecord],
     now: Timestamp,
 ) -> io::Result<()> {
     let opt = |t: Option<Timestamp>| t.map_or_else(|| "-".to_owned(), time::format);
@@ -262,6 +302,27 @@ fn show(
                 e.output,
                 e.fence,
                 time::format(e.recorded_at)
+            )?;
+        }
+    }
+    if attempts.is_empty() {
+        writeln!(out, "  attempts      -")?;
+    } else {
+        writeln!(out, "  attempts")?;
+        for a in attempts {
+            writeln!(
+                out,
+                "    #{} fence {} by {}: claimed {}, {} {}{}",
+                a.attempt,
+                a.fence,
+                a.holder.as_deref().unwrap_or("-"),
+                opt(a.claimed_at),
+                a.outcome,
+                time::format(a.finished_at),
+                a.error
+                    .as_deref()
+                    .map(|e| format!(" ({e})"))
+                    .unwrap_or_default()
             )?;
         }
     }

@@ -15,7 +15,6 @@ fn a_file_that_is_not_a_database_is_refused_and_left_untouched() {
         vec!["status"],
         vec!["enqueue", "JOB"],
         vec!["list"],
-        vec!["bench", "--jobs", "10"],
     ] {
         scaffold(dir.path())
             .args(["queue", "--database", "sqlite://notes.db"])
@@ -31,6 +30,23 @@ fn a_file_that_is_not_a_database_is_refused_and_left_untouched() {
             "{args:?} changed the file"
         );
     }
+    // A bench never opens the named file: each run gets a fresh one beside it.
+    scaffold(dir.path())
+        .args([
+            "queue",
+            "--database",
+            "sqlite://notes.db",
+            "bench",
+            "--jobs",
+            "10",
+        ])
+        .assert()
+        .success();
+    assert_eq!(
+        std::fs::read(&file).expect("read"),
+        bytes,
+        "bench changed the file"
+    );
     assert!(!dir.path().join("notes.db-wal").exists());
 }
 

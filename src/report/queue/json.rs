@@ -46,6 +46,7 @@ enum Doc<'a> {
         created_at: String,
         updated_at: String,
         effects: Vec<EffectJson<'a>>,
+        attempts: Vec<AttemptJson<'a>>,
     },
     Workers {
         workers: Vec<WorkerJson<'a>>,
@@ -68,15 +69,36 @@ enum Doc<'a> {
         worker: &'a str,
         released: u64,
     },
+    Draining {
+        draining: &'a str,
+    },
+    /// The headline `jobs_per_sec` is the median of the runs (`enqueue_ms`, `drain_ms` and
+    /// `completed` are those of the run at the median); each run's rate follows, in order.
     Bench {
-        #[serde(flatten)]
-        median_run: &'a BenchReport,
+        backend: &'a str,
+        jobs: u64,
+        concurrency: usize,
+        enqueue_ms: u64,
+        drain_ms: u64,
+        jobs_per_sec: u64,
+        completed: u64,
         runs: usize,
         jobs_per_sec_median: u64,
         jobs_per_sec_min: u64,
         jobs_per_sec_max: u64,
         jobs_per_sec_each: Vec<u64>,
     },
+}
+
+#[derive(Serialize)]
+struct AttemptJson<'a> {
+    attempt: i32,
+    fence: i64,
+    holder: Option<&'a str>,
+    claimed_at: Option<String>,
+    finished_at: String,
+    outcome: &'a str,
+    error: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -141,7 +163,12 @@ fn to_json(printed: &Printed) -> Doc<'_> {
             item: item_json(item),
             duplicate: *duplicate,
         },
-        Printed::Show { item, effects, .. } => Doc::Show {
+        Printed::Show {
+            item,
+            effects,
+            attempts,
+            ..
+        } => Doc::Show {
             item: item_json(item),
             lease_owner: item.lease_owner.as_deref(),
             lease_expires_at: item.lease_expires_at.map(time::format),
@@ -155,6 +182,18 @@ fn to_json(printed: &Printed) -> Doc<'_> {
                     output: &e.output,
                     fence: e.fence,
                     recorded_at: time::format(e.recorded_at),
+                })
+                .collect(),
+            attempts: attempts
+                .iter()
+                .map(|a| AttemptJson {
+                    attempt: a.attempt,
+                    fence: a.fence,
+                    holder: a.holder.as_deref(),
+                    claimed_at: a.claimed_at.map(time::format),
+                    finished_at: time::format(a.finished_at),
+                    outcome: &a.outcome,
+                    error: a.error.as_deref(),
                 })
                 .collect(),
         },
@@ -181,6 +220,7 @@ fn to_json(printed: &Printed) -> Doc<'_> {
             worker,
             released: *released,
         },
+        Printed::Draining { worker } => Doc::Draining { draining: worker },
         Printed::Status { lanes, outbox } => Doc::Status {
             outbox,
             lanes: lanes
@@ -208,12 +248,18 @@ fn to_json(printed: &Printed) -> Doc<'_> {
         Printed::Discarded { id } => Doc::Discarded { discarded: *id },
         Printed::Bench(runs) => {
             let s = BenchSummary::of(runs);
-            // The run whose rate is the median (the lower one of an even count's pair).
+            // The run at the median rate (the lower of an even count's middle pair).
             let mut by_rate: Vec<&BenchReport> = runs.iter().collect();
             by_rate.sort_by_key(|r| r.jobs_per_sec);
-            let median_run = by_rate[(by_rate.len().max(1) - 1) / 2];
+            let mid = by_rate.get((by_rate.len().max(1) - 1) / 2).copied();
             Doc::Bench {
-                median_run,
+                backend: mid.map_or("", |r| r.backend.as_str()),
+                jobs: mid.map_or(0, |r| r.jobs),
+                concurrency: mid.map_or(0, |r| r.concurrency),
+                enqueue_ms: mid.map_or(0, |r| r.enqueue_ms),
+                drain_ms: mid.map_or(0, |r| r.drain_ms),
+                jobs_per_sec: s.median,
+                completed: mid.map_or(0, |r| r.completed),
                 runs: s.runs,
                 jobs_per_sec_median: s.median,
                 jobs_per_sec_min: s.min,
