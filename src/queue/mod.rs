@@ -590,7 +590,7 @@ impl BenchQueue {
                     .split_once('?')
                     .and_then(|(_, q)| q.split('&').find_map(|p| p.strip_prefix("schema=")));
                 let schema = match named {
-                    Some(name) => format!("{}_bench_{tag}", &name[..name.len().min(32)]),
+                    Some(name) => format!("{}_bench_{tag}", &name[..name.len().min(20)]),
                     None => format!("scaffold_bench_{tag}"),
                 };
                 Ok(BenchQueue {

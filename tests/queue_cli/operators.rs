@@ -290,10 +290,15 @@ fn usage_and_working_directory_errors_are_json_under_format_json() {
 fn url_errors_name_the_parameter_and_what_it_takes_without_the_password() {
     let dir = tempfile::tempdir().expect("tempdir");
     let base = "postgres://ops:hunter2@127.0.0.1:1/queue";
+    let long = format!("schema={}", "q".repeat(55));
     for (query, parameter, takes) in [
         ("sslmode=sometimes", "sslmode", "verify-full"),
         ("pool_size=0", "pool_size", "at least 1"),
         ("schema=1-bad", "schema", "plain identifier"),
+        // Folded to lower case by the search path, kept by CREATE SCHEMA: two schemas.
+        ("schema=Queue", "schema", "lower-case"),
+        // Its wake-up channel, scaffold_<schema>, would not fit in 63 bytes.
+        (long.as_str(), "schema", "at most 54 bytes"),
         ("connect_timeout=soon", "connect_timeout", "libpq"),
         ("colour=blue", "colour", "not a parameter"),
     ] {

@@ -8,11 +8,18 @@
 //! at a third of the lease from the end the store returned, until the item's outcome is
 //! written (its [`Lease`] dropped), not only until the handler returns. When a renewal is
 //! refused or the lease runs out, the item's task hears it (see [`Lease::lost`]).
+//!
+//! Most items finish long before their first renewal is due, so an item costs the keeper
+//! nothing until then: it waits in one ordered map of first renewals (a lock, an insert, a
+//! removal; the keeper's thread is woken only when an item is due sooner than anything it
+//! already waits for), and its renewal task starts when that time comes.
 
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, oneshot};
 
 use crate::error::StoreError;
 use crate::item::Held;
@@ -27,9 +34,36 @@ struct Keep {
     stop: oneshot::Receiver<()>,
 }
 
+/// The items whose first renewal is not due yet, by (due time in ms, sequence number).
+#[derive(Default)]
+struct Pending {
+    due: BTreeMap<(i64, u64), Keep>,
+    next_seq: u64,
+    /// When the keeper looks next (`i64::MAX`: when woken).
+    looks_at: i64,
+    closed: bool,
+}
+
+#[derive(Default)]
+struct State {
+    pending: Mutex<Pending>,
+    wake: Notify,
+}
+
+impl State {
+    fn pending(&self) -> MutexGuard<'_, Pending> {
+        // Nothing here panics while holding it; a poisoned map is still a map.
+        self.pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
 /// The keeper of one loop.
 pub(crate) struct Keeper {
-    tx: Option<mpsc::UnboundedSender<Keep>>,
+    state: Arc<State>,
+    /// When the first renewal is due: a third of the lease after the claim.
+    margin: Duration,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -44,6 +78,8 @@ impl std::fmt::Debug for Keeper {
 pub(crate) struct Lease {
     lost: oneshot::Receiver<StoreError>,
     _stop: oneshot::Sender<()>,
+    /// Its place among the first renewals not due yet, while it may be there.
+    pending: Option<(Arc<State>, (i64, u64))>,
 }
 
 impl Lease {
@@ -61,39 +97,32 @@ impl Lease {
     }
 }
 
+impl Drop for Lease {
+    fn drop(&mut self) {
+        // Not due yet: out of the map, and no task ever starts. Started: dropping `_stop`
+        // ends its task.
+        if let Some((state, key)) = self.pending.take() {
+            state.pending().due.remove(&key);
+        }
+    }
+}
+
 impl Keeper {
     /// Starts the keeper's thread over `store` (the loop's lease store), renewing leases of
     /// `lease`.
     pub fn start(store: Store, lease: Duration) -> std::io::Result<Keeper> {
-        let (tx, mut rx) = mpsc::unbounded_channel::<Keep>();
+        let state = Arc::new(State::default());
+        state.pending().looks_at = i64::MAX;
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
+        let shared = Arc::clone(&state);
         let thread = std::thread::Builder::new()
             .name("scaffold-lease-keeper".to_owned())
-            .spawn(move || {
-                rt.block_on(async move {
-                    while let Some(keep) = rx.recv().await {
-                        let store = store.clone();
-                        tokio::spawn(async move {
-                            let Keep {
-                                held,
-                                expires,
-                                lost,
-                                mut stop,
-                            } = keep;
-                            tokio::select! {
-                                e = keep_lease(&store, &held, lease, expires) => {
-                                    let _ = lost.send(e);
-                                }
-                                _ = &mut stop => {}
-                            }
-                        });
-                    }
-                });
-            })?;
+            .spawn(move || rt.block_on(watch_due(shared, store, lease)))?;
         Ok(Keeper {
-            tx: Some(tx),
+            state,
+            margin: lease.mul_f64(2.0 / 3.0),
             thread: Some(thread),
         })
     }
@@ -102,37 +131,105 @@ impl Keeper {
     pub fn keep(&self, held: Held, expires: Timestamp) -> Lease {
         let (lost_tx, lost_rx) = oneshot::channel();
         let (stop_tx, stop_rx) = oneshot::channel();
+        let due = expires
+            .as_millis()
+            .saturating_sub(crate::time::duration_ms(self.margin));
         let (id, fence) = (held.id, held.fence);
-        let sent = self.tx.as_ref().is_some_and(|tx| {
-            tx.send(Keep {
-                held,
-                expires,
-                lost: lost_tx,
-                stop: stop_rx,
-            })
-            .is_ok()
-        });
-        if !sent {
+        let keep = Keep {
+            held,
+            expires,
+            lost: lost_tx,
+            stop: stop_rx,
+        };
+        let mut pending = self.state.pending();
+        if pending.closed {
+            drop(pending);
             // Its writes stay fenced: a lease that runs out refuses them all.
             tracing::error!(
                 id,
                 fence,
                 "the lease keeper has stopped; this item's lease is not renewed"
             );
+            return Lease {
+                lost: lost_rx,
+                _stop: stop_tx,
+                pending: None,
+            };
+        }
+        let key = (due, pending.next_seq);
+        pending.next_seq += 1;
+        pending.due.insert(key, keep);
+        let sooner = due < pending.looks_at;
+        if sooner {
+            pending.looks_at = due;
+        }
+        drop(pending);
+        if sooner {
+            self.state.wake.notify_one();
         }
         Lease {
             lost: lost_rx,
             _stop: stop_tx,
+            pending: Some((Arc::clone(&self.state), key)),
         }
     }
 }
 
 impl Drop for Keeper {
     fn drop(&mut self) {
-        // Closing the channel ends the keeper's loop; its runtime drops what it still keeps.
-        self.tx.take();
+        // The keeper's loop ends; its runtime drops what it still keeps.
+        self.state.pending().closed = true;
+        self.state.wake.notify_one();
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
+        }
+    }
+}
+
+/// The keeper's loop: starts the renewal task of each item whose first renewal has come
+/// due, then sleeps until the next one is (or an item due sooner arrives).
+async fn watch_due(state: Arc<State>, store: Store, lease: Duration) {
+    loop {
+        let now = store.now().as_millis();
+        let (ready, next) = {
+            let mut pending = state.pending();
+            if pending.closed {
+                pending.due.clear();
+                return;
+            }
+            let later = pending.due.split_off(&(now.saturating_add(1), 0));
+            let ready = std::mem::replace(&mut pending.due, later);
+            let next = pending.due.keys().next().map(|(t, _)| *t);
+            pending.looks_at = next.unwrap_or(i64::MAX);
+            (ready, next)
+        };
+        for keep in ready.into_values() {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let Keep {
+                    held,
+                    expires,
+                    lost,
+                    mut stop,
+                } = keep;
+                tokio::select! {
+                    e = keep_lease(&store, &held, lease, expires) => {
+                        let _ = lost.send(e);
+                    }
+                    _ = &mut stop => {}
+                }
+            });
+        }
+        let woken = state.wake.notified();
+        match next {
+            Some(t) => {
+                let wait = Timestamp::from_millis(t).duration_from(store.now());
+                tokio::select! {
+                    () = tokio::time::sleep(wait) => {}
+                    () = woken => {}
+                }
+            }
+            None => woken.await,
         }
     }
 }
@@ -194,7 +291,11 @@ impl KeeperSlot {
                     fence = held.fence,
                     "no lease keeper runs; this item's lease is not renewed"
                 );
-                Lease { lost, _stop: stop }
+                Lease {
+                    lost,
+                    _stop: stop,
+                    pending: None,
+                }
             }
         }
     }

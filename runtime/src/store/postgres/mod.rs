@@ -219,8 +219,7 @@ const POOL_SIZES: &str = "a whole number of connections, at least 1";
 /// What `sslmode=` takes.
 const SSL_MODES: &str = "one of disable, prefer, require, verify-ca, verify-full";
 /// What `schema=` takes.
-const SCHEMAS: &str =
-    "a plain identifier: ASCII letters, digits and _, not starting with a digit, at most 63 bytes";
+const SCHEMAS: &str = "a plain identifier: lower-case ASCII letters, digits and _, not starting with a digit, at most 54 bytes (its wake-up channel scaffold_<schema> must fit PostgreSQL's 63)";
 
 /// The driver's refusal of the rest of the URL, naming the parameter where it names one
 /// (its other messages may quote a character of the URL, a password's among them: those
@@ -253,13 +252,20 @@ fn driver_refused(url: &str, e: &tokio_postgres::Error) -> StoreError {
     }
 }
 
-/// A lower-case-safe SQL identifier: letters, digits and `_`, not starting with a digit.
+/// A plain lower-case SQL identifier: lower-case ASCII letters, digits and `_`, not starting
+/// with a digit. Lower case only: the search path names the schema unquoted, which folds it
+/// to lower case, while `CREATE SCHEMA` quotes it, so `Queue` would create one schema and
+/// search another.
 fn is_identifier(s: &str) -> bool {
     let mut chars = s.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && s.len() <= 63
+    matches!(chars.next(), Some(c) if c.is_ascii_lowercase() || c == '_')
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && s.len() <= MAX_SCHEMA_LEN
 }
+
+/// The longest schema name: its wake-up channel, `scaffold_<schema>`, must fit in
+/// PostgreSQL's 63-byte identifiers.
+pub const MAX_SCHEMA_LEN: usize = 63 - "scaffold_".len();
 
 /// A pool of at most `size` connections to `target`, recycled fast (a closed socket is
 /// dropped and the next call reconnects).
