@@ -220,9 +220,22 @@ pub struct Claimed {
     pub item: ItemRecord,
     pub fence: Fence,
     pub lease_expires_at: Timestamp,
+    /// The state the claim took the item from (available, failed or parked), where the
+    /// backend says (PostgreSQL, whose counters count a running item under it until it
+    /// ends).
+    pub claimed_from: Option<ItemState>,
 }
 
 impl Claimed {
+    /// Its lane, kind and the state it was claimed from, where the backend reported it.
+    pub fn origin(&self) -> Option<ClaimOrigin> {
+        self.claimed_from.map(|from| ClaimOrigin {
+            lane: self.item.lane.clone(),
+            kind: self.item.kind.clone(),
+            from,
+        })
+    }
+
     /// The claim as its holder presents it (the owner the claim was made as).
     pub fn held(&self) -> Held {
         Held {
@@ -378,6 +391,18 @@ pub struct Finish {
     pub fence: Fence,
     pub owner: String,
     pub outcome: Outcome,
+    /// Where the item was when it was claimed, as the claim returned it: lets a backend
+    /// count a batch of completions from what the loop already knows instead of reading it
+    /// back (PostgreSQL; a finish without it is counted from the rows).
+    pub origin: Option<ClaimOrigin>,
+}
+
+/// An item's lane and kind and the state its claim took it from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimOrigin {
+    pub lane: String,
+    pub kind: String,
+    pub from: ItemState,
 }
 
 impl Finish {
@@ -388,7 +413,15 @@ impl Finish {
             fence: held.fence,
             owner: held.owner.clone(),
             outcome,
+            origin: None,
         }
+    }
+
+    /// This finish, with the origin of its claim ([`Claimed::origin`]).
+    #[must_use]
+    pub fn with_origin(mut self, origin: Option<ClaimOrigin>) -> Self {
+        self.origin = origin;
+        self
     }
 }
 

@@ -52,9 +52,9 @@ pub use context::{Effect, WorkContext};
 pub use error::{BuildError, StoreError, WorkError};
 pub use handler::WorkHandler;
 pub use item::{
-    AttemptRecord, Claimed, DEFAULT_LANE, EffectRecord, EffectStart, Enqueued, Fence, Finish, Held,
-    Item, ItemId, ItemRecord, ItemState, LaneStats, ListFilter, NewItem, OutboxStats, Outcome,
-    StateStats, WorkerRecord, WorkerState,
+    AttemptRecord, ClaimOrigin, Claimed, DEFAULT_LANE, EffectRecord, EffectStart, Enqueued, Fence,
+    Finish, Held, Item, ItemId, ItemRecord, ItemState, LaneStats, ListFilter, NewItem, OutboxStats,
+    Outcome, StateStats, WorkerRecord, WorkerState,
 };
 pub use outbox::{Relay, Tx};
 pub use resources::{Needs, ResourceError, Resources};

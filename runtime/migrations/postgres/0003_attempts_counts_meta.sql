@@ -13,8 +13,15 @@ INSERT INTO queue_meta (key, value)
 -- When the current attempt was claimed: its attempt row's start.
 ALTER TABLE work_items ADD COLUMN claimed_at BIGINT;
 
--- Every attempt that ended: one row, written by the statement that moved the item out of
--- `running` (a finish, the sweeper, a cancel, a release), in its own transaction.
+-- The state a claim took a running item from (available, failed or parked): the counters
+-- count a running item under it until its attempt ends (see `work_counts`).
+ALTER TABLE work_items ADD COLUMN claimed_from TEXT;
+UPDATE work_items SET claimed_from = 'available' WHERE state = 'running';
+
+-- Every attempt that ended other than by completing: one row, written by the statement that
+-- ended it (a failure, a park, a release, the sweeper, a cancel). A completed item is never
+-- claimed again, so its row is its last attempt (the holder stays in `lease_owner`) and a
+-- completion writes nothing here: the drain's common path costs no extra row.
 CREATE TABLE work_attempts (
     item_id     BIGINT NOT NULL,
     attempt     INTEGER NOT NULL,
@@ -28,9 +35,12 @@ CREATE TABLE work_attempts (
 );
 
 -- Items per (lane, kind, state). One row per key would serialise every claim and every
--- completion on its row lock, so a statement appends its net change as delta rows (inserts
--- never wait on each other), a reader sums counts and deltas, and the sweeper folds the
--- deltas into the counts.
+-- completion on its row lock, so each statement that moves items appends its net change as
+-- delta rows (inserts never wait on each other), a reader sums counts and deltas, and the
+-- sweeper folds the deltas into the counts. A running item stays counted under the state it
+-- was claimed from until its attempt ends; `counts` moves the running ones (read through
+-- `work_items_lease`: as many as are held, never the table) to `running`. So a claim writes
+-- no counter at all, and a batch of completions one delta row per lane and kind.
 CREATE TABLE work_counts (
     lane  TEXT   NOT NULL,
     kind  TEXT   NOT NULL,
@@ -45,62 +55,17 @@ CREATE TABLE work_count_deltas (
     delta BIGINT NOT NULL
 );
 INSERT INTO work_counts (lane, kind, state, n)
-    SELECT lane, kind, state, count(*) FROM work_items GROUP BY lane, kind, state;
+    SELECT lane, kind, CASE WHEN state = 'running' THEN claimed_from ELSE state END, count(*)
+    FROM work_items GROUP BY 1, 2, 3;
 
--- Statement-level triggers over the statement's transition tables: one set-based insert
--- per statement, however many rows it moved (a claim of 100 items adds two delta rows).
-CREATE FUNCTION work_items_inserted() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+-- A batch of completions counted from what its worker knows (lane, kind, claimed from)
+-- raises this when fewer rows completed than it counted, so nothing of it is kept and the
+-- batch is written again counting the rows themselves.
+CREATE FUNCTION scaffold_partial_batch() RETURNS BIGINT LANGUAGE plpgsql AS $$
 BEGIN
-    INSERT INTO work_count_deltas (lane, kind, state, delta)
-        SELECT lane, kind, state, count(*) FROM new_rows GROUP BY lane, kind, state;
-    RETURN NULL;
+    RAISE EXCEPTION USING ERRCODE = 'SCAF1',
+        MESSAGE = 'a batch of completions matched fewer rows than it counted';
 END $$;
-
-CREATE FUNCTION work_items_deleted() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    INSERT INTO work_count_deltas (lane, kind, state, delta)
-        SELECT lane, kind, state, -count(*) FROM old_rows GROUP BY lane, kind, state;
-    DELETE FROM work_attempts a USING old_rows o WHERE a.item_id = o.id;
-    RETURN NULL;
-END $$;
-
-CREATE FUNCTION work_items_updated() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    INSERT INTO work_count_deltas (lane, kind, state, delta)
-        SELECT lane, kind, state, sum(d) FROM (
-            SELECT o.lane, o.kind, o.state, -1 AS d FROM old_rows o JOIN new_rows n USING (id)
-                WHERE o.state <> n.state OR o.lane <> n.lane OR o.kind <> n.kind
-            UNION ALL
-            SELECT n.lane, n.kind, n.state, 1 FROM old_rows o JOIN new_rows n USING (id)
-                WHERE o.state <> n.state OR o.lane <> n.lane OR o.kind <> n.kind
-        ) moved GROUP BY lane, kind, state HAVING sum(d) <> 0;
-    INSERT INTO work_attempts
-        (item_id, attempt, fence, holder, claimed_at, finished_at, outcome, error)
-        SELECT o.id, o.attempt, o.fence, o.lease_owner, o.claimed_at, n.updated_at,
-            CASE
-                WHEN n.state = 'completed' THEN 'completed'
-                -- Only the sweeper moves an item whose lease has run out.
-                WHEN o.lease_expires_at <= n.updated_at THEN 'expired'
-                WHEN n.state = 'failed' THEN 'failed'
-                WHEN n.state = 'dead' THEN 'dead'
-                WHEN n.state = 'parked' THEN 'parked'
-                ELSE 'released'
-            END,
-            CASE WHEN n.state IN ('failed', 'dead') OR o.lease_expires_at <= n.updated_at
-                THEN n.last_error END
-        FROM old_rows o JOIN new_rows n USING (id)
-        WHERE o.state = 'running' AND n.state <> 'running'
-        ON CONFLICT (item_id, fence) DO NOTHING;
-    RETURN NULL;
-END $$;
-
-CREATE TRIGGER work_items_inserted AFTER INSERT ON work_items
-    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION work_items_inserted();
-CREATE TRIGGER work_items_deleted AFTER DELETE ON work_items
-    REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION work_items_deleted();
-CREATE TRIGGER work_items_updated AFTER UPDATE ON work_items
-    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION work_items_updated();
 
 -- What `stats` reads for each lane's oldest item of a state (without scanning the table):
 -- available items by due time (scheduled ones are the range past now), and the states off

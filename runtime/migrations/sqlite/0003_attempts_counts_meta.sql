@@ -12,8 +12,16 @@ INSERT INTO queue_meta (key, value) VALUES ('store_id', lower(hex(randomblob(16)
 -- When the current attempt was claimed: its attempt row's start.
 ALTER TABLE work_items ADD COLUMN claimed_at INTEGER;
 
--- Every attempt that ended: one row, written by the statement that moved the item out of
--- `running` (a finish, the sweeper, a cancel, a release), in its own transaction.
+-- The state a claim took a running item from (available, failed or parked): the counters
+-- count a running item under it until its attempt ends (see `work_counts`).
+ALTER TABLE work_items ADD COLUMN claimed_from TEXT;
+UPDATE work_items SET claimed_from = 'available' WHERE state = 'running';
+
+-- Every attempt that ended other than by completing: one row, written in the transaction
+-- that moved the item out of `running` (a failure, a park, a release, the sweeper, a
+-- cancel), and deleted with the item. A completed item is never claimed again, so its row
+-- is its last attempt (the holder stays in `lease_owner`) and a completion writes nothing
+-- here.
 CREATE TABLE work_attempts (
     item_id     INTEGER NOT NULL,
     attempt     INTEGER NOT NULL,
@@ -26,35 +34,12 @@ CREATE TABLE work_attempts (
     PRIMARY KEY (item_id, fence)
 );
 
-CREATE TRIGGER work_attempts_end AFTER UPDATE OF state ON work_items
-WHEN old.state = 'running' AND new.state <> 'running'
-BEGIN
-    INSERT OR REPLACE INTO work_attempts
-        (item_id, attempt, fence, holder, claimed_at, finished_at, outcome, error)
-    VALUES (
-        old.id, old.attempt, old.fence, old.lease_owner, old.claimed_at, new.updated_at,
-        CASE
-            WHEN new.state = 'completed' THEN 'completed'
-            -- Only the sweeper moves an item whose lease has run out.
-            WHEN old.lease_expires_at <= new.updated_at THEN 'expired'
-            WHEN new.state = 'failed' THEN 'failed'
-            WHEN new.state = 'dead' THEN 'dead'
-            WHEN new.state = 'parked' THEN 'parked'
-            ELSE 'released'
-        END,
-        CASE WHEN new.state IN ('failed', 'dead') OR old.lease_expires_at <= new.updated_at
-            THEN new.last_error END
-    );
-END;
-
--- An item's attempts go with it (retention, a discard).
-CREATE TRIGGER work_attempts_purge AFTER DELETE ON work_items
-BEGIN
-    DELETE FROM work_attempts WHERE item_id = old.id;
-END;
-
--- Items per (lane, kind, state), kept by the statements that insert, move and delete
--- items (SQLite has one writer at a time, so one row per key serialises nothing new).
+-- Items per (lane, kind, state), kept by the transactions that insert, move and delete
+-- items, once per write (SQLite has one writer at a time, so one row per key serialises
+-- nothing new; no trigger: a trigger gave every update a statement journal). A
+-- running item stays counted under the state it was claimed from until its attempt ends,
+-- and `counts` moves the running ones (read through `work_items_lease`: as many as are
+-- held) to `running`: so a claim changes no counter.
 CREATE TABLE work_counts (
     lane  TEXT    NOT NULL,
     kind  TEXT    NOT NULL,
@@ -63,28 +48,8 @@ CREATE TABLE work_counts (
     PRIMARY KEY (lane, kind, state)
 );
 INSERT INTO work_counts (lane, kind, state, n)
-    SELECT lane, kind, state, count(*) FROM work_items GROUP BY lane, kind, state;
-
-CREATE TRIGGER work_counts_insert AFTER INSERT ON work_items
-BEGIN
-    INSERT INTO work_counts (lane, kind, state, n) VALUES (new.lane, new.kind, new.state, 1)
-        ON CONFLICT (lane, kind, state) DO UPDATE SET n = n + 1;
-END;
-
-CREATE TRIGGER work_counts_move AFTER UPDATE OF state, lane, kind ON work_items
-WHEN old.state IS NOT new.state OR old.lane IS NOT new.lane OR old.kind IS NOT new.kind
-BEGIN
-    UPDATE work_counts SET n = n - 1
-        WHERE lane = old.lane AND kind = old.kind AND state = old.state;
-    INSERT INTO work_counts (lane, kind, state, n) VALUES (new.lane, new.kind, new.state, 1)
-        ON CONFLICT (lane, kind, state) DO UPDATE SET n = n + 1;
-END;
-
-CREATE TRIGGER work_counts_delete AFTER DELETE ON work_items
-BEGIN
-    UPDATE work_counts SET n = n - 1
-        WHERE lane = old.lane AND kind = old.kind AND state = old.state;
-END;
+    SELECT lane, kind, CASE WHEN state = 'running' THEN claimed_from ELSE state END, count(*)
+    FROM work_items GROUP BY 1, 2, 3;
 
 -- What `stats` reads for each lane's oldest item of a state (without scanning the table):
 -- available items by due time (scheduled ones are the range past now), and the states off

@@ -108,6 +108,7 @@ pub(crate) async fn claimer(shared: Arc<Shared>, lane: String, mut ch: Channels)
 /// the keeper renews it until the completer has written the outcome.
 async fn run_item(shared: Arc<Shared>, claimed: Claimed, mut ch: Channels) {
     let held = claimed.held();
+    let origin = claimed.origin();
     let mut lease = shared.keeper.keep(held.clone(), claimed.lease_expires_at);
     let ctx = WorkContext::new(shared.store.clone(), &claimed, shared.config.lease)
         .with_resources(shared.resources.clone());
@@ -160,7 +161,7 @@ async fn run_item(shared: Arc<Shared>, claimed: Claimed, mut ch: Channels) {
     if let Some(outcome) = &outcome {
         log_outcome(outcome, last_attempt);
     }
-    let finish = outcome.map(|outcome| Finish::of(&held, outcome));
+    let finish = outcome.map(|outcome| Finish::of(&held, outcome).with_origin(origin));
     // The completer outlives every item task; a send error means the loop is gone.
     let _ = ch.done.send(Done {
         finish,

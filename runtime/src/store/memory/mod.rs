@@ -119,6 +119,7 @@ impl Backend for MemoryBackend {
         let mut claimed = Vec::new();
         for (_, _, id) in due.into_iter().take(req.n) {
             if let Some(r) = st.items.get_mut(&id) {
+                let from = r.state;
                 r.state = ItemState::Running;
                 r.fence += 1;
                 r.attempt += 1;
@@ -131,6 +132,7 @@ impl Backend for MemoryBackend {
                     item: r.clone(),
                     fence: r.fence,
                     lease_expires_at: req.lease_until,
+                    claimed_from: Some(from),
                 });
             }
         }

@@ -7,7 +7,7 @@ use deadpool_postgres::Transaction;
 use serde_json::Value;
 use tokio_postgres::types::Json;
 
-use super::{LIVE, limit_of, task};
+use super::{LIVE, counted, limit_of, task};
 use crate::error::StoreError;
 use crate::item::{Enqueued, ItemId, NewItem};
 use crate::store::StoreResult;
@@ -37,17 +37,19 @@ pub(super) async fn insert_items(
         .collect();
     let keys: Vec<Option<&str>> = items.iter().map(|i| i.dedupe_key.as_deref()).collect();
     let stmt = tx
-        .prepare_cached(
-            "INSERT INTO work_items (id, kind, lane, payload, state, priority, attempt, \
-                 max_attempts, run_at, fence, dedupe_key, created_at, updated_at) \
+        .prepare_cached(&format!(
+            "WITH ins AS (INSERT INTO work_items (id, kind, lane, payload, state, priority, \
+                 attempt, max_attempts, run_at, fence, dedupe_key, created_at, updated_at) \
              SELECT t.id, t.kind, t.lane, t.payload, 'available', t.priority, 0, \
                  t.max_attempts, t.run_at, 0, t.dedupe_key, $9, $9 \
              FROM unnest($1::int8[], $2::text[], $3::text[], $4::jsonb[], $5::int4[], \
                  $6::int4[], $7::int8[], $8::text[]) \
                  AS t(id, kind, lane, payload, priority, max_attempts, run_at, dedupe_key) \
              ORDER BY t.id \
-             ON CONFLICT DO NOTHING RETURNING id",
-        )
+             ON CONFLICT DO NOTHING RETURNING id, lane, kind), \
+             {} SELECT id FROM ins",
+            counted("SELECT lane, kind, NULL AS old_state, 'available' AS new_state FROM ins")
+        ))
         .await?;
     let rows = tx
         .query(

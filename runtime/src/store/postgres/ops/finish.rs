@@ -1,74 +1,104 @@
 //! Finishing held items: completions in one bulk statement, every other outcome's fenced
 //! update, and the vacuum a long drain runs behind itself.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::Ordering;
 
 use deadpool_postgres::Transaction;
 
-use super::HELD;
+use super::{HELD, counted, ending};
 use crate::error::StoreError;
 use crate::item::{Fence, Finish, ItemId, Outcome};
 use crate::store::StoreResult;
 use crate::store::postgres::PostgresBackend;
 use crate::time::Timestamp;
 
+/// What a completion sets. A completed item is never claimed again, so its row is its last
+/// attempt as it stands: the holder stays in `lease_owner` (read as no lease once the item
+/// is not running), `claimed_at` and `updated_at` are when it started and finished, and
+/// nothing is written to `work_attempts`: the drain's common path writes no extra row.
+const COMPLETED: &str = "state = 'completed', lease_expires_at = NULL";
+
+/// The SQLSTATE of `scaffold_partial_batch()` (see the migration).
+const PARTIAL_BATCH: &str = "SCAF1";
+
 async fn finish_one(tx: &Transaction<'_>, f: &Finish, now: Timestamp) -> StoreResult<()> {
     let n = now.as_millis();
     let (id, fence, owner) = (&f.id, &f.fence, &f.owner);
-    let changed = match &f.outcome {
+    let row = match &f.outcome {
         Outcome::Complete => {
             let stmt = tx
                 .prepare_cached(&format!(
-                    "UPDATE work_items SET state = 'completed', lease_owner = NULL, \
-                     lease_expires_at = NULL, updated_at = $4 WHERE {HELD}"
+                    "WITH f AS (UPDATE work_items SET {COMPLETED}, updated_at = $4 \
+                         WHERE {HELD} RETURNING lane, kind, claimed_from), \
+                     {} SELECT count(*) FROM f",
+                    counted(
+                        "SELECT lane, kind, coalesce(claimed_from, 'available') AS old_state, 'completed' AS new_state \
+                         FROM f"
+                    )
                 ))
                 .await?;
-            tx.execute(&stmt, &[id, fence, owner, &n]).await?
+            tx.query_one(&stmt, &[id, fence, owner, &n]).await?
         }
         Outcome::Retry { retry_at, error } => {
+            let state = "CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'failed' END";
             let stmt = tx
-                .prepare_cached(&format!(
-                    "UPDATE work_items SET state = CASE WHEN attempt >= max_attempts THEN 'dead' \
-                     ELSE 'failed' END, run_at = $5, last_error = $6, lease_owner = NULL, \
-                     lease_expires_at = NULL, updated_at = $4 WHERE {HELD}"
+                .prepare_cached(&ending(
+                    HELD,
+                    &format!("state = {state}, run_at = $5, last_error = $6"),
+                    "$4",
+                    state,
+                    state,
+                    "$6",
                 ))
                 .await?;
-            tx.execute(&stmt, &[id, fence, owner, &n, &retry_at.as_millis(), error])
+            tx.query_one(&stmt, &[id, fence, owner, &n, &retry_at.as_millis(), error])
                 .await?
         }
         Outcome::Dead { error } => {
             let stmt = tx
-                .prepare_cached(&format!(
-                    "UPDATE work_items SET state = 'dead', last_error = $5, lease_owner = NULL, \
-                     lease_expires_at = NULL, updated_at = $4 WHERE {HELD}"
+                .prepare_cached(&ending(
+                    HELD,
+                    "state = 'dead', last_error = $5",
+                    "$4",
+                    "'dead'",
+                    "'dead'",
+                    "$5",
                 ))
                 .await?;
-            tx.execute(&stmt, &[id, fence, owner, &n, error]).await?
+            tx.query_one(&stmt, &[id, fence, owner, &n, error]).await?
         }
         Outcome::Park { until, signal } => {
             let stmt = tx
-                .prepare_cached(&format!(
-                    "UPDATE work_items SET state = 'parked', run_at = $5, parked_on = $6, \
-                     attempt = GREATEST(attempt - 1, 0), lease_owner = NULL, \
-                     lease_expires_at = NULL, updated_at = $4 WHERE {HELD}"
+                .prepare_cached(&ending(
+                    HELD,
+                    "state = 'parked', run_at = $5, parked_on = $6, \
+                     attempt = GREATEST(attempt - 1, 0)",
+                    "$4",
+                    "'parked'",
+                    "'parked'",
+                    "NULL",
                 ))
                 .await?;
             let until = until.unwrap_or(Timestamp::MAX).as_millis();
-            tx.execute(&stmt, &[id, fence, owner, &n, &until, signal])
+            tx.query_one(&stmt, &[id, fence, owner, &n, &until, signal])
                 .await?
         }
         Outcome::Release => {
             let stmt = tx
-                .prepare_cached(&format!(
-                    "UPDATE work_items SET state = 'available', run_at = $4, \
-                     attempt = GREATEST(attempt - 1, 0), lease_owner = NULL, \
-                     lease_expires_at = NULL, updated_at = $4 WHERE {HELD}"
+                .prepare_cached(&ending(
+                    HELD,
+                    "state = 'available', run_at = $4, attempt = GREATEST(attempt - 1, 0)",
+                    "$4",
+                    "'available'",
+                    "'released'",
+                    "NULL",
                 ))
                 .await?;
-            tx.execute(&stmt, &[id, fence, owner, &n]).await?
+            tx.query_one(&stmt, &[id, fence, owner, &n]).await?
         }
     };
+    let changed: i64 = row.try_get(0)?;
     if changed == 1 {
         return Ok(());
     }
@@ -138,38 +168,101 @@ pub(crate) async fn finish_many(
 }
 
 /// Completes every `Complete` of `batch` in one statement; each row still checks its own
-/// fence, owner, state and lease. Returns the (id, fence) pairs it completed; the rest go through
-/// [`finish_one`], which tells a repeated completion from a stale one.
+/// fence, owner, state and lease. Returns the (id, fence) pairs it completed; the rest go
+/// through [`finish_one`], which tells a repeated completion from a stale one.
+///
+/// A batch whose every completion carries its claim's origin (a local loop's) is counted
+/// from that: the statement appends the deltas it was given and answers only how many rows
+/// it completed, raising `scaffold_partial_batch()` — which undoes all of it — when that is
+/// fewer than it counted. Reading the completed rows back to count them cost the statement
+/// an eighth of its rate; a partial batch (a lease lost, a completion repeated) is rare, and
+/// is written again counting the rows themselves.
 async fn complete_bulk(
     conn: &deadpool_postgres::Object,
     batch: &[Finish],
     now: Timestamp,
 ) -> StoreResult<HashSet<(ItemId, Fence)>> {
-    // Each row is matched by id (the primary key) and by its own "id:fence:owner" (a hashed
-    // `= ANY` filter): one table scan, no join whose plan depends on estimates (see `claim`).
-    let (ids, held): (Vec<i64>, Vec<String>) = batch
+    let completions: Vec<&Finish> = batch
         .iter()
         .filter(|f| matches!(f.outcome, Outcome::Complete))
-        .map(|f| (f.id, format!("{}:{}:{}", f.id, f.fence, f.owner)))
-        .unzip();
-    if ids.is_empty() {
+        .collect();
+    if completions.is_empty() {
         return Ok(HashSet::new());
     }
+    // Each row is matched by id (the primary key) and by its own "id:fence:owner" (a hashed
+    // `= ANY` filter): one table scan, no join whose plan depends on estimates (see `claim`).
+    let (ids, held): (Vec<i64>, Vec<String>) = completions
+        .iter()
+        .map(|f| (f.id, format!("{}:{}:{}", f.id, f.fence, f.owner)))
+        .unzip();
+    let matched = "w.id = ANY($1::int8[]) \
+         AND (w.id::text || ':' || w.fence::text || ':' || w.lease_owner) = ANY($2::text[]) \
+         AND w.state = 'running' AND w.lease_expires_at > $3";
+    if let Some(deltas) = deltas_of(&completions) {
+        let stmt = conn
+            .prepare_cached(&format!(
+                "WITH done AS (UPDATE work_items AS w SET {COMPLETED}, updated_at = $3 \
+                     WHERE {matched} RETURNING w.id), \
+                 counted AS (INSERT INTO work_count_deltas (lane, kind, state, delta) \
+                     SELECT * FROM unnest($4::text[], $5::text[], $6::text[], $7::int8[])) \
+                 SELECT CASE WHEN count(*) = $8 THEN count(*) ELSE scaffold_partial_batch() END \
+                 FROM done"
+            ))
+            .await?;
+        let expected = i64::try_from(completions.len()).unwrap_or(i64::MAX);
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 8] = [
+            &ids,
+            &held,
+            &now.as_millis(),
+            &deltas.0,
+            &deltas.1,
+            &deltas.2,
+            &deltas.3,
+            &expected,
+        ];
+        match conn.query_one(&stmt, &params).await {
+            Ok(_) => return Ok(completions.iter().map(|f| (f.id, f.fence)).collect()),
+            Err(e) if e.code().is_some_and(|c| c.code() == PARTIAL_BATCH) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
     let stmt = conn
-        .prepare_cached(
-            "UPDATE work_items AS w SET state = 'completed', lease_owner = NULL, \
-                 lease_expires_at = NULL, updated_at = $3 \
-             WHERE w.id = ANY($1::int8[]) \
-                 AND (w.id::text || ':' || w.fence::text || ':' || w.lease_owner) \
-                     = ANY($2::text[]) \
-                 AND w.state = 'running' AND w.lease_expires_at > $3 \
-             RETURNING w.id, w.fence",
-        )
+        .prepare_cached(&format!(
+            "WITH done AS (UPDATE work_items AS w SET {COMPLETED}, updated_at = $3 \
+                 WHERE {matched} RETURNING w.id, w.fence, w.lane, w.kind, w.claimed_from), \
+             {} \
+             SELECT id, fence FROM done",
+            counted(
+                "SELECT lane, kind, coalesce(claimed_from, 'available') AS old_state, 'completed' AS new_state FROM done"
+            ),
+        ))
         .await?;
     let rows = conn.query(&stmt, &[&ids, &held, &now.as_millis()]).await?;
     rows.iter()
         .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
         .collect()
+}
+
+/// The counters' change of `completions` from their claims' origins, as the columns of
+/// `work_count_deltas` (lane, kind, state, delta); `None` when one has no origin.
+#[allow(clippy::type_complexity)]
+fn deltas_of(
+    completions: &[&Finish],
+) -> Option<(Vec<String>, Vec<String>, Vec<&'static str>, Vec<i64>)> {
+    let mut net: BTreeMap<(&str, &str, &'static str), i64> = BTreeMap::new();
+    for f in completions {
+        let o = f.origin.as_ref()?;
+        *net.entry((&o.lane, &o.kind, o.from.as_str())).or_default() -= 1;
+        *net.entry((&o.lane, &o.kind, "completed")).or_default() += 1;
+    }
+    let mut cols = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for ((lane, kind, state), delta) in net.into_iter().filter(|(_, d)| *d != 0) {
+        cols.0.push(lane.to_owned());
+        cols.1.push(kind.to_owned());
+        cols.2.push(state);
+        cols.3.push(delta);
+    }
+    Some(cols)
 }
 
 /// Items completed (by this backend) after which it vacuums `work_items` in the background.

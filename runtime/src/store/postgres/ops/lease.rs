@@ -4,7 +4,7 @@
 use serde_json::Value;
 use tokio_postgres::types::Json;
 
-use super::{COLS, HELD, limit_of, lock, record};
+use super::{COLS, HELD, ending, limit_of, lock, parse_state, record};
 use crate::error::StoreError;
 use crate::item::{Claimed, Held};
 use crate::store::postgres::PostgresBackend;
@@ -19,6 +19,10 @@ use crate::time::Timestamp;
 /// estimates of one row the planner may nest a scan of the whole table inside a loop over
 /// the picked rows: on the retention purge, written that way, that took 38 s for 20,000
 /// rows right after a vacuum. An array makes every plan linear.
+///
+/// A claim writes nothing but the rows: `claimed_from` keeps the state each was taken from
+/// (the `SET` reads the row before the update, so `RETURNING` hands it back), under which
+/// the counters go on counting it until its attempt ends.
 pub(crate) async fn claim(
     db: &PostgresBackend,
     req: &ClaimRequest,
@@ -30,13 +34,13 @@ pub(crate) async fn claim(
         .prepare_cached(&format!(
             "UPDATE work_items AS w SET state = 'running', fence = w.fence + 1, \
                  attempt = w.attempt + 1, lease_owner = $1, lease_expires_at = $2, \
-                 updated_at = $3, claimed_at = $3, parked_on = NULL \
+                 updated_at = $3, claimed_at = $3, parked_on = NULL, claimed_from = w.state \
              WHERE w.id = ANY(ARRAY(SELECT id FROM work_items \
                  WHERE lane = $4 AND state IN ('available', 'failed', 'parked') AND run_at <= $3 \
                  AND ($6::text[] IS NULL OR kind = ANY($6)) \
                  ORDER BY priority DESC, run_at, id LIMIT $5 \
                  FOR UPDATE SKIP LOCKED)) \
-             RETURNING {}",
+             RETURNING {}, w.claimed_from",
             COLS.split(", ")
                 .map(|c| format!("w.{c}"))
                 .collect::<Vec<_>>()
@@ -59,16 +63,21 @@ pub(crate) async fn claim(
     let mut claimed = rows
         .iter()
         .map(|r| {
+            let from = parse_state(&r.try_get::<_, String>(CLAIMED_FROM)?)?;
             record(r).map(|item| Claimed {
                 fence: item.fence,
                 lease_expires_at: req.lease_until,
                 item,
+                claimed_from: Some(from),
             })
         })
         .collect::<StoreResult<Vec<_>>>()?;
     crate::store::sql::claim_order(&mut claimed);
     Ok(claimed)
 }
+
+/// Where a claim's `claimed_from` comes, after the item's columns.
+const CLAIMED_FROM: usize = 19;
 
 /// The statement that renews `held`'s lease: `$5` = the new end; returns it, or no row.
 pub(super) const RENEW: &str = "UPDATE work_items SET lease_expires_at = $5, updated_at = $4 \
@@ -142,18 +151,21 @@ pub(crate) async fn sweep(db: &PostgresBackend, now: Timestamp) -> StoreResult<u
     let mut conn = db.conn().await?;
     let tx = conn.transaction().await?;
     lock(&tx, db.keys.sweep).await?;
+    let back = "CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END";
     let stmt = tx
-        .prepare_cached(
-            "UPDATE work_items SET state = CASE WHEN attempt >= max_attempts THEN 'dead' \
-             ELSE 'available' END, last_error = 'lease expired', lease_owner = NULL, \
-             lease_expires_at = NULL, run_at = $1, updated_at = $1 \
-             WHERE state = 'running' AND lease_expires_at <= $1",
-        )
+        .prepare_cached(&ending(
+            "state = 'running' AND lease_expires_at <= $1",
+            &format!("state = {back}, last_error = 'lease expired', run_at = $1"),
+            "$1",
+            back,
+            "'expired'",
+            "'lease expired'",
+        ))
         .await?;
     // No wake-up: an item back from an expired lease has already waited a lease; the next
     // poll finds it. (Waking here would also hand it straight back to an idle claimer of the
     // host whose handler may still be running it.)
-    let changed = tx.execute(&stmt, &[&now.as_millis()]).await?;
+    let changed: i64 = tx.query_one(&stmt, &[&now.as_millis()]).await?.try_get(0)?;
     tx.commit().await?;
-    Ok(changed)
+    Ok(u64::try_from(changed).unwrap_or(0))
 }

@@ -40,6 +40,56 @@ use crate::time::Timestamp;
 const HELD: &str =
     "id = $1 AND fence = $2 AND lease_owner = $3 AND state = 'running' AND lease_expires_at > $4";
 
+/// The columns of an ended attempt in `work_attempts`.
+const ATTEMPT_COLS: &str =
+    "item_id, attempt, fence, holder, claimed_at, finished_at, outcome, error";
+
+/// The counters' net change of one statement, as its data-modifying CTE `counted`: `moves`
+/// is a query of `(lane, kind, old_state, new_state)`, one row per item the statement moved
+/// (`old_state` NULL for an insert, `new_state` NULL for a delete; a running item's state is
+/// the one it was claimed from, see the migration). One set-based insert into
+/// `work_count_deltas` per statement, made by the statement itself: no trigger and no
+/// transition table.
+fn counted(moves: &str) -> String {
+    format!(
+        "counted AS (INSERT INTO work_count_deltas (lane, kind, state, delta) \
+         SELECT m.lane, m.kind, v.state, sum(v.d) FROM ({moves}) AS m \
+         CROSS JOIN LATERAL (VALUES (m.old_state::text, -1), (m.new_state::text, 1)) AS v(state, d) \
+         WHERE v.state IS NOT NULL GROUP BY m.lane, m.kind, v.state HAVING sum(v.d) <> 0)"
+    )
+}
+
+/// One statement that ends the running attempt of the rows `target` (a condition on
+/// `work_items`) picks: locks them, sets `set` (the new state and what goes with it), writes
+/// each ended attempt to `work_attempts` as `outcome` with `error`, and counts each item's
+/// move from the state it was claimed from to `new_state` (all three SQL over the row
+/// before the update). `now` is the statement's parameter for the time; it answers how many
+/// rows it ended. The rows are picked once into `old` and updated by primary key (see
+/// `claim` for why not a join).
+fn ending(
+    target: &str,
+    set: &str,
+    now: &str,
+    new_state: &str,
+    outcome: &str,
+    error: &str,
+) -> String {
+    format!(
+        "WITH old AS (SELECT id, lane, kind, claimed_from, attempt, max_attempts, fence, \
+                 lease_owner, claimed_at FROM work_items WHERE {target} FOR UPDATE), \
+         ended AS (UPDATE work_items SET {set}, lease_owner = NULL, lease_expires_at = NULL, \
+                 updated_at = {now} WHERE id = ANY(ARRAY(SELECT id FROM old))), \
+         att AS (INSERT INTO work_attempts ({ATTEMPT_COLS}) \
+                 SELECT id, attempt, fence, lease_owner, claimed_at, {now}, {outcome}, {error} \
+                 FROM old ON CONFLICT (item_id, fence) DO NOTHING), \
+         {counted} \
+         SELECT count(*) FROM old",
+        counted = counted(&format!(
+            "SELECT lane, kind, coalesce(claimed_from, 'available') AS old_state, {new_state} AS new_state FROM old"
+        )),
+    )
+}
+
 fn task(msg: String) -> StoreError {
     StoreError::Task(msg)
 }
@@ -50,18 +100,24 @@ fn parse_state(s: &str) -> StoreResult<ItemState> {
 }
 
 fn record(row: &Row) -> StoreResult<ItemRecord> {
-    let state: String = row.try_get(4)?;
+    let state = parse_state(&row.try_get::<_, String>(4)?)?;
+    // A completed item keeps its last holder in the column (its last attempt's record, see
+    // `finish::COMPLETED`); a lease it has not.
+    let lease_owner = match state {
+        ItemState::Completed => None,
+        _ => row.try_get(9)?,
+    };
     Ok(ItemRecord {
         id: row.try_get(0)?,
         kind: row.try_get(1)?,
         lane: row.try_get(2)?,
         payload: row.try_get::<_, Json<Value>>(3)?.0,
-        state: parse_state(&state)?,
+        state,
         priority: row.try_get(5)?,
         attempt: row.try_get(6)?,
         max_attempts: row.try_get(7)?,
         run_at: Timestamp::from_millis(row.try_get(8)?),
-        lease_owner: row.try_get(9)?,
+        lease_owner,
         lease_expires_at: row
             .try_get::<_, Option<i64>>(10)?
             .map(Timestamp::from_millis),

@@ -71,14 +71,21 @@ pub(crate) async fn outbox_stats(db: &PostgresBackend, now: Timestamp) -> StoreR
     })
 }
 
-/// Items per (lane, kind, state): the folded counts plus the deltas not folded yet.
+/// Items per (lane, kind, state): the folded counts plus the deltas not folded yet, with
+/// the running items (as many as are held, through `work_items_lease`) moved from the state
+/// they were claimed from, under which the counters keep them, to `running`.
 pub(crate) async fn counts(db: &PostgresBackend) -> StoreResult<Counts> {
     let conn = db.conn().await?;
     let stmt = conn
         .prepare_cached(
-            "SELECT lane, kind, state, sum(n)::int8 FROM ( \
+            "WITH running AS (SELECT lane, kind, coalesce(claimed_from, 'available') AS claimed_from, \
+                 count(*) AS n FROM work_items \
+                 WHERE state = 'running' GROUP BY 1, 2, 3) \
+             SELECT lane, kind, state, sum(n)::int8 FROM ( \
                  SELECT lane, kind, state, n FROM work_counts \
-                 UNION ALL SELECT lane, kind, state, delta FROM work_count_deltas) c \
+                 UNION ALL SELECT lane, kind, state, delta FROM work_count_deltas \
+                 UNION ALL SELECT lane, kind, claimed_from, -n FROM running \
+                 UNION ALL SELECT lane, kind, 'running', n FROM running) c \
              GROUP BY lane, kind, state HAVING sum(n) <> 0 ORDER BY lane, kind, state",
         )
         .await?;
@@ -163,13 +170,18 @@ pub(crate) async fn ages(
         .collect()
 }
 
-/// The ended attempts of item `id`, oldest first.
+/// The ended attempts of item `id`, oldest first: its rows in `work_attempts`, and a
+/// completed item's own row (its last attempt: see `finish::COMPLETED`).
 pub(crate) async fn attempts(db: &PostgresBackend, id: ItemId) -> StoreResult<Vec<AttemptRecord>> {
     let conn = db.conn().await?;
     let stmt = conn
         .prepare_cached(
             "SELECT attempt, fence, holder, claimed_at, finished_at, outcome, error \
-             FROM work_attempts WHERE item_id = $1 ORDER BY fence",
+             FROM work_attempts WHERE item_id = $1 \
+             UNION ALL SELECT attempt, fence, lease_owner, claimed_at, updated_at, \
+                 'completed', NULL FROM work_items \
+             WHERE id = $1 AND state = 'completed' AND fence > 0 \
+             ORDER BY 2",
         )
         .await?;
     let rows = conn.query(&stmt, &[&id]).await?;

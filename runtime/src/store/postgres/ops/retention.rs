@@ -3,7 +3,7 @@
 
 use std::sync::atomic::Ordering;
 
-use super::limit_of;
+use super::{counted, limit_of};
 use crate::store::StoreResult;
 use crate::store::postgres::PostgresBackend;
 use crate::time::Timestamp;
@@ -14,17 +14,20 @@ pub(crate) async fn purge_completed(
     limit: usize,
 ) -> StoreResult<u64> {
     let conn = db.conn().await?;
-    // One statement: the items and their effects go together. SKIP LOCKED lets purges on
+    // One statement: the items, their effects, attempts and counts go together. SKIP LOCKED lets purges on
     // several hosts share the work; the partial index `work_items_completed` finds them.
     // The ids are picked once into an array (see `claim` for why, not a join).
     let stmt = conn
-        .prepare_cached(
+        .prepare_cached(&format!(
             "WITH gone AS (DELETE FROM work_items WHERE id = ANY(ARRAY( \
                  SELECT id FROM work_items WHERE state = 'completed' AND updated_at < $1 \
-                 ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED)) RETURNING id), \
-             fx AS (DELETE FROM work_effects WHERE item_id = ANY(ARRAY(SELECT id FROM gone))) \
+                 ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED)) RETURNING id, lane, kind), \
+             fx AS (DELETE FROM work_effects WHERE item_id = ANY(ARRAY(SELECT id FROM gone))), \
+             att AS (DELETE FROM work_attempts WHERE item_id = ANY(ARRAY(SELECT id FROM gone))), \
+             {} \
              SELECT count(*) FROM gone",
-        )
+            counted("SELECT lane, kind, 'completed' AS old_state, NULL AS new_state FROM gone")
+        ))
         .await?;
     let row = conn
         .query_one(&stmt, &[&before.as_millis(), &limit_of(limit)])

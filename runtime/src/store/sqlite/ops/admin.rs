@@ -3,6 +3,7 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 
+use super::moves::{before, count, record_ended};
 use super::{LIVE, write};
 use crate::error::StoreError;
 use crate::item::{ItemId, ItemState};
@@ -19,6 +20,27 @@ fn state_of(conn: &Connection, id: ItemId) -> StoreResult<ItemState> {
     state
         .parse()
         .map_err(|e: crate::item::UnknownState| StoreError::Task(e.to_string()))
+}
+
+/// Runs `sql`, a write answering the (lane, kind) of each item it moved from `from` to
+/// `to` (`None`: deleted), and counts the moves; returns how many.
+fn moved(
+    tx: &rusqlite::Transaction<'_>,
+    sql: &str,
+    params: impl rusqlite::Params,
+    from: Option<&str>,
+    to: Option<&str>,
+) -> StoreResult<usize> {
+    let rows: Vec<(String, String)> = tx
+        .prepare_cached(sql)?
+        .query_map(params, |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    count(
+        tx,
+        rows.iter()
+            .map(|(lane, kind)| (lane.as_str(), kind.as_str(), from, to)),
+    )?;
+    Ok(rows.len())
 }
 
 /// An operator's change that matched no row: the item is not in the state it needs, and
@@ -42,12 +64,15 @@ fn changed_or_wrong_state(
 
 pub(crate) fn retry(conn: &mut Connection, id: ItemId, now: Timestamp) -> StoreResult<()> {
     let tx = write(conn)?;
-    let changed = tx.execute(
+    let moved = moved(
+        &tx,
         "UPDATE work_items SET state = 'available', attempt = 0, run_at = ?2, updated_at = ?2 \
-         WHERE id = ?1 AND state = 'dead'",
+         WHERE id = ?1 AND state = 'dead' RETURNING lane, kind",
         params![id, now.as_millis()],
+        Some("dead"),
+        Some("available"),
     )?;
-    changed_or_wrong_state(&tx, id, changed, "dead")?;
+    changed_or_wrong_state(&tx, id, moved, "dead")?;
     tx.commit()?;
     Ok(())
 }
@@ -58,10 +83,13 @@ pub(crate) fn retry_all_dead(
     now: Timestamp,
 ) -> StoreResult<u64> {
     let tx = write(conn)?;
-    let changed = tx.execute(
+    let changed = moved(
+        &tx,
         "UPDATE OR IGNORE work_items SET state = 'available', attempt = 0, run_at = ?1, \
-         updated_at = ?1 WHERE state = 'dead' AND (?2 IS NULL OR kind = ?2)",
+         updated_at = ?1 WHERE state = 'dead' AND (?2 IS NULL OR kind = ?2) RETURNING lane, kind",
         params![now.as_millis(), kind],
+        Some("dead"),
+        Some("available"),
     )?;
     tx.commit()?;
     Ok(changed as u64)
@@ -69,22 +97,29 @@ pub(crate) fn retry_all_dead(
 
 pub(crate) fn discard(conn: &mut Connection, id: ItemId) -> StoreResult<()> {
     let tx = write(conn)?;
-    let changed = tx.execute(
-        "DELETE FROM work_items WHERE id = ?1 AND state = 'dead'",
+    let changed = moved(
+        &tx,
+        "DELETE FROM work_items WHERE id = ?1 AND state = 'dead' RETURNING lane, kind",
         [id],
+        Some("dead"),
+        None,
     )?;
     changed_or_wrong_state(&tx, id, changed, "dead")?;
     tx.execute("DELETE FROM work_effects WHERE item_id = ?1", [id])?;
+    tx.execute("DELETE FROM work_attempts WHERE item_id = ?1", [id])?;
     tx.commit()?;
     Ok(())
 }
 
 pub(crate) fn signal(conn: &mut Connection, signal: &str, now: Timestamp) -> StoreResult<u64> {
     let tx = write(conn)?;
-    let changed = tx.execute(
+    let changed = moved(
+        &tx,
         "UPDATE work_items SET state = 'available', run_at = ?2, parked_on = NULL, \
-         updated_at = ?2 WHERE state = 'parked' AND parked_on = ?1",
+         updated_at = ?2 WHERE state = 'parked' AND parked_on = ?1 RETURNING lane, kind",
         params![signal, now.as_millis()],
+        Some("parked"),
+        Some("available"),
     )?;
     tx.commit()?;
     Ok(changed as u64)
@@ -92,13 +127,34 @@ pub(crate) fn signal(conn: &mut Connection, signal: &str, now: Timestamp) -> Sto
 
 pub(crate) fn cancel(conn: &mut Connection, id: ItemId, now: Timestamp) -> StoreResult<()> {
     let tx = write(conn)?;
+    let live = format!("id = ?1 AND state IN {LIVE}");
+    let rows = before(&tx, &live, &[&id])?;
     let changed = tx.execute(
         &format!(
             "UPDATE work_items SET state = 'dead', last_error = 'cancelled by an operator', \
              lease_owner = NULL, lease_expires_at = NULL, parked_on = NULL, updated_at = ?2 \
-             WHERE id = ?1 AND state IN {LIVE}"
+             WHERE {live}"
         ),
         params![id, now.as_millis()],
+    )?;
+    // A running item's attempt ends here; a waiting one's does not.
+    record_ended(
+        &tx,
+        &rows,
+        now,
+        |_| "dead",
+        Some("cancelled by an operator"),
+    )?;
+    count(
+        &tx,
+        rows.iter().map(|r| {
+            (
+                r.lane.as_str(),
+                r.kind.as_str(),
+                Some(r.counted_as()),
+                Some("dead"),
+            )
+        }),
     )?;
     changed_or_wrong_state(
         &tx,
@@ -116,11 +172,27 @@ pub(crate) fn release_worker(
     now: Timestamp,
 ) -> StoreResult<u64> {
     let tx = write(conn)?;
+    let held = "state = 'running' AND lease_owner = ?1";
+    let rows = before(&tx, held, &[&owner])?;
     let changed = tx.execute(
-        "UPDATE work_items SET state = 'available', run_at = ?2, lease_owner = NULL, \
-         lease_expires_at = NULL, last_error = 'released by an operator', updated_at = ?2 \
-         WHERE state = 'running' AND lease_owner = ?1",
+        &format!(
+            "UPDATE work_items SET state = 'available', run_at = ?2, lease_owner = NULL, \
+             lease_expires_at = NULL, last_error = 'released by an operator', updated_at = ?2 \
+             WHERE {held}"
+        ),
         params![owner, now.as_millis()],
+    )?;
+    record_ended(&tx, &rows, now, |_| "released", None)?;
+    count(
+        &tx,
+        rows.iter().map(|r| {
+            (
+                r.lane.as_str(),
+                r.kind.as_str(),
+                Some(r.counted_as()),
+                Some("available"),
+            )
+        }),
     )?;
     tx.execute(
         "UPDATE workers SET state = 'OFFLINE' WHERE id = ?1",

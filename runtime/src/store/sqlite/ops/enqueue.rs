@@ -79,10 +79,17 @@ pub(crate) fn enqueue_many(
     let tx = write(conn)?;
     let first = next_ids(&tx, items.len())?;
     let mut out = Vec::with_capacity(items.len());
+    let mut inserted = Vec::with_capacity(items.len());
     // A duplicate leaves its id unused: ids are unique and increasing, not dense.
     for (id, item) in (first..).zip(items) {
         let payload = serde_json::to_string(&item.payload)?;
         if insert_item(&tx, id, item, &payload, now)? {
+            inserted.push((
+                item.lane.as_str(),
+                item.kind.as_str(),
+                None,
+                Some("available"),
+            ));
             out.push(Enqueued::new(id));
         } else {
             let existing = duplicate_of(&tx, item)?.ok_or_else(|| {
@@ -93,6 +100,7 @@ pub(crate) fn enqueue_many(
             out.push(Enqueued::duplicate_of(existing));
         }
     }
+    super::moves::count(&tx, inserted)?;
     tx.commit()?;
     Ok(out)
 }

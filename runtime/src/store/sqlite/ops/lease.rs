@@ -4,6 +4,7 @@
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 
+use super::moves::{before, count, record_ended};
 use super::{COLS, HELD, record, write};
 use crate::error::StoreError;
 use crate::item::{Claimed, Held};
@@ -20,7 +21,7 @@ pub(crate) fn claim(
         let mut stmt = tx.prepare_cached(&format!(
             "UPDATE work_items SET state = 'running', fence = fence + 1, attempt = attempt + 1, \
                  lease_owner = ?1, lease_expires_at = ?2, updated_at = ?3, claimed_at = ?3, \
-                 parked_on = NULL \
+                 parked_on = NULL, claimed_from = state \
              WHERE id IN (SELECT id FROM work_items \
                  WHERE lane = ?4 AND state IN ('available', 'failed', 'parked') AND run_at <= ?3 \
                  AND (?6 IS NULL OR kind IN (SELECT value FROM json_each(?6))) \
@@ -44,6 +45,8 @@ pub(crate) fn claim(
                 fence: item.fence,
                 lease_expires_at: req.lease_until,
                 item,
+                // Its counters are kept by triggers, which see the state moved from.
+                claimed_from: None,
             })
         })
         .collect::<rusqlite::Result<Vec<_>>>()?
@@ -127,14 +130,33 @@ pub(crate) fn checkpoint(
 
 pub(crate) fn sweep(conn: &mut Connection, now: Timestamp) -> StoreResult<u64> {
     let tx = write(conn)?;
+    let expired = "state = 'running' AND lease_expires_at <= ?1";
+    let n = now.as_millis();
+    let rows = before(&tx, expired, &[&n])?;
     let changed = tx
-        .prepare_cached(
+        .prepare_cached(&format!(
             "UPDATE work_items SET state = CASE WHEN attempt >= max_attempts THEN 'dead' \
              ELSE 'available' END, last_error = 'lease expired', lease_owner = NULL, \
-             lease_expires_at = NULL, run_at = ?1, updated_at = ?1 \
-             WHERE state = 'running' AND lease_expires_at <= ?1",
-        )?
-        .execute([now.as_millis()])?;
+             lease_expires_at = NULL, run_at = ?1, updated_at = ?1 WHERE {expired}"
+        ))?
+        .execute([n])?;
+    record_ended(&tx, &rows, now, |_| "expired", Some("lease expired"))?;
+    count(
+        &tx,
+        rows.iter().map(|r| {
+            let to = if r.attempt >= r.max_attempts {
+                "dead"
+            } else {
+                "available"
+            };
+            (
+                r.lane.as_str(),
+                r.kind.as_str(),
+                Some(r.counted_as()),
+                Some(to),
+            )
+        }),
+    )?;
     tx.commit()?;
     Ok(changed as u64)
 }

@@ -9,6 +9,7 @@ mod effects;
 mod enqueue;
 mod finish;
 mod lease;
+mod moves;
 mod outbox;
 mod queries;
 mod retention;
@@ -56,6 +57,12 @@ fn record(row: &Row<'_>) -> rusqlite::Result<ItemRecord> {
     let state = state
         .parse::<ItemState>()
         .map_err(|e| conversion(4, e.to_string()))?;
+    // A completed item keeps its last holder in the column (its last attempt's record,
+    // see `finish::COMPLETED`); a lease it has not.
+    let lease_owner = match state {
+        ItemState::Completed => None,
+        _ => row.get(9)?,
+    };
     Ok(ItemRecord {
         id: row.get(0)?,
         kind: row.get(1)?,
@@ -66,7 +73,7 @@ fn record(row: &Row<'_>) -> rusqlite::Result<ItemRecord> {
         attempt: row.get(6)?,
         max_attempts: row.get(7)?,
         run_at: Timestamp::from_millis(row.get(8)?),
-        lease_owner: row.get(9)?,
+        lease_owner,
         lease_expires_at: row.get::<_, Option<i64>>(10)?.map(Timestamp::from_millis),
         fence: row.get(11)?,
         dedupe_key: row.get(12)?,

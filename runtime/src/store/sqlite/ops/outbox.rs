@@ -85,8 +85,18 @@ pub(crate) fn relay_outbox(
         mapped.collect::<rusqlite::Result<Vec<_>>>()?
     };
     let mut report = RelayReport::default();
+    let mut inserted = Vec::new();
     for (id, payload, item) in &rows {
-        if insert_item(&tx, *id, item, payload, now)?
+        let fresh = insert_item(&tx, *id, item, payload, now)?;
+        if fresh {
+            inserted.push((
+                item.lane.as_str(),
+                item.kind.as_str(),
+                None,
+                Some("available"),
+            ));
+        }
+        if fresh
             || duplicate_of(&tx, item)?.is_some()
             || relayed_before(&tx, *id, &item.kind, payload)?
         {
@@ -100,6 +110,7 @@ pub(crate) fn relay_outbox(
             report.refused.push((*id, reason));
         }
     }
+    super::moves::count(&tx, inserted)?;
     tx.commit()?;
     Ok(report)
 }

@@ -63,10 +63,19 @@ fn parse_state(raw: &str) -> StoreResult<ItemState> {
         .map_err(|e: crate::item::UnknownState| StoreError::Task(e.to_string()))
 }
 
-/// Items per (lane, kind, state), from the counters the triggers keep.
+/// Items per (lane, kind, state), from the counters the triggers keep, with the running
+/// items (as many as are held, through `work_items_lease`) moved from the state they were
+/// claimed from, under which the counters keep them, to `running`.
 pub(crate) fn counts(conn: &mut Connection) -> StoreResult<Counts> {
     let mut stmt = conn.prepare_cached(
-        "SELECT lane, kind, state, n FROM work_counts WHERE n <> 0 ORDER BY lane, kind, state",
+        "WITH running AS (SELECT lane, kind, coalesce(claimed_from, 'available') AS claimed_from, \
+                 count(*) AS n FROM work_items \
+             WHERE state = 'running' GROUP BY 1, 2, 3) \
+         SELECT lane, kind, state, sum(n) FROM ( \
+             SELECT lane, kind, state, n FROM work_counts \
+             UNION ALL SELECT lane, kind, claimed_from, -n FROM running \
+             UNION ALL SELECT lane, kind, 'running', n FROM running) \
+         GROUP BY lane, kind, state HAVING sum(n) <> 0 ORDER BY lane, kind, state",
     )?;
     let rows = stmt.query_map([], |r| {
         Ok((
@@ -147,7 +156,10 @@ pub(crate) fn ages(
 pub(crate) fn attempts(conn: &mut Connection, id: ItemId) -> StoreResult<Vec<AttemptRecord>> {
     let mut stmt = conn.prepare_cached(
         "SELECT attempt, fence, holder, claimed_at, finished_at, outcome, error \
-         FROM work_attempts WHERE item_id = ?1 ORDER BY fence",
+         FROM work_attempts WHERE item_id = ?1 \
+         UNION ALL SELECT attempt, fence, lease_owner, claimed_at, updated_at, 'completed', NULL \
+         FROM work_items WHERE id = ?1 AND state = 'completed' AND fence > 0 \
+         ORDER BY 2",
     )?;
     let rows = stmt.query_map([id], |r| {
         Ok(AttemptRecord {

@@ -3,6 +3,7 @@
 
 use rusqlite::{Connection, params};
 
+use super::moves::count;
 use super::write;
 use crate::store::StoreResult;
 use crate::time::Timestamp;
@@ -20,10 +21,22 @@ pub(crate) fn purge_completed(
         &format!("DELETE FROM work_effects WHERE item_id IN ({picked})"),
         args,
     )?;
-    let changed = tx.execute(
-        &format!("DELETE FROM work_items WHERE id IN ({picked})"),
+    tx.execute(
+        &format!("DELETE FROM work_attempts WHERE item_id IN ({picked})"),
         args,
     )?;
+    let gone: Vec<(String, String)> = tx
+        .prepare(&format!(
+            "DELETE FROM work_items WHERE id IN ({picked}) RETURNING lane, kind"
+        ))?
+        .query_map(args, |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    count(
+        &tx,
+        gone.iter()
+            .map(|(lane, kind)| (lane.as_str(), kind.as_str(), Some("completed"), None)),
+    )?;
+    let changed = gone.len();
     tx.commit()?;
     Ok(changed as u64)
 }
