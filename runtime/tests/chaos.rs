@@ -240,6 +240,8 @@ async fn chaos(url: &str) -> Vec<scaffold_runtime::ItemRecord> {
         .filter(|i| i.state != ItemState::Completed)
         .collect();
     assert!(not_done.is_empty(), "items not completed: {not_done:?}");
+    // What `status` and the dashboard read equals what is there after the kills.
+    scaffold_runtime::testing::conformance::counters_agree(&store).await;
 
     let fences: std::collections::HashMap<i64, i64> = all.iter().map(|i| (i.id, i.fence)).collect();
     let log = log.lock().expect("the log");

@@ -339,6 +339,9 @@ async fn chaos(url: &str) {
             stale_accepted += 1;
         }
     }
+    // What `status` and the dashboard read equals what is there after the stops, cancels,
+    // discards and purges.
+    scaffold_runtime::testing::conformance::counters_agree(&store).await;
     let log = log.lock().expect("the log");
     let mut fence_of: BTreeMap<i64, i64> = BTreeMap::new();
     for &(id, fence) in &log.completed {

@@ -55,7 +55,11 @@ static KINDS: &[&[scaffold_runtime::WorkKindSpec]] = &[&[scaffold_runtime::WorkK
     ..scaffold_runtime::WorkKindSpec::DEFAULT
 }]];
 
-struct Slow(std::sync::Arc<tokio::sync::Notify>);
+/// Runs an item at once, or (`{"hang": true}`) says it started and waits to be released.
+struct Slow(
+    std::sync::Arc<tokio::sync::Notify>,
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+);
 
 impl scaffold_runtime::WorkHandler for Slow {
     type Payload = serde_json::Value;
@@ -67,6 +71,7 @@ impl scaffold_runtime::WorkHandler for Slow {
         item: &scaffold_runtime::Item<serde_json::Value>,
     ) -> Result<(), scaffold_runtime::WorkError> {
         if item.payload["hang"] == true {
+            self.1.store(true, std::sync::atomic::Ordering::SeqCst);
             self.0.notified().await;
         }
         Ok(())
@@ -88,8 +93,12 @@ async fn metrics_show_kinds_outbox_durations_and_health_follows_the_loop() {
         .await
         .expect("outbox row");
     let release = std::sync::Arc::new(tokio::sync::Notify::new());
+    let hanging = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let lp = scaffold_runtime::WorkLoop::builder(c.store.clone(), KINDS)
-        .handler(Slow(std::sync::Arc::clone(&release)))
+        .handler(Slow(
+            std::sync::Arc::clone(&release),
+            std::sync::Arc::clone(&hanging),
+        ))
         .relay_outbox(false)
         .poll_interval(Duration::from_millis(5))
         .drain_timeout(Duration::from_secs(30))
@@ -145,12 +154,9 @@ async fn metrics_show_kinds_outbox_durations_and_health_follows_the_loop() {
         .enqueue(NewItem::new("SLOW", serde_json::json!({"hang": true})))
         .await
         .expect("enqueue");
-    while lp
-        .counters()
-        .claimed
-        .load(std::sync::atomic::Ordering::SeqCst)
-        < 2
-    {
+    // Its handler running, not only claimed: an item claimed but not started is released
+    // at once by the drain, which then ends before this test could see it draining.
+    while !hanging.load(std::sync::atomic::Ordering::SeqCst) {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     stop_tx.send(()).expect("stop");

@@ -227,8 +227,28 @@ pub async fn attempts_are_recorded<F: Fn() -> Fut, Fut: Future<Output = TestBack
         ),
         ("dead", Some("w4"))
     );
+    // Retried by an operator, released by one, then claimed and completed: every ended
+    // attempt is kept, in order, whatever the item went through between them.
+    ok(b.store.retry(other).await, "retry the cancelled item");
+    ok(b.store.claim_as("w5", "default", 1, LEASE).await, "claim");
+    ok(b.store.release_worker("w5").await, "release w5's items");
+    let c6 = ok(b.store.claim_as("w6", "default", 1, LEASE).await, "claim").remove(0);
+    ok(b.store.complete(&c6.held()).await, "complete");
+    let history: Vec<(String, Option<String>)> = ok(b.store.attempts(other).await, "attempts")
+        .into_iter()
+        .map(|a| (a.outcome, a.holder))
+        .collect();
+    assert_eq!(
+        history,
+        [
+            ("dead".to_owned(), Some("w4".to_owned())),
+            ("released".to_owned(), Some("w5".to_owned())),
+            ("completed".to_owned(), Some("w6".to_owned())),
+        ]
+    );
     // Purged with the item.
     b.clock.advance(Duration::from_secs(1));
     ok(b.store.purge_completed(Duration::ZERO, 100).await, "purge");
     assert!(ok(b.store.attempts(id).await, "attempts after purge").is_empty());
+    assert!(ok(b.store.attempts(other).await, "attempts after purge").is_empty());
 }

@@ -133,6 +133,43 @@ pub async fn complete_repeated_with_same_fence_succeeds<
         matches!(batch[1], Err(StoreError::StaleLease { .. })),
         "each row checks its own fence"
     );
+    // The same with the claims' origins (a loop's batch, which PostgreSQL counts from them):
+    // one fresh completion, one repeated, one stale, from two lanes; every row is answered
+    // for itself and the counters still equal the items (checked as the case ends).
+    let a = b.enqueue(new("A")).await;
+    let other = b.enqueue(new("A").lane("bulk")).await;
+    let ca = ok(b.store.claim("default", 1, LEASE).await, "claim").remove(0);
+    let co = ok(b.store.claim("bulk", 1, LEASE).await, "claim").remove(0);
+    assert_eq!((ca.item.id, co.item.id), (a, other));
+    let batch = ok(
+        b.store
+            .finish_many(vec![
+                Finish::of(&ca.held(), Outcome::Complete).with_origin(ca.origin()),
+                Finish::of(&c.held(), Outcome::Complete).with_origin(ca.origin()),
+                Finish::of(
+                    &Held::new(other, co.fence + 1, "anonymous"),
+                    Outcome::Complete,
+                )
+                .with_origin(co.origin()),
+            ])
+            .await,
+        "batch with origins",
+    );
+    assert!(batch[0].is_ok() && batch[1].is_ok(), "{batch:?}");
+    assert!(
+        matches!(batch[2], Err(StoreError::StaleLease { .. })),
+        "a stale member of a counted batch is refused alone: {batch:?}"
+    );
+    let all_good = ok(
+        b.store
+            .finish_many(vec![
+                Finish::of(&co.held(), Outcome::Complete).with_origin(co.origin()),
+            ])
+            .await,
+        "batch",
+    );
+    assert!(all_good[0].is_ok());
+    assert_eq!(get(&b.store, other).await.state, ItemState::Completed);
 }
 
 pub async fn sweeper_returns_expired_leases<F: Fn() -> Fut, Fut: Future<Output = TestBackend>>(
