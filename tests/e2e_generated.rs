@@ -29,6 +29,10 @@ fn cargo(dir: &Path, args: &[&str]) {
         .args(args)
         .current_dir(dir)
         .env("CARGO_TARGET_DIR", target_dir())
+        // No debug info and no incremental state: the generated workspace's test binaries
+        // took 11 GB with them, and CI once ran out of disk in this test.
+        .env("CARGO_PROFILE_DEV_DEBUG", "0")
+        .env("CARGO_INCREMENTAL", "0")
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_MANIFEST_DIR")
         .output()
