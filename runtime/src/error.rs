@@ -92,6 +92,12 @@ pub enum StoreError {
         needs: &'static str,
         backend: &'static str,
     },
+    /// An artifact an item or a completion names is not stored under the account.
+    #[error("artifact {sha256} is not stored for account `{account}`; store it first")]
+    ArtifactMissing { account: String, sha256: String },
+    /// An item asked of a path that cannot carry it (inputs through the outbox).
+    #[error("{0}")]
+    Unsupported(String),
 }
 
 #[cfg(feature = "postgres")]

@@ -134,6 +134,32 @@ pub struct NewItem {
     pub priority: i32,
     /// Attempts before the item is dead.
     pub max_attempts: i32,
+    /// The account the item belongs to: a remote worker claims only its own account's items
+    /// (`default` unless set).
+    #[serde(default = "default_account")]
+    pub account: String,
+    /// Artifacts the item's handler reads, already stored under its account
+    /// ([`crate::Store::put_artifact`]): a remote worker downloads and checks each before its
+    /// handler runs.
+    #[serde(default)]
+    pub inputs: Vec<ArtifactRef>,
+}
+
+/// The account an item belongs to unless its producer names another.
+pub const DEFAULT_ACCOUNT: &str = "default";
+
+fn default_account() -> String {
+    DEFAULT_ACCOUNT.to_owned()
+}
+
+/// A named artifact of an item: an input attached at enqueue, or an output recorded with a
+/// completion.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArtifactRef {
+    pub name: String,
+    /// Lower-case hex SHA-256 of the bytes.
+    pub sha256: String,
+    pub size: u64,
 }
 
 impl NewItem {
@@ -147,7 +173,23 @@ impl NewItem {
             run_at: None,
             priority: 0,
             max_attempts: DEFAULT_MAX_ATTEMPTS,
+            account: default_account(),
+            inputs: Vec::new(),
         }
+    }
+
+    /// Puts the item in `account`.
+    #[must_use]
+    pub fn account(mut self, account: impl Into<String>) -> Self {
+        self.account = account.into();
+        self
+    }
+
+    /// Attaches `input`, an artifact already stored under the item's account.
+    #[must_use]
+    pub fn input(mut self, input: ArtifactRef) -> Self {
+        self.inputs.push(input);
+        self
     }
 
     /// Puts the item on `lane`.
@@ -212,6 +254,8 @@ pub struct ItemRecord {
     pub updated_at: Timestamp,
     /// When the current (or last) attempt was claimed.
     pub claimed_at: Option<Timestamp>,
+    /// The account it belongs to.
+    pub account: String,
 }
 
 /// A claimed item and the fence its holder must present.
@@ -395,6 +439,10 @@ pub struct Finish {
     /// count a batch of completions from what the loop already knows instead of reading it
     /// back (PostgreSQL; a finish without it is counted from the rows).
     pub origin: Option<ClaimOrigin>,
+    /// Whether a completion repeated with the same fence is a success (the default) or
+    /// refused as stale like any other write the lease no longer covers: the coordinator
+    /// refuses it, then tells a repeat from another body by the attempt on record.
+    pub repeat_is_success: bool,
 }
 
 /// An item's lane and kind and the state its claim took it from.
@@ -414,7 +462,16 @@ impl Finish {
             owner: held.owner.clone(),
             outcome,
             origin: None,
+            repeat_is_success: true,
         }
+    }
+
+    /// This finish, refused as stale when it repeats a completion (see
+    /// [`Finish::repeat_is_success`]).
+    #[must_use]
+    pub fn strict(mut self) -> Self {
+        self.repeat_is_success = false;
+        self
     }
 
     /// This finish, with the origin of its claim ([`Claimed::origin`]).
@@ -481,6 +538,9 @@ pub enum WorkerState {
     Online,
     Draining,
     Offline,
+    /// A remote worker whose protocol version is outside the coordinator's range: it stops
+    /// claiming, lets what it holds end and exits until it is upgraded.
+    UpgradeRequired,
 }
 
 impl WorkerState {
@@ -491,6 +551,7 @@ impl WorkerState {
             WorkerState::Online => "ONLINE",
             WorkerState::Draining => "DRAINING",
             WorkerState::Offline => "OFFLINE",
+            WorkerState::UpgradeRequired => "UPGRADE_REQUIRED",
         }
     }
 
@@ -501,6 +562,7 @@ impl WorkerState {
             WorkerState::Online,
             WorkerState::Draining,
             WorkerState::Offline,
+            WorkerState::UpgradeRequired,
         ]
         .into_iter()
         .find(|w| w.as_str() == s)

@@ -35,6 +35,8 @@ pub use tokio_postgres;
 
 pub mod bench;
 pub mod context;
+#[cfg(feature = "coordinator")]
+pub mod coordinator;
 pub mod error;
 pub mod handler;
 pub mod item;
@@ -52,9 +54,9 @@ pub use context::{Effect, WorkContext};
 pub use error::{BuildError, StoreError, WorkError};
 pub use handler::WorkHandler;
 pub use item::{
-    AttemptRecord, ClaimOrigin, Claimed, DEFAULT_LANE, EffectRecord, EffectStart, Enqueued, Fence,
-    Finish, Held, Item, ItemId, ItemRecord, ItemState, LaneStats, ListFilter, NewItem, OutboxStats,
-    Outcome, StateStats, WorkerRecord, WorkerState,
+    ArtifactRef, AttemptRecord, ClaimOrigin, Claimed, DEFAULT_ACCOUNT, DEFAULT_LANE, EffectRecord,
+    EffectStart, Enqueued, Fence, Finish, Held, Item, ItemId, ItemRecord, ItemState, LaneStats,
+    ListFilter, NewItem, OutboxStats, Outcome, StateStats, WorkerRecord, WorkerState,
 };
 pub use outbox::{Relay, Tx};
 pub use resources::{Needs, ResourceError, Resources};

@@ -61,6 +61,13 @@ impl<'a> Tx<'a> {
 
     /// Inserts an outbox row for `item`; returns the id its item will have.
     pub(crate) fn enqueue(&mut self, item: NewItem) -> Result<ItemId, StoreError> {
+        if !item.inputs.is_empty() {
+            // An outbox row carries no artifacts; the relay would drop them.
+            return Err(StoreError::Unsupported(
+                "an item with inputs is enqueued with Store::enqueue, not through the outbox"
+                    .to_owned(),
+            ));
+        }
         self.sink.insert(&item, self.now)
     }
 }

@@ -1,6 +1,6 @@
 //! A version-2 queue, populated the way a running v2 deployment leaves it (items in every
 //! state, one of them held, effects, outbox rows pending and relayed, a worker), migrated in
-//! place to version 3 on SQLite and on PostgreSQL: nothing is lost, the counters equal the
+//! place to the current version on SQLite and on PostgreSQL: nothing is lost, the counters equal the
 //! items, the held item's holder can still finish it, and its attempt is recorded.
 
 // The SQLite and PostgreSQL backends: left out of a build without them.
@@ -165,7 +165,7 @@ fn expected() -> Snapshot {
 /// finishing it, the next ids, and a second migrate changing nothing.
 async fn check_migrated(store: &Store) {
     assert_eq!(store.migrate().await.expect("migrate"), SCHEMA_VERSION);
-    assert_eq!(SCHEMA_VERSION, 3);
+    assert_eq!(SCHEMA_VERSION, 4);
     assert_eq!(snapshot(store).await, expected(), "nothing lost");
     let running = store.get(2).await.expect("get").expect("item 2");
     assert_eq!(running.checkpoint, Some(serde_json::json!({ "step": 3 })));

@@ -33,6 +33,8 @@ pub struct ClaimRequest {
     pub lease_until: Timestamp,
     /// Only items of these kinds (a remote worker's enrolled kinds); every kind when `None`.
     pub kinds: Option<Vec<String>>,
+    /// Only items of this account (a remote worker's); every account when `None`.
+    pub account: Option<String>,
 }
 
 /// Items per (lane, kind, state), from the counters every transition keeps: what `stats`,
@@ -148,7 +150,8 @@ pub trait Backend: Send + Sync + fmt::Debug {
     /// Inserts or replaces a worker row.
     fn put_worker(&self, worker: WorkerRecord) -> BoxFuture<'_, StoreResult<()>>;
     /// A loop's presence: inserts the row when missing, else updates its lanes, lease and
-    /// `last_seen_at` and makes it ONLINE, but never overwrites an operator's DRAINING.
+    /// `last_seen_at` and makes it ONLINE, but never overwrites an operator's DRAINING (nor a
+    /// remote worker's UPGRADE_REQUIRED).
     /// Returns the state the row has after the call (DRAINING: the loop is to drain).
     fn touch_worker(&self, worker: WorkerRecord) -> BoxFuture<'_, StoreResult<WorkerState>>;
     /// An operator's drain: marks worker `id` DRAINING unless it is OFFLINE; returns
@@ -191,6 +194,11 @@ pub trait Backend: Send + Sync + fmt::Debug {
     /// driven there, so handlers that never yield cannot starve a heartbeat); `None`: this
     /// one serves it (nothing of it is tied to a runtime).
     fn lease_backend(&self) -> Option<Arc<dyn Backend>> {
+        None
+    }
+    /// The coordinator's tables, where this backend owns a database (memory, SQLite,
+    /// PostgreSQL); `None` for one that does not (a remote worker's).
+    fn coordinator(&self) -> Option<&dyn super::coordinator::CoordinatorStore> {
         None
     }
     /// Resolves when items may have become claimable on `lane`, or after `max` at the

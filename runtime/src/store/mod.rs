@@ -13,6 +13,7 @@
 //! own clock runs ahead does not sweep leases another host still holds.
 
 mod backend;
+pub mod coordinator;
 pub mod memory;
 #[cfg(feature = "postgres")]
 pub mod postgres;
@@ -43,7 +44,7 @@ use crate::time::{Clock, MonotonicClock, SystemClock, Timestamp};
 const CLOCK_RESYNC: Duration = Duration::from_secs(30);
 
 /// The schema version this runtime writes; every backend's migrations end at it.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// Result of store operations.
 pub type StoreResult<T> = Result<T, StoreError>;
@@ -223,6 +224,38 @@ impl Store {
         Ok(self.id.get_or_init(|| id).clone())
     }
 
+    /// The coordinator's tables of this store's database (enrollments, devices, sessions,
+    /// artifacts); [`StoreError::Unsupported`] on a store that owns no database.
+    pub fn coordinator(&self) -> StoreResult<&dyn coordinator::CoordinatorStore> {
+        self.backend.coordinator().ok_or_else(|| {
+            StoreError::Unsupported(format!(
+                "the {} store keeps no coordinator tables",
+                self.backend.name()
+            ))
+        })
+    }
+
+    /// Stores `bytes` as an artifact of `account` and returns its reference (SHA-256 hex and
+    /// size), for [`NewItem::input`](crate::NewItem::input).
+    #[cfg(feature = "coordinator")]
+    pub async fn put_artifact(
+        &self,
+        account: &str,
+        name: &str,
+        bytes: Vec<u8>,
+    ) -> StoreResult<crate::item::ArtifactRef> {
+        let sha256 = crate::coordinator::tokens::sha256_hex(&bytes);
+        let size = bytes.len() as u64;
+        self.coordinator()?
+            .put_artifact(account.to_owned(), sha256.clone(), bytes, self.now())
+            .await?;
+        Ok(crate::item::ArtifactRef {
+            name: name.to_owned(),
+            sha256,
+            size,
+        })
+    }
+
     /// The backend's name.
     pub fn backend_name(&self) -> &'static str {
         self.backend.name()
@@ -317,6 +350,19 @@ impl Store {
         n: usize,
         lease: Duration,
     ) -> StoreResult<Vec<Claimed>> {
+        self.claim_for(owner, lane, None, kinds, n, lease).await
+    }
+
+    /// [`Store::claim_kinds`], of `account`'s items only when given (a remote worker's).
+    pub async fn claim_for(
+        &self,
+        owner: &str,
+        lane: &str,
+        account: Option<&str>,
+        kinds: Option<&[String]>,
+        n: usize,
+        lease: Duration,
+    ) -> StoreResult<Vec<Claimed>> {
         let now = self.now();
         let req = ClaimRequest {
             lane: lane.to_owned(),
@@ -324,6 +370,7 @@ impl Store {
             owner: owner.to_owned(),
             lease_until: now.plus(lease),
             kinds: kinds.map(<[String]>::to_vec),
+            account: account.map(str::to_owned),
         };
         self.backend.claim(req, now).await
     }

@@ -10,7 +10,7 @@ use crate::time::Timestamp;
 /// The `work_items` columns a row is decoded from, in the order both backends decode them.
 pub(crate) const COLS: &str = "id, kind, lane, payload, state, priority, attempt, max_attempts, run_at, \
     lease_owner, lease_expires_at, fence, dedupe_key, checkpoint, last_error, parked_on, \
-    created_at, updated_at, claimed_at";
+    created_at, updated_at, claimed_at, account";
 
 /// The states an item is live in (not completed, dead or cancelled).
 pub(crate) const LIVE: &str = "('available', 'running', 'failed', 'parked')";

@@ -4,6 +4,7 @@
 //! The backend and the queue's own operations are here; the state they share (and its
 //! transitions) is in `state`, an operator's actions on items in `operator`.
 
+mod coordinator;
 mod operator;
 mod state;
 
@@ -63,6 +64,10 @@ impl MemoryBackend {
 }
 
 impl Backend for MemoryBackend {
+    fn coordinator(&self) -> Option<&dyn crate::store::coordinator::CoordinatorStore> {
+        Some(self)
+    }
+
     fn name(&self) -> &'static str {
         "memory"
     }
@@ -81,13 +86,21 @@ impl Backend for MemoryBackend {
         now: Timestamp,
     ) -> BoxFuture<'_, StoreResult<Vec<Enqueued>>> {
         let mut st = self.lock();
+        // Inputs are checked before anything is inserted: the batch is all or nothing.
+        if let Err(e) = items.iter().try_for_each(|i| st.remote.check_inputs(i)) {
+            drop(st);
+            return self.ready(Err(e));
+        }
         let out = items
             .iter()
             .map(|item| {
                 let id = st.next_id;
                 st.next_id += 1;
                 match st.insert(id, item, now) {
-                    Ok(id) => Ok(Enqueued::new(id)),
+                    Ok(id) => {
+                        st.remote.attach_inputs(id, item);
+                        Ok(Enqueued::new(id))
+                    }
                     Err(NotInserted::Duplicate(existing)) => Ok(Enqueued::duplicate_of(existing)),
                     Err(NotInserted::IdTaken) => Err(StoreError::Task(format!(
                         "fresh id {id} is taken by a row this runtime did not write"
@@ -112,6 +125,7 @@ impl Backend for MemoryBackend {
                     )
                     && r.run_at <= now
                     && req.kinds.as_ref().is_none_or(|k| k.contains(&r.kind))
+                    && req.account.as_ref().is_none_or(|a| *a == r.account)
             })
             .map(|r| (-r.priority, r.run_at, r.id))
             .collect();
@@ -585,7 +599,10 @@ impl Backend for MemoryBackend {
                 w.lanes = worker.lanes;
                 w.lease_ms = worker.lease_ms;
                 w.last_seen_at = worker.last_seen_at;
-                if w.state != WorkerState::Draining {
+                if !matches!(
+                    w.state,
+                    WorkerState::Draining | WorkerState::UpgradeRequired
+                ) {
                     w.state = worker.state;
                 }
                 w.state

@@ -58,6 +58,8 @@ pub(super) struct State {
     pub(super) next_id: ItemId,
     /// The store's id, minted with it.
     pub(super) store_id: String,
+    /// The coordinator's tables.
+    pub(super) remote: super::coordinator::RemoteState,
 }
 
 /// Why [`State::insert`] inserted nothing.
@@ -115,6 +117,7 @@ impl State {
                 created_at: now,
                 updated_at: now,
                 claimed_at: None,
+                account: item.account.clone(),
             },
         );
         self.next_id = self.next_id.max(id + 1);
@@ -185,6 +188,7 @@ impl State {
 
     pub(super) fn finish(&mut self, f: &Finish, now: Timestamp) -> StoreResult<()> {
         if matches!(f.outcome, Outcome::Complete)
+            && f.repeat_is_success
             && let Some(r) = self.items.get(&f.id)
             && r.state == ItemState::Completed
             && r.fence == f.fence
@@ -235,6 +239,7 @@ impl State {
         for id in gone {
             self.items.remove(id);
             self.attempts.remove(id);
+            self.remote.item_artifacts.remove(id);
         }
         self.effects.retain(|(item, _), _| !gone.contains(item));
     }

@@ -35,6 +35,7 @@
 //!   hands it the server's clock ([`crate::DatabaseClock`]), measured by
 //!   [`PostgresBackend::sync_clock`].
 
+mod coordinator;
 mod listen;
 mod ops;
 mod schema;
@@ -418,6 +419,10 @@ impl PostgresBackend {
 }
 
 impl Backend for PostgresBackend {
+    fn coordinator(&self) -> Option<&dyn crate::store::coordinator::CoordinatorStore> {
+        Some(self)
+    }
+
     fn name(&self) -> &'static str {
         "postgres"
     }

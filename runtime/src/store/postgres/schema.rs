@@ -19,6 +19,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
         3,
         include_str!("../../../migrations/postgres/0003_attempts_counts_meta.sql"),
     ),
+    (
+        4,
+        include_str!("../../../migrations/postgres/0004_remote_workers.sql"),
+    ),
 ];
 
 /// The schema version this runtime writes.

@@ -4,6 +4,7 @@
 //! Many processes may share one file: SQLite serialises their writers, and every fenced
 //! update re-checks fence, state and lease in its `WHERE` clause.
 
+mod coordinator;
 mod ops;
 mod schema;
 
@@ -70,6 +71,10 @@ impl SqliteBackend {
 }
 
 impl Backend for SqliteBackend {
+    fn coordinator(&self) -> Option<&dyn crate::store::coordinator::CoordinatorStore> {
+        Some(self)
+    }
+
     fn name(&self) -> &'static str {
         "sqlite"
     }

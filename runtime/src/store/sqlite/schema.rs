@@ -22,6 +22,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
         3,
         include_str!("../../../migrations/sqlite/0003_attempts_counts_meta.sql"),
     ),
+    (
+        4,
+        include_str!("../../../migrations/sqlite/0004_remote_workers.sql"),
+    ),
 ];
 
 /// The schema version this runtime writes.

@@ -127,6 +127,8 @@ pub(crate) async fn discard(db: &PostgresBackend, id: ItemId) -> StoreResult<()>
         .await?;
     tx.execute("DELETE FROM work_attempts WHERE item_id = $1", &[&id])
         .await?;
+    tx.execute("DELETE FROM item_artifacts WHERE item_id = $1", &[&id])
+        .await?;
     tx.commit().await?;
     Ok(())
 }

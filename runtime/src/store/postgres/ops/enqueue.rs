@@ -36,15 +36,18 @@ pub(super) async fn insert_items(
         .map(|i| i.run_at.unwrap_or(now).as_millis())
         .collect();
     let keys: Vec<Option<&str>> = items.iter().map(|i| i.dedupe_key.as_deref()).collect();
+    let accounts: Vec<&str> = items.iter().map(|i| i.account.as_str()).collect();
     let stmt = tx
         .prepare_cached(&format!(
             "WITH ins AS (INSERT INTO work_items (id, kind, lane, payload, state, priority, \
-                 attempt, max_attempts, run_at, fence, dedupe_key, created_at, updated_at) \
+                 attempt, max_attempts, run_at, fence, dedupe_key, created_at, updated_at, \
+                 account) \
              SELECT t.id, t.kind, t.lane, t.payload, 'available', t.priority, 0, \
-                 t.max_attempts, t.run_at, 0, t.dedupe_key, $9, $9 \
+                 t.max_attempts, t.run_at, 0, t.dedupe_key, $9, $9, t.account \
              FROM unnest($1::int8[], $2::text[], $3::text[], $4::jsonb[], $5::int4[], \
-                 $6::int4[], $7::int8[], $8::text[]) \
-                 AS t(id, kind, lane, payload, priority, max_attempts, run_at, dedupe_key) \
+                 $6::int4[], $7::int8[], $8::text[], $10::text[]) \
+                 AS t(id, kind, lane, payload, priority, max_attempts, run_at, dedupe_key, \
+                     account) \
              ORDER BY t.id \
              ON CONFLICT DO NOTHING RETURNING id, lane, kind), \
              {} SELECT id FROM ins",
@@ -64,6 +67,7 @@ pub(super) async fn insert_items(
                 &run_ats,
                 &keys,
                 &now.as_millis(),
+                &accounts,
             ],
         )
         .await?;
@@ -112,6 +116,7 @@ pub(crate) async fn enqueue_many(
         let mut missing: Vec<&NewItem> = Vec::new();
         for (slot, id) in pending.iter().zip(&ids) {
             if inserted.contains(id) {
+                attach_inputs(&tx, *id, &items[*slot]).await?;
                 out[*slot] = Some(Enqueued::new(*id));
             } else if items[*slot].dedupe_key.is_some() {
                 missing.push(&items[*slot]);
@@ -184,4 +189,27 @@ pub(super) async fn live_ids_for_keys(
     rows.iter()
         .map(|r| Ok(((r.try_get(0)?, r.try_get(1)?), r.try_get(2)?)))
         .collect()
+}
+
+/// Attaches `item`'s inputs to item `id`, each refused unless stored under its account.
+async fn attach_inputs(tx: &Transaction<'_>, id: ItemId, item: &NewItem) -> StoreResult<()> {
+    for input in &item.inputs {
+        let inserted = tx
+            .execute(
+                "INSERT INTO item_artifacts (item_id, fence, role, name, sha256, size) \
+                 SELECT $1, 0, 'input', $2, sha256, size FROM artifacts \
+                 WHERE account = $3 AND sha256 = $4 \
+                 ON CONFLICT (item_id, role, fence, name) \
+                 DO UPDATE SET sha256 = excluded.sha256, size = excluded.size",
+                &[&id, &input.name, &item.account, &input.sha256],
+            )
+            .await?;
+        if inserted == 0 {
+            return Err(StoreError::ArtifactMissing {
+                account: item.account.clone(),
+                sha256: input.sha256.clone(),
+            });
+        }
+    }
+    Ok(())
 }

@@ -102,7 +102,7 @@ async fn finish_one(tx: &Transaction<'_>, f: &Finish, now: Timestamp) -> StoreRe
     if changed == 1 {
         return Ok(());
     }
-    if matches!(f.outcome, Outcome::Complete) {
+    if matches!(f.outcome, Outcome::Complete) && f.repeat_is_success {
         // Completion repeated with the same fence is success.
         let stmt = tx
             .prepare_cached(

@@ -38,6 +38,7 @@ pub(crate) async fn claim(
              WHERE w.id = ANY(ARRAY(SELECT id FROM work_items \
                  WHERE lane = $4 AND state IN ('available', 'failed', 'parked') AND run_at <= $3 \
                  AND ($6::text[] IS NULL OR kind = ANY($6)) \
+                 AND ($7::text IS NULL OR account = $7) \
                  ORDER BY priority DESC, run_at, id LIMIT $5 \
                  FOR UPDATE SKIP LOCKED)) \
              RETURNING {}, w.claimed_from",
@@ -57,6 +58,7 @@ pub(crate) async fn claim(
                 &req.lane,
                 &limit_of(req.n),
                 &req.kinds,
+                &req.account,
             ],
         )
         .await?;
@@ -77,7 +79,7 @@ pub(crate) async fn claim(
 }
 
 /// Where a claim's `claimed_from` comes, after the item's columns.
-const CLAIMED_FROM: usize = 19;
+const CLAIMED_FROM: usize = 20;
 
 /// The statement that renews `held`'s lease: `$5` = the new end; returns it, or no row.
 pub(super) const RENEW: &str = "UPDATE work_items SET lease_expires_at = $5, updated_at = $4 \

@@ -37,7 +37,7 @@ use crate::time::Timestamp;
 
 /// The guard every fenced update carries: $1 = id, $2 = fence, $3 = owner, $4 = now. The
 /// owner as well as the fence: fences are guessable, a lease's holder is not.
-const HELD: &str =
+pub(super) const HELD: &str =
     "id = $1 AND fence = $2 AND lease_owner = $3 AND state = 'running' AND lease_expires_at > $4";
 
 /// The columns of an ended attempt in `work_attempts`.
@@ -131,6 +131,7 @@ fn record(row: &Row) -> StoreResult<ItemRecord> {
         claimed_at: row
             .try_get::<_, Option<i64>>(18)?
             .map(Timestamp::from_millis),
+        account: row.try_get(19)?,
     })
 }
 

@@ -89,7 +89,8 @@ pub(crate) async fn insert_outbox_in(
 fn insert_outbox_sql(table: &str) -> String {
     format!(
         "INSERT INTO {table} (kind, lane, payload, dedupe_key, run_at, priority, \
-             max_attempts, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id"
+             max_attempts, created_at, account) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+             RETURNING id"
     )
 }
 
@@ -115,6 +116,7 @@ where
                 &item.priority,
                 &item.max_attempts,
                 &now.as_millis(),
+                &item.account,
             ],
         )
         .await?;
@@ -131,7 +133,7 @@ pub(crate) async fn relay_outbox(
     lock(&tx, db.keys.relay).await?;
     let stmt = tx
         .prepare_cached(
-            "SELECT id, kind, lane, payload, dedupe_key, run_at, priority, max_attempts \
+            "SELECT id, kind, lane, payload, dedupe_key, run_at, priority, max_attempts, account \
              FROM outbox WHERE relayed_at IS NULL AND relay_error IS NULL \
              ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED",
         )
@@ -152,6 +154,8 @@ pub(crate) async fn relay_outbox(
             run_at: r.try_get::<_, Option<i64>>(5)?.map(Timestamp::from_millis),
             priority: r.try_get(6)?,
             max_attempts: r.try_get(7)?,
+            account: r.try_get(8)?,
+            inputs: Vec::new(),
         });
     }
     let refs: Vec<&NewItem> = items.iter().collect();

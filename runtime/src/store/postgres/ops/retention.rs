@@ -24,6 +24,7 @@ pub(crate) async fn purge_completed(
                  ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED)) RETURNING id, lane, kind), \
              fx AS (DELETE FROM work_effects WHERE item_id = ANY(ARRAY(SELECT id FROM gone))), \
              att AS (DELETE FROM work_attempts WHERE item_id = ANY(ARRAY(SELECT id FROM gone))), \
+             arts AS (DELETE FROM item_artifacts WHERE item_id = ANY(ARRAY(SELECT id FROM gone))), \
              {} \
              SELECT count(*) FROM gone",
             counted("SELECT lane, kind, 'completed' AS old_state, NULL AS new_state FROM gone")

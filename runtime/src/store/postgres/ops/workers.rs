@@ -45,7 +45,7 @@ pub(crate) async fn touch_worker(
              VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO UPDATE SET \
              lanes = excluded.lanes, last_seen_at = excluded.last_seen_at, \
              lease_ms = excluded.lease_ms, \
-             state = CASE WHEN o.state = 'DRAINING' THEN 'DRAINING' ELSE excluded.state END \
+             state = CASE WHEN o.state IN ('DRAINING', 'UPGRADE_REQUIRED') THEN o.state ELSE excluded.state END \
              RETURNING state",
         )
         .await?;

@@ -107,6 +107,7 @@ pub(crate) fn discard(conn: &mut Connection, id: ItemId) -> StoreResult<()> {
     changed_or_wrong_state(&tx, id, changed, "dead")?;
     tx.execute("DELETE FROM work_effects WHERE item_id = ?1", [id])?;
     tx.execute("DELETE FROM work_attempts WHERE item_id = ?1", [id])?;
+    tx.execute("DELETE FROM item_artifacts WHERE item_id = ?1", [id])?;
     tx.commit()?;
     Ok(())
 }

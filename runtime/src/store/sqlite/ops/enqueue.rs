@@ -54,8 +54,8 @@ pub(super) fn insert_item(
 ) -> rusqlite::Result<bool> {
     let mut stmt = conn.prepare_cached(
         "INSERT OR IGNORE INTO work_items (id, kind, lane, payload, state, priority, attempt, \
-             max_attempts, run_at, fence, dedupe_key, created_at, updated_at) \
-         VALUES (?1, ?2, ?3, ?4, 'available', ?5, 0, ?6, ?7, 0, ?8, ?9, ?9)",
+             max_attempts, run_at, fence, dedupe_key, created_at, updated_at, account) \
+         VALUES (?1, ?2, ?3, ?4, 'available', ?5, 0, ?6, ?7, 0, ?8, ?9, ?9, ?10)",
     )?;
     let changed = stmt.execute(params![
         id,
@@ -67,6 +67,7 @@ pub(super) fn insert_item(
         item.run_at.unwrap_or(now).as_millis(),
         item.dedupe_key,
         now.as_millis(),
+        item.account,
     ])?;
     Ok(changed == 1)
 }
@@ -84,6 +85,7 @@ pub(crate) fn enqueue_many(
     for (id, item) in (first..).zip(items) {
         let payload = serde_json::to_string(&item.payload)?;
         if insert_item(&tx, id, item, &payload, now)? {
+            attach_inputs(&tx, id, item)?;
             inserted.push((
                 item.lane.as_str(),
                 item.kind.as_str(),
@@ -103,4 +105,26 @@ pub(crate) fn enqueue_many(
     super::moves::count(&tx, inserted)?;
     tx.commit()?;
     Ok(out)
+}
+
+/// Attaches `item`'s inputs to item `id`, each refused unless stored under its account.
+fn attach_inputs(conn: &Connection, id: ItemId, item: &NewItem) -> StoreResult<()> {
+    for input in &item.inputs {
+        let size: Option<i64> = conn
+            .prepare_cached("SELECT size FROM artifacts WHERE account = ?1 AND sha256 = ?2")?
+            .query_row([&item.account, &input.sha256], |r| r.get(0))
+            .optional()?;
+        let Some(size) = size else {
+            return Err(StoreError::ArtifactMissing {
+                account: item.account.clone(),
+                sha256: input.sha256.clone(),
+            });
+        };
+        conn.prepare_cached(
+            "INSERT OR REPLACE INTO item_artifacts (item_id, fence, role, name, sha256, size) \
+             VALUES (?1, 0, 'input', ?2, ?3, ?4)",
+        )?
+        .execute(params![id, input.name, input.sha256, size])?;
+    }
+    Ok(())
 }

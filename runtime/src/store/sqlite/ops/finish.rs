@@ -113,7 +113,7 @@ fn finish_one(tx: &Transaction<'_>, f: &Finish, now: Timestamp) -> StoreResult<(
     if changed == 1 {
         return Ok(());
     }
-    if matches!(f.outcome, Outcome::Complete) {
+    if matches!(f.outcome, Outcome::Complete) && f.repeat_is_success {
         // Completion repeated with the same fence is success.
         let done: Option<bool> = tx
             .prepare_cached(

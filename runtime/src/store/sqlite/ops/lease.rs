@@ -25,6 +25,7 @@ pub(crate) fn claim(
              WHERE id IN (SELECT id FROM work_items \
                  WHERE lane = ?4 AND state IN ('available', 'failed', 'parked') AND run_at <= ?3 \
                  AND (?6 IS NULL OR kind IN (SELECT value FROM json_each(?6))) \
+                 AND (?7 IS NULL OR account = ?7) \
                  ORDER BY priority DESC, run_at, id LIMIT ?5) \
              RETURNING {COLS}"
         ))?;
@@ -37,6 +38,7 @@ pub(crate) fn claim(
                 req.lane,
                 i64::try_from(req.n).unwrap_or(i64::MAX),
                 kinds,
+                req.account,
             ],
             record,
         )?;

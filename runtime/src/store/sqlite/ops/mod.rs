@@ -35,10 +35,10 @@ use crate::time::Timestamp;
 
 /// The guard every fenced update carries: ?1 = id, ?2 = fence, ?3 = owner, ?4 = now. The
 /// owner as well as the fence: fences are guessable, a lease's holder is not.
-const HELD: &str =
+pub(super) const HELD: &str =
     "id = ?1 AND fence = ?2 AND lease_owner = ?3 AND state = 'running' AND lease_expires_at > ?4";
 
-fn write(conn: &mut Connection) -> rusqlite::Result<Transaction<'_>> {
+pub(super) fn write(conn: &mut Connection) -> rusqlite::Result<Transaction<'_>> {
     conn.transaction_with_behavior(TransactionBehavior::Immediate)
 }
 
@@ -83,5 +83,6 @@ fn record(row: &Row<'_>) -> rusqlite::Result<ItemRecord> {
         created_at: Timestamp::from_millis(row.get(16)?),
         updated_at: Timestamp::from_millis(row.get(17)?),
         claimed_at: row.get::<_, Option<i64>>(18)?.map(Timestamp::from_millis),
+        account: row.get(19)?,
     })
 }

@@ -43,7 +43,7 @@ pub(crate) fn insert_outbox(
     let id = next_ids(conn, 1)?;
     conn.prepare_cached(
         "INSERT INTO outbox (id, kind, lane, payload, dedupe_key, run_at, priority, max_attempts, \
-             created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+             created_at, account) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     )?
     .execute(params![
         id,
@@ -55,6 +55,7 @@ pub(crate) fn insert_outbox(
         item.priority,
         item.max_attempts,
         now.as_millis(),
+        item.account,
     ])?;
     Ok(id)
 }
@@ -67,7 +68,7 @@ pub(crate) fn relay_outbox(
     let tx = write(conn)?;
     let rows = {
         let mut stmt = tx.prepare_cached(
-            "SELECT id, kind, lane, payload, dedupe_key, run_at, priority, max_attempts \
+            "SELECT id, kind, lane, payload, dedupe_key, run_at, priority, max_attempts, account \
              FROM outbox WHERE relayed_at IS NULL AND relay_error IS NULL ORDER BY id LIMIT ?1",
         )?;
         let mapped = stmt.query_map([i64::try_from(limit).unwrap_or(i64::MAX)], |r| {
@@ -79,6 +80,8 @@ pub(crate) fn relay_outbox(
                 run_at: r.get::<_, Option<i64>>(5)?.map(Timestamp::from_millis),
                 priority: r.get(6)?,
                 max_attempts: r.get(7)?,
+                account: r.get(8)?,
+                inputs: Vec::new(),
             };
             Ok((r.get::<_, i64>(0)?, r.get::<_, String>(3)?, item))
         })?;

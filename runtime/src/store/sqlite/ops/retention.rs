@@ -21,10 +21,12 @@ pub(crate) fn purge_completed(
         &format!("DELETE FROM work_effects WHERE item_id IN ({picked})"),
         args,
     )?;
-    tx.execute(
-        &format!("DELETE FROM work_attempts WHERE item_id IN ({picked})"),
-        args,
-    )?;
+    for table in ["work_attempts", "item_artifacts"] {
+        tx.execute(
+            &format!("DELETE FROM {table} WHERE item_id IN ({picked})"),
+            args,
+        )?;
+    }
     let gone: Vec<(String, String)> = tx
         .prepare(&format!(
             "DELETE FROM work_items WHERE id IN ({picked}) RETURNING lane, kind"

@@ -38,7 +38,7 @@ pub(crate) fn touch_worker(conn: &mut Connection, w: &WorkerRecord) -> StoreResu
              VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (id) DO UPDATE SET \
              lanes = excluded.lanes, last_seen_at = excluded.last_seen_at, \
              lease_ms = excluded.lease_ms, \
-             state = CASE WHEN workers.state = 'DRAINING' THEN 'DRAINING' ELSE excluded.state END \
+             state = CASE WHEN workers.state IN ('DRAINING', 'UPGRADE_REQUIRED') THEN workers.state ELSE excluded.state END \
              RETURNING state",
         )?
         .query_row(
