@@ -18,7 +18,7 @@ fn main() {
     let version = package_version(&manifest).unwrap_or_default();
     let mut files = Vec::new();
     if !manifest.is_empty() {
-        files.push(("Cargo.toml".to_owned(), manifest.clone().into_bytes()));
+        files.push(("Cargo.toml".to_owned(), vendored(&manifest).into_bytes()));
         for dir in ["src", "migrations"] {
             walk(&root, dir, &mut files);
         }
@@ -31,6 +31,19 @@ fn main() {
     println!("cargo:rustc-env=SCAFFOLD_RUNTIME_VERSION={version}");
     println!("cargo:rustc-env=SCAFFOLD_RUNTIME_HASH={hash}");
     embed(&root, &files);
+}
+
+/// The runtime's manifest as a repository vendors it: without `[dev-dependencies]` (its
+/// tests are not vendored, and a generated workspace would otherwise build their HTTP client,
+/// fuzzer and certificate tools for every `cargo test --workspace`).
+fn vendored(manifest: &str) -> String {
+    match manifest.parse::<toml_edit::DocumentMut>() {
+        Ok(mut doc) => {
+            doc.remove("dev-dependencies");
+            doc.to_string()
+        }
+        Err(_) => manifest.to_owned(),
+    }
 }
 
 /// Writes `$OUT_DIR/embedded.rs`: every file under `templates/` (the generator's
@@ -69,15 +82,28 @@ fn embed(runtime_root: &Path, runtime_files: &[(String, Vec<u8>)]) {
     }
     out.push_str("];\n/// The runtime's hashed files, by their path under `runtime/`.\n");
     out.push_str("pub static RUNTIME_FILES: &[(&str, &[u8])] = &[\n");
+    let out_dir = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap_or_default());
     for rel in runtime {
-        let abs = runtime_root.join(rel);
+        let mut abs = runtime_root.join(rel);
+        if rel == "Cargo.toml" {
+            // The vendored manifest (see `vendored`), not the file under runtime/.
+            abs = out_dir.join("runtime-Cargo.toml");
+            let bytes = runtime_files
+                .iter()
+                .find(|(p, _)| p == rel)
+                .map(|(_, b)| b.as_slice())
+                .unwrap_or_default();
+            if let Err(e) = std::fs::write(&abs, bytes) {
+                panic!("cannot write {}: {e}", abs.display());
+            }
+        }
         out.push_str(&format!(
             "    ({rel:?}, include_bytes!({:?})),\n",
             abs.display().to_string()
         ));
     }
     out.push_str("];\n");
-    let dest = Path::new(&std::env::var("OUT_DIR").unwrap_or_default()).join("embedded.rs");
+    let dest = out_dir.join("embedded.rs");
     if let Err(e) = std::fs::write(&dest, out) {
         panic!("cannot write {}: {e}", dest.display());
     }

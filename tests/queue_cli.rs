@@ -5,6 +5,8 @@
 mod operators;
 #[path = "queue_cli/refusals.rs"]
 mod refusals;
+#[path = "queue_cli/remote.rs"]
+mod remote;
 
 use std::path::Path;
 
@@ -18,6 +20,23 @@ fn scaffold(dir: &Path) -> Command {
         .env_remove("SCAFFOLD_QUEUE_DATABASE")
         .env("NO_COLOR", "1");
     cmd
+}
+
+/// The JSON error a refused command printed on stdout (exit 2).
+fn json_error(dir: &Path, args: &[&str]) -> Value {
+    let out = scaffold(dir)
+        .args(args)
+        .assert()
+        .code(2)
+        .get_output()
+        .stdout
+        .clone();
+    serde_json::from_slice(&out).unwrap_or_else(|e| {
+        panic!(
+            "{args:?}: stdout is not one JSON document ({e}): {}",
+            String::from_utf8_lossy(&out)
+        )
+    })
 }
 
 fn json_out(cmd: &mut Command) -> Value {
@@ -48,7 +67,7 @@ fn assert_key_order(raw: &str, keys: &[&str]) {
 fn migrate_enqueue_status_list_round_trip() {
     let dir = tempfile::tempdir().expect("tempdir");
     let migrated = json_out(scaffold(dir.path()).args(["queue", "migrate", "--format", "json"]));
-    assert_eq!(migrated["schema_version"], 3);
+    assert_eq!(migrated["schema_version"], 4);
     assert!(
         dir.path().join(".scaffold/queue.db").is_file(),
         "the default database lives under .scaffold/"
@@ -281,7 +300,7 @@ fn queue_commands_take_a_postgres_database() {
             .args(["queue", "migrate", "--format", "json"])
             .args(db),
     );
-    assert_eq!(migrated["schema_version"], 3);
+    assert_eq!(migrated["schema_version"], 4);
     let enqueue = |key: &str| {
         json_out(
             scaffold(dir.path())

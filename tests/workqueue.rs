@@ -243,11 +243,14 @@ fn the_embedded_runtime_vendored_with_its_stamp_is_no_drift() {
             &vendored.join(part),
         );
     }
-    std::fs::copy(
-        repo_root().join("runtime/Cargo.toml"),
-        vendored.join("Cargo.toml"),
-    )
-    .expect("copy Cargo.toml");
+    // The manifest as init vendors it (without the runtime's dev-dependencies).
+    let manifest = scaffold::generate::templates::runtime_files()
+        .iter()
+        .find(|(p, _)| *p == "Cargo.toml")
+        .map(|(_, b)| *b)
+        .expect("the embedded manifest");
+    assert!(!String::from_utf8_lossy(manifest).contains("[dev-dependencies]"));
+    std::fs::write(vendored.join("Cargo.toml"), manifest).expect("write Cargo.toml");
     std::fs::write(
         vendored.join(".scaffold-stamp"),
         stamp::render(version, hash),

@@ -225,6 +225,55 @@ pub enum QueueError {
         help("use --format human or --format json")
     )]
     FormatUnsupported { format: &'static str },
+    #[error("the coordinator cannot start")]
+    #[diagnostic(
+        code(scaffold::queue::serve),
+        help(
+            "serve TLS with --tls-cert, --tls-key and --public-url, or plain HTTP on a loopback address with --insecure-loopback"
+        )
+    )]
+    Serve(#[source] scaffold_runtime::coordinator::CoordinatorError),
+    #[error("`{value}` is not a usable {what}")]
+    #[diagnostic(code(scaffold::queue::argument), help("{what} takes {takes}"))]
+    BadArgument {
+        what: &'static str,
+        value: String,
+        takes: &'static str,
+    },
+    #[error("cannot read {}", path.display())]
+    #[diagnostic(
+        code(scaffold::queue::unreadable),
+        help("give a regular file of at most 64 MiB")
+    )]
+    Unreadable {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot write {}", path.display())]
+    #[diagnostic(
+        code(scaffold::queue::file_exists),
+        help(
+            "name a file that does not exist yet: a token or an artifact is never written over another file"
+        )
+    )]
+    CannotCreate {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("no artifact {sha256} is stored for account `{account}`")]
+    #[diagnostic(
+        code(scaffold::queue::no_artifact),
+        help("`scaffold queue show <id>` lists an item's artifacts with their accounts' digests")
+    )]
+    NoArtifact { account: String, sha256: String },
+    #[error("no enrolled worker has the id or name `{who}`")]
+    #[diagnostic(
+        code(scaffold::queue::unknown_remote_worker),
+        help("`scaffold queue workers` lists the workers; a revoked one is revoked already")
+    )]
+    UnknownRemoteWorker { who: String },
     #[error("the queue store failed")]
     #[diagnostic(code(scaffold::queue::store))]
     Store(#[source] StoreError),

@@ -4,6 +4,7 @@
 
 mod error;
 mod kinds;
+mod remote;
 pub(crate) mod time;
 
 use std::io::Write;
@@ -122,6 +123,41 @@ pub enum QueueCommand {
         /// The dead item's id.
         id: i64,
     },
+    /// Run the coordinator remote workers reach (HTTPS and a WebSocket, DESIGN §8) until
+    /// SIGTERM or ^C: enrollment, device sessions, fenced WorkerJobs, artifacts, and its own
+    /// sweeper. The only process that needs the database.
+    Serve(remote::ServeArgs),
+    /// Make a single-use enrollment token for a remote worker (256 bits, stored as its
+    /// SHA-256, printed once or written to a new 0600 file).
+    Enroll(remote::EnrollArgs),
+    /// Revoke a remote worker (by id or name) and the unused tokens made for the name: its
+    /// key is deleted, its next call is told it was revoked, its leases run out.
+    Revoke {
+        /// The worker's id (`scaffold queue workers`) or its name.
+        worker: String,
+    },
+    /// Store a file as an artifact of an account, for `NewItem::input` (prints its SHA-256).
+    PutArtifact {
+        /// The file (a regular file of at most 64 MiB).
+        file: PathBuf,
+        /// The account that owns it (the account of the items that read it).
+        #[arg(long, value_name = "ACCOUNT", default_value = scaffold_runtime::DEFAULT_ACCOUNT)]
+        account: String,
+        /// Its name as an input [default: the file's name].
+        #[arg(long, value_name = "NAME")]
+        name: Option<String>,
+    },
+    /// Write an account's artifact (an item's input or a worker's output) to a new file.
+    GetArtifact {
+        /// Its SHA-256 (`scaffold queue show <id>` lists an item's).
+        sha256: String,
+        /// The account that owns it.
+        #[arg(long, value_name = "ACCOUNT", default_value = scaffold_runtime::DEFAULT_ACCOUNT)]
+        account: String,
+        /// The file to write (must not exist).
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+    },
     /// Enqueue N no-op items in one batch, then drain them with one loop of concurrency C.
     Bench {
         /// How many items (at most 10,000,000: each is held in memory while enqueued).
@@ -180,7 +216,7 @@ pub fn run(
             .enable_all()
             .build()
             .map_err(QueueError::Runtime)?;
-        runtime.block_on(execute(args, &cwd))
+        runtime.block_on(execute(args, &cwd, &mut *out, json))
     });
     match result {
         Ok(printed) => {
@@ -247,7 +283,14 @@ async fn open_existing(url: &str, cwd: &Path) -> Result<Store, QueueError> {
     Ok(store)
 }
 
-async fn execute(args: QueueArgs, cwd: &Path) -> Result<report::Printed, QueueError> {
+/// Runs one command; what it prints when it ends is returned. `out` is for what a
+/// long-running command says before it ends (`serve`: where it listens).
+async fn execute(
+    args: QueueArgs,
+    cwd: &Path,
+    out: &mut dyn Write,
+    json: bool,
+) -> Result<report::Printed, QueueError> {
     let database = args.database.as_deref().unwrap_or(DEFAULT_DATABASE);
     Ok(match args.command {
         QueueCommand::Migrate => {
@@ -299,13 +342,28 @@ async fn execute(args: QueueArgs, cwd: &Path) -> Result<report::Printed, QueueEr
             let item = store.get(id).await?.ok_or(QueueError::NotFound { id })?;
             let effects = store.effects(id).await?;
             let attempts = store.attempts(id).await?;
+            let artifacts = store.coordinator()?.item_artifacts(id).await?;
             report::Printed::Show {
                 item: Box::new(item),
                 effects,
                 attempts,
+                artifacts,
                 now: store.now(),
             }
         }
+        QueueCommand::Serve(s) => remote::serve(s, database, cwd, out, json).await?,
+        QueueCommand::Enroll(e) => remote::enroll(e, database, cwd).await?,
+        QueueCommand::Revoke { worker } => remote::revoke(worker, database, cwd).await?,
+        QueueCommand::PutArtifact {
+            file,
+            account,
+            name,
+        } => remote::put_artifact(file, account, name, database, cwd).await?,
+        QueueCommand::GetArtifact {
+            sha256,
+            account,
+            out,
+        } => remote::get_artifact(sha256, account, out, database, cwd).await?,
         QueueCommand::Workers => {
             let store = open_existing(database, cwd).await?;
             let workers = store.workers().await?;

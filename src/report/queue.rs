@@ -5,9 +5,10 @@
 use std::io::{self, Write};
 
 use scaffold_runtime::bench::BenchReport;
+use scaffold_runtime::store::coordinator::{ArtifactRole, ItemArtifact};
 use scaffold_runtime::{
-    AttemptRecord, EffectRecord, ItemRecord, ItemState, LaneStats, OutboxStats, Timestamp,
-    WorkerRecord,
+    ArtifactRef, AttemptRecord, EffectRecord, ItemRecord, ItemState, LaneStats, OutboxStats,
+    Timestamp, WorkerRecord,
 };
 use serde_json::Value;
 
@@ -33,6 +34,8 @@ pub enum Printed {
         item: Box<ItemRecord>,
         effects: Vec<EffectRecord>,
         attempts: Vec<AttemptRecord>,
+        /// Its inputs and each attempt's outputs.
+        artifacts: Vec<ItemArtifact>,
         now: Timestamp,
     },
     /// Each worker with the ids of the items it holds.
@@ -63,6 +66,35 @@ pub enum Printed {
     },
     /// One report per run (at least one).
     Bench(Vec<BenchReport>),
+    /// The coordinator is listening (said before it serves).
+    Serving {
+        listen: String,
+        origin: String,
+    },
+    /// The coordinator has shut down.
+    Stopped,
+    /// An enrollment token: `token` when it is printed (once), `file` when it was written.
+    Enrolled {
+        worker: String,
+        account: String,
+        kinds: Option<Vec<String>>,
+        expires_at: Timestamp,
+        token: Option<String>,
+        file: Option<std::path::PathBuf>,
+    },
+    Revoked {
+        who: String,
+        ids: Vec<String>,
+    },
+    ArtifactStored {
+        account: String,
+        artifact: ArtifactRef,
+    },
+    ArtifactFetched {
+        sha256: String,
+        size: u64,
+        file: std::path::PathBuf,
+    },
 }
 
 /// Writes a command line clap refused as the JSON error document [`print_error`] writes
@@ -161,8 +193,60 @@ pub fn print(out: &mut dyn Write, printed: &Printed, as_json: bool) -> io::Resul
             item,
             effects,
             attempts,
+            artifacts,
             now,
-        } => show(out, item, effects, attempts, *now),
+        } => {
+            show(out, item, effects, attempts, *now)?;
+            artifacts_list(out, artifacts)
+        }
+        Printed::Serving { listen, origin } => {
+            writeln!(
+                out,
+                "coordinator listening on {listen} (sessions signed for {origin}); SIGTERM or ^C stops it"
+            )
+        }
+        Printed::Stopped => writeln!(out, "coordinator stopped"),
+        Printed::Enrolled {
+            worker,
+            account,
+            kinds,
+            expires_at,
+            token,
+            file,
+        } => {
+            let kinds = kinds
+                .as_ref()
+                .map_or_else(|| "every kind".to_owned(), |k| k.join(", "));
+            match (token, file) {
+                (Some(token), _) => writeln!(
+                    out,
+                    "enrollment token for {worker} (account {account}, {kinds}), single use, until {}:
+{token}",
+                    time::format(*expires_at)
+                ),
+                (None, Some(file)) => writeln!(
+                    out,
+                    "enrollment token for {worker} (account {account}, {kinds}), single use, until {}, written to {} (0600)",
+                    time::format(*expires_at),
+                    file.display()
+                ),
+                (None, None) => Ok(()),
+            }
+        }
+        Printed::Revoked { who, ids } => writeln!(
+            out,
+            "revoked {} ({}): its key is gone, its next call is refused, its leases run out",
+            who,
+            ids.join(", ")
+        ),
+        Printed::ArtifactStored { account, artifact } => writeln!(
+            out,
+            "stored {} ({} bytes) for account {account} as {}",
+            artifact.name, artifact.size, artifact.sha256
+        ),
+        Printed::ArtifactFetched { sha256, size, file } => {
+            writeln!(out, "wrote {sha256} ({size} bytes) to {}", file.display())
+        }
         Printed::Workers { workers, now } => workers_table(out, workers, *now),
         Printed::Cancelled { id } => writeln!(out, "cancelled item {id} (now dead)"),
         Printed::Signalled { signal, woken } => {
@@ -325,6 +409,25 @@ fn show(
                     .unwrap_or_default()
             )?;
         }
+    }
+    Ok(())
+}
+
+fn artifacts_list(out: &mut dyn Write, artifacts: &[ItemArtifact]) -> io::Result<()> {
+    if artifacts.is_empty() {
+        return writeln!(out, "  artifacts     -");
+    }
+    writeln!(out, "  artifacts")?;
+    for a in artifacts {
+        let whose = match a.role {
+            ArtifactRole::Input => "input".to_owned(),
+            ArtifactRole::Output => format!("output of fence {}", a.fence),
+        };
+        writeln!(
+            out,
+            "    {} = {} ({} bytes, {whose})",
+            a.artifact.name, a.artifact.sha256, a.artifact.size
+        )?;
     }
     Ok(())
 }

@@ -3,14 +3,13 @@
 //! deploy log or a script reads: no password on success, JSON for every error under
 //! `--format json`, URL parameters named with what they take, a fresh queue per bench run.
 
-use std::path::Path;
 use std::time::Duration;
 
 use predicates::prelude::*;
 use scaffold_runtime::{ItemState, NewItem, Outcome, Store, WorkerRecord, WorkerState};
 use serde_json::Value;
 
-use super::{PgSchema, json_out, raw_out, scaffold};
+use super::{PgSchema, json_error, json_out, raw_out, scaffold};
 
 fn migrated() -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -27,23 +26,6 @@ fn migrated() -> (tempfile::TempDir, String) {
 
 fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
     tokio::runtime::Runtime::new().expect("runtime").block_on(f)
-}
-
-/// The JSON error a refused command printed on stdout (exit 2).
-fn json_error(dir: &Path, args: &[&str]) -> Value {
-    let out = scaffold(dir)
-        .args(args)
-        .assert()
-        .code(2)
-        .get_output()
-        .stdout
-        .clone();
-    serde_json::from_slice(&out).unwrap_or_else(|e| {
-        panic!(
-            "{args:?}: stdout is not one JSON document ({e}): {}",
-            String::from_utf8_lossy(&out)
-        )
-    })
 }
 
 #[test]

@@ -47,6 +47,38 @@ enum Doc<'a> {
         updated_at: String,
         effects: Vec<EffectJson<'a>>,
         attempts: Vec<AttemptJson<'a>>,
+        artifacts: Vec<ArtifactJson<'a>>,
+    },
+    Serving {
+        listen: &'a str,
+        origin: &'a str,
+    },
+    Stopped {
+        stopped: bool,
+    },
+    Enrolled {
+        worker: &'a str,
+        account: &'a str,
+        kinds: Option<&'a [String]>,
+        expires_at: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        token: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        file: Option<String>,
+    },
+    Revoked {
+        revoked: &'a [String],
+    },
+    ArtifactStored {
+        account: &'a str,
+        name: &'a str,
+        sha256: &'a str,
+        size: u64,
+    },
+    ArtifactFetched {
+        sha256: &'a str,
+        size: u64,
+        file: String,
     },
     Workers {
         workers: Vec<WorkerJson<'a>>,
@@ -150,6 +182,16 @@ struct ItemJson<'a> {
     payload: &'a Value,
 }
 
+/// One of an item's artifacts: an input (fence 0) or an attempt's output.
+#[derive(Serialize)]
+struct ArtifactJson<'a> {
+    role: &'static str,
+    fence: i64,
+    name: &'a str,
+    sha256: &'a str,
+    size: u64,
+}
+
 fn to_json(printed: &Printed) -> Doc<'_> {
     match printed {
         Printed::Migrated {
@@ -163,10 +205,40 @@ fn to_json(printed: &Printed) -> Doc<'_> {
             item: item_json(item),
             duplicate: *duplicate,
         },
+        Printed::Serving { listen, origin } => Doc::Serving { listen, origin },
+        Printed::Stopped => Doc::Stopped { stopped: true },
+        Printed::Enrolled {
+            worker,
+            account,
+            kinds,
+            expires_at,
+            token,
+            file,
+        } => Doc::Enrolled {
+            worker,
+            account,
+            kinds: kinds.as_deref(),
+            expires_at: time::format(*expires_at),
+            token: token.as_deref(),
+            file: file.as_ref().map(|f| f.display().to_string()),
+        },
+        Printed::Revoked { ids, .. } => Doc::Revoked { revoked: ids },
+        Printed::ArtifactStored { account, artifact } => Doc::ArtifactStored {
+            account,
+            name: &artifact.name,
+            sha256: &artifact.sha256,
+            size: artifact.size,
+        },
+        Printed::ArtifactFetched { sha256, size, file } => Doc::ArtifactFetched {
+            sha256,
+            size: *size,
+            file: file.display().to_string(),
+        },
         Printed::Show {
             item,
             effects,
             attempts,
+            artifacts,
             ..
         } => Doc::Show {
             item: item_json(item),
@@ -194,6 +266,16 @@ fn to_json(printed: &Printed) -> Doc<'_> {
                     finished_at: time::format(a.finished_at),
                     outcome: &a.outcome,
                     error: a.error.as_deref(),
+                })
+                .collect(),
+            artifacts: artifacts
+                .iter()
+                .map(|a| ArtifactJson {
+                    role: a.role.as_str(),
+                    fence: a.fence,
+                    name: &a.artifact.name,
+                    sha256: &a.artifact.sha256,
+                    size: a.artifact.size,
                 })
                 .collect(),
         },
