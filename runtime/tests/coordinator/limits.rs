@@ -119,3 +119,107 @@ async fn plain_http_off_loopback_is_refused() {
     let err = scaffold_runtime::coordinator::Coordinator::new(store, config).expect_err("refused");
     assert!(err.to_string().contains("loopback"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_serves_sessions_signed_for_the_public_origin() {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ca_key = KeyPair::generate().expect("key");
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("params");
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = ca_params.self_signed(&ca_key).expect("CA");
+    let server_key = KeyPair::generate().expect("key");
+    let server = CertificateParams::new(vec!["localhost".to_owned()])
+        .expect("params")
+        .signed_by(&server_key, &ca, &ca_key)
+        .expect("server cert");
+    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    std::fs::write(&cert, server.pem()).expect("write");
+    std::fs::write(&key, server_key.serialize_pem()).expect("write");
+    // The port is known once bound; the public URL names it as workers reach it.
+    let probe = std::net::TcpListener::bind("127.0.0.1:0").expect("probe");
+    let port = probe.local_addr().expect("addr").port();
+    drop(probe);
+    let store = scaffold_runtime::Store::open("memory://")
+        .await
+        .expect("open");
+    let public_url = format!("https://localhost:{port}");
+    let s = crate::common::Server::start(store, |c| {
+        c.listen = format!("127.0.0.1:{port}").parse().expect("addr");
+        c.transport = scaffold_runtime::coordinator::Transport::Tls {
+            cert,
+            key,
+            public_url: public_url.clone(),
+        };
+    })
+    .await;
+    assert_eq!(s.origin, public_url);
+    let client = reqwest::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(ca.pem().as_bytes()).expect("CA"))
+        .build()
+        .expect("client");
+    let health = client
+        .get(format!("{public_url}/health"))
+        .send()
+        .await
+        .expect("TLS answers");
+    assert_eq!(health.status().as_u16(), 200);
+    // A device enrolls and opens a session over TLS, its signature bound to the origin.
+    let mut http = crate::common::Http::new(&public_url);
+    http.client = client.clone();
+    let token = s.token("tls", "acme", None).await;
+    let key = ed25519_dalek::SigningKey::generate(&mut rand_core::OsRng);
+    let (status, body) = http
+        .post(
+            "/v1/enroll",
+            json!({"token": token, "worker_name": "tls",
+                "public_key": scaffold_runtime::coordinator::tokens::b64(key.verifying_key().as_bytes()),
+                "protocol": {"min": 1, "max": 1}}),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let id = body["worker_id"].as_str().expect("id");
+    let session = crate::common::open_session(&http, &public_url, id, &key).await;
+    assert!(session.starts_with("scf_ses_"));
+    // Plain HTTP to the TLS port gets no answer a client could use.
+    let plain = reqwest::get(format!("http://localhost:{port}/health")).await;
+    assert!(!plain.is_ok_and(|r| r.status().is_success()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retention_collects_artifacts_no_item_names() {
+    let s = Server::fresh_with(|c| c.retain = Some(std::time::Duration::ZERO)).await;
+    let c = s.store.coordinator().expect("coordinator tables");
+    let kept = s
+        .store
+        .put_artifact("acme", "in", b"kept".to_vec())
+        .await
+        .expect("put");
+    let gone = s
+        .store
+        .put_artifact("acme", "x", b"gone".to_vec())
+        .await
+        .expect("put");
+    s.store
+        .enqueue(
+            scaffold_runtime::NewItem::new("A", json!({}))
+                .account("acme")
+                .input(kept.clone()),
+        )
+        .await
+        .expect("enqueue");
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert!(
+        c.get_artifact("acme".into(), gone.sha256)
+            .await
+            .expect("get")
+            .is_none()
+    );
+    assert!(
+        c.get_artifact("acme".into(), kept.sha256)
+            .await
+            .expect("get")
+            .is_some()
+    );
+}
