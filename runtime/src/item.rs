@@ -152,6 +152,13 @@ fn default_account() -> String {
     DEFAULT_ACCOUNT.to_owned()
 }
 
+impl NewItem {
+    /// The account as the SQL stores keep it: NULL for the default one.
+    pub(crate) fn stored_account(&self) -> Option<&str> {
+        (self.account != DEFAULT_ACCOUNT).then_some(self.account.as_str())
+    }
+}
+
 /// A named artifact of an item: an input attached at enqueue, or an output recorded with a
 /// completion.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

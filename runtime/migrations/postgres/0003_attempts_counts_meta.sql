@@ -13,10 +13,10 @@ INSERT INTO queue_meta (key, value)
 -- When the current attempt was claimed: its attempt row's start.
 ALTER TABLE work_items ADD COLUMN claimed_at BIGINT;
 
--- The state a claim took a running item from (available, failed or parked): the counters
--- count a running item under it until its attempt ends (see `work_counts`).
+-- The state a claim took a running item from when it was not `available` (failed or
+-- parked; NULL for available, the common case, so most rows carry no bytes for it): the
+-- counters count a running item under it until its attempt ends (see `work_counts`).
 ALTER TABLE work_items ADD COLUMN claimed_from TEXT;
-UPDATE work_items SET claimed_from = 'available' WHERE state = 'running';
 
 -- Every attempt that ended other than by completing: one row, written by the statement that
 -- ended it (a failure, a park, a release, the sweeper, a cancel). A completed item is never
@@ -55,7 +55,9 @@ CREATE TABLE work_count_deltas (
     delta BIGINT NOT NULL
 );
 INSERT INTO work_counts (lane, kind, state, n)
-    SELECT lane, kind, CASE WHEN state = 'running' THEN claimed_from ELSE state END, count(*)
+    SELECT lane, kind,
+        CASE WHEN state = 'running' THEN coalesce(claimed_from, 'available') ELSE state END,
+        count(*)
     FROM work_items GROUP BY 1, 2, 3;
 
 -- A batch of completions counted from what its worker knows (lane, kind, claimed from)

@@ -2,9 +2,10 @@
 -- workers (DESIGN §8) — enrollment tokens, device keys, challenge nonces, sessions — and
 -- artifacts. Tokens and nonces are stored as their SHA-256 (hex), never as themselves.
 
--- Every item belongs to an account; a remote worker claims only its own account's.
-ALTER TABLE work_items ADD COLUMN account TEXT NOT NULL DEFAULT 'default';
-ALTER TABLE outbox ADD COLUMN account TEXT NOT NULL DEFAULT 'default';
+-- Every item belongs to an account; a remote worker claims only its own account's. NULL is
+-- the default account (`default`), so rows of a queue that uses none carry no bytes for it.
+ALTER TABLE work_items ADD COLUMN account TEXT;
+ALTER TABLE outbox ADD COLUMN account TEXT;
 
 -- A worker may now read UPGRADE_REQUIRED (its protocol is outside the coordinator's range).
 ALTER TABLE workers DROP CONSTRAINT IF EXISTS workers_state_check;

@@ -543,7 +543,7 @@ impl CoordinatorStore for PostgresBackend {
                     "SELECT EXISTS (SELECT 1 FROM work_items WHERE lane = $1 \
                      AND state IN ('available', 'failed', 'parked') AND run_at <= $2 \
                      AND ($3::text[] IS NULL OR kind = ANY($3)) \
-                     AND ($4::text IS NULL OR account = $4))",
+                     AND ($4::text IS NULL OR coalesce(account, 'default') = $4))",
                 )
                 .await?;
             Ok(conn

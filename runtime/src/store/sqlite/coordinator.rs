@@ -471,7 +471,7 @@ impl CoordinatorStore for SqliteBackend {
                 "SELECT EXISTS (SELECT 1 FROM work_items WHERE lane = ?1 \
                  AND state IN ('available', 'failed', 'parked') AND run_at <= ?2 \
                  AND (?3 IS NULL OR kind IN (SELECT value FROM json_each(?3))) \
-                 AND (?4 IS NULL OR account = ?4))",
+                 AND (?4 IS NULL OR coalesce(account, 'default') = ?4))",
             )?
             .query_row(params![lane, now.as_millis(), kinds, account], |r| r.get(0))?)
         })

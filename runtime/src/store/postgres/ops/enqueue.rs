@@ -36,7 +36,7 @@ pub(super) async fn insert_items(
         .map(|i| i.run_at.unwrap_or(now).as_millis())
         .collect();
     let keys: Vec<Option<&str>> = items.iter().map(|i| i.dedupe_key.as_deref()).collect();
-    let accounts: Vec<&str> = items.iter().map(|i| i.account.as_str()).collect();
+    let accounts: Vec<Option<&str>> = items.iter().map(|i| i.stored_account()).collect();
     let stmt = tx
         .prepare_cached(&format!(
             "WITH ins AS (INSERT INTO work_items (id, kind, lane, payload, state, priority, \

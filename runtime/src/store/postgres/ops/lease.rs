@@ -22,7 +22,8 @@ use crate::time::Timestamp;
 ///
 /// A claim writes nothing but the rows: `claimed_from` keeps the state each was taken from
 /// (the `SET` reads the row before the update, so `RETURNING` hands it back), under which
-/// the counters go on counting it until its attempt ends.
+/// the counters go on counting it until its attempt ends — NULL for `available`, the common
+/// case, so most rows carry no bytes for it.
 pub(crate) async fn claim(
     db: &PostgresBackend,
     req: &ClaimRequest,
@@ -34,11 +35,12 @@ pub(crate) async fn claim(
         .prepare_cached(&format!(
             "UPDATE work_items AS w SET state = 'running', fence = w.fence + 1, \
                  attempt = w.attempt + 1, lease_owner = $1, lease_expires_at = $2, \
-                 updated_at = $3, claimed_at = $3, parked_on = NULL, claimed_from = w.state \
+                 updated_at = $3, claimed_at = $3, parked_on = NULL, \
+                 claimed_from = NULLIF(w.state, 'available') \
              WHERE w.id = ANY(ARRAY(SELECT id FROM work_items \
                  WHERE lane = $4 AND state IN ('available', 'failed', 'parked') AND run_at <= $3 \
                  AND ($6::text[] IS NULL OR kind = ANY($6)) \
-                 AND ($7::text IS NULL OR account = $7) \
+                 AND ($7::text IS NULL OR coalesce(account, 'default') = $7) \
                  ORDER BY priority DESC, run_at, id LIMIT $5 \
                  FOR UPDATE SKIP LOCKED)) \
              RETURNING {}, w.claimed_from",
@@ -65,7 +67,10 @@ pub(crate) async fn claim(
     let mut claimed = rows
         .iter()
         .map(|r| {
-            let from = parse_state(&r.try_get::<_, String>(CLAIMED_FROM)?)?;
+            let from = match r.try_get::<_, Option<String>>(CLAIMED_FROM)? {
+                Some(state) => parse_state(&state)?,
+                None => crate::item::ItemState::Available,
+            };
             record(r).map(|item| Claimed {
                 fence: item.fence,
                 lease_expires_at: req.lease_until,

@@ -131,7 +131,9 @@ fn record(row: &Row) -> StoreResult<ItemRecord> {
         claimed_at: row
             .try_get::<_, Option<i64>>(18)?
             .map(Timestamp::from_millis),
-        account: row.try_get(19)?,
+        account: row
+            .try_get::<_, Option<String>>(19)?
+            .unwrap_or_else(|| crate::item::DEFAULT_ACCOUNT.to_owned()),
     })
 }
 

@@ -116,7 +116,7 @@ where
                 &item.priority,
                 &item.max_attempts,
                 &now.as_millis(),
-                &item.account,
+                &item.stored_account(),
             ],
         )
         .await?;
@@ -154,7 +154,9 @@ pub(crate) async fn relay_outbox(
             run_at: r.try_get::<_, Option<i64>>(5)?.map(Timestamp::from_millis),
             priority: r.try_get(6)?,
             max_attempts: r.try_get(7)?,
-            account: r.try_get(8)?,
+            account: r
+                .try_get::<_, Option<String>>(8)?
+                .unwrap_or_else(|| crate::item::DEFAULT_ACCOUNT.to_owned()),
             inputs: Vec::new(),
         });
     }

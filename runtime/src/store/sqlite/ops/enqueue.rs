@@ -67,7 +67,7 @@ pub(super) fn insert_item(
         item.run_at.unwrap_or(now).as_millis(),
         item.dedupe_key,
         now.as_millis(),
-        item.account,
+        item.stored_account(),
     ])?;
     Ok(changed == 1)
 }

@@ -21,11 +21,11 @@ pub(crate) fn claim(
         let mut stmt = tx.prepare_cached(&format!(
             "UPDATE work_items SET state = 'running', fence = fence + 1, attempt = attempt + 1, \
                  lease_owner = ?1, lease_expires_at = ?2, updated_at = ?3, claimed_at = ?3, \
-                 parked_on = NULL, claimed_from = state \
+                 parked_on = NULL, claimed_from = NULLIF(state, 'available') \
              WHERE id IN (SELECT id FROM work_items \
                  WHERE lane = ?4 AND state IN ('available', 'failed', 'parked') AND run_at <= ?3 \
                  AND (?6 IS NULL OR kind IN (SELECT value FROM json_each(?6))) \
-                 AND (?7 IS NULL OR account = ?7) \
+                 AND (?7 IS NULL OR coalesce(account, 'default') = ?7) \
                  ORDER BY priority DESC, run_at, id LIMIT ?5) \
              RETURNING {COLS}"
         ))?;

@@ -83,6 +83,8 @@ fn record(row: &Row<'_>) -> rusqlite::Result<ItemRecord> {
         created_at: Timestamp::from_millis(row.get(16)?),
         updated_at: Timestamp::from_millis(row.get(17)?),
         claimed_at: row.get::<_, Option<i64>>(18)?.map(Timestamp::from_millis),
-        account: row.get(19)?,
+        account: row
+            .get::<_, Option<String>>(19)?
+            .unwrap_or_else(|| crate::item::DEFAULT_ACCOUNT.to_owned()),
     })
 }

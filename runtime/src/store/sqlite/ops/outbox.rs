@@ -55,7 +55,7 @@ pub(crate) fn insert_outbox(
         item.priority,
         item.max_attempts,
         now.as_millis(),
-        item.account,
+        item.stored_account(),
     ])?;
     Ok(id)
 }
@@ -80,7 +80,9 @@ pub(crate) fn relay_outbox(
                 run_at: r.get::<_, Option<i64>>(5)?.map(Timestamp::from_millis),
                 priority: r.get(6)?,
                 max_attempts: r.get(7)?,
-                account: r.get(8)?,
+                account: r
+                    .get::<_, Option<String>>(8)?
+                    .unwrap_or_else(|| crate::item::DEFAULT_ACCOUNT.to_owned()),
                 inputs: Vec::new(),
             };
             Ok((r.get::<_, i64>(0)?, r.get::<_, String>(3)?, item))
