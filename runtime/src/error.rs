@@ -95,9 +95,45 @@ pub enum StoreError {
     /// An artifact an item or a completion names is not stored under the account.
     #[error("artifact {sha256} is not stored for account `{account}`; store it first")]
     ArtifactMissing { account: String, sha256: String },
-    /// An item asked of a path that cannot carry it (inputs through the outbox).
+    /// An item asked of a path that cannot carry it (inputs through the outbox), or a
+    /// producer's or operator's call asked of a remote worker's store.
     #[error("{0}")]
     Unsupported(String),
+    /// The coordinator revoked this worker (`scaffold queue revoke`): it stops at once.
+    #[error("the coordinator revoked this worker; it stops (enroll it again to bring it back)")]
+    Revoked,
+    /// The coordinator speaks none of this worker's protocol versions: it stops claiming,
+    /// lets its jobs end, and exits 3.
+    #[error(
+        "UPGRADE_REQUIRED: the coordinator speaks protocol {min}..={max}, this worker {}..={}; upgrade the worker",
+        speaks.0, speaks.1
+    )]
+    UpgradeRequired {
+        min: i64,
+        max: i64,
+        speaks: (i64, i64),
+    },
+    /// No answer from the coordinator (no connection, a timeout, a 5xx or 429 past the
+    /// retry time).
+    #[error("the coordinator at {origin} is unreachable: {cause}")]
+    Unreachable { origin: String, cause: String },
+    /// The coordinator refused a call as malformed or unauthorized: a bug in this worker
+    /// (or a token it was never meant to use), never retried.
+    #[error("the coordinator refused {call}: {status} {code}")]
+    Refused {
+        call: String,
+        status: u16,
+        code: String,
+    },
+    /// The remote worker's state directory or a file in it cannot be used.
+    #[error("{}: {reason}", path.display())]
+    RemoteState { path: PathBuf, reason: String },
+    /// The remote worker's TLS settings cannot be used.
+    #[error("TLS to the coordinator: {reason}")]
+    RemoteTls { reason: String },
+    /// The coordinator URL cannot be used.
+    #[error("the coordinator URL `{url}` cannot be used: {reason}")]
+    InvalidCoordinatorUrl { url: String, reason: String },
 }
 
 #[cfg(feature = "postgres")]

@@ -154,6 +154,7 @@ fn default_account() -> String {
 
 impl NewItem {
     /// The account as the SQL stores keep it: NULL for the default one.
+    #[cfg(any(feature = "sqlite", feature = "postgres"))]
     pub(crate) fn stored_account(&self) -> Option<&str> {
         (self.account != DEFAULT_ACCOUNT).then_some(self.account.as_str())
     }

@@ -42,6 +42,8 @@ pub mod handler;
 pub mod item;
 pub mod metrics;
 pub mod outbox;
+#[cfg(any(feature = "coordinator", feature = "remote"))]
+pub mod protocol;
 pub mod resources;
 pub mod retry;
 pub mod spec;

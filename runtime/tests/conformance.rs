@@ -15,6 +15,7 @@ mod memory {
             store,
             clock,
             guard: Box::new(()),
+            worker: None,
         }
     }
 
@@ -36,6 +37,7 @@ mod sqlite {
             store,
             clock,
             guard: Box::new(dir),
+            worker: None,
         }
     }
 

@@ -26,6 +26,7 @@ mod postgres {
             store,
             clock,
             guard: Box::new(guard),
+            worker: None,
         }
     }
 

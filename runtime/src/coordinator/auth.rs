@@ -206,6 +206,7 @@ impl Shared {
             expires_at: rfc3339(expires_at),
             protocol: version,
             capabilities: Vec::new(),
+            store_id: Some(self.store_id.clone()),
         };
         Ok((
             StatusCode::OK,

@@ -133,6 +133,7 @@ impl Shared {
                 lane: c.item.lane,
                 payload: c.item.payload,
                 attempt: c.item.attempt,
+                max_attempts: Some(c.item.max_attempts),
                 fence: c.fence,
                 lease_expires_at: rfc3339(c.lease_expires_at),
                 lease_ms: self.lease_ms(c.lease_expires_at),

@@ -36,11 +36,7 @@ use crate::retry::RetryPolicy;
 use crate::store::Store;
 use crate::store::coordinator::NewEnrollment;
 
-/// The protocol versions this coordinator speaks.
-pub const PROTOCOL: (i64, i64) = (1, 1);
-
-/// The request header every call but `/health` and `/metrics` carries.
-pub const PROTOCOL_HEADER: &str = "scaffold-protocol";
+pub use crate::protocol::{PROTOCOL, PROTOCOL_HEADER};
 
 /// How the coordinator is reached.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,6 +106,10 @@ pub struct Config {
     pub retain: Option<Duration>,
     /// How long a graceful shutdown waits for open requests.
     pub shutdown_grace: Duration,
+    /// On plain loopback HTTP, the origin sessions are signed for when workers reach the
+    /// coordinator through a local forwarder on another port (`http://127.0.0.1:PORT`); the
+    /// listening address when `None`. Never the `Host` header.
+    pub loopback_origin: Option<String>,
 }
 
 impl Config {
@@ -126,6 +126,7 @@ impl Config {
             sweep_interval: Duration::from_secs(1),
             retain: Some(Duration::from_secs(24 * 3600)),
             shutdown_grace: Duration::from_secs(10),
+            loopback_origin: None,
         }
     }
 }
@@ -170,28 +171,7 @@ impl Coordinator {
     }
 }
 
-/// The origin of `url` (`scheme://host[:port]`, lower case, no path): what a session
-/// signature is bound to. Both sides compute it with this function.
-pub fn origin_of(url: &str) -> Result<String, &'static str> {
-    let (scheme, rest) = url
-        .split_once("://")
-        .ok_or("it has no scheme (https://…)")?;
-    let scheme = scheme.to_ascii_lowercase();
-    if scheme != "https" && scheme != "http" {
-        return Err("its scheme is not http or https");
-    }
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    if authority.is_empty() || authority.contains('@') {
-        return Err("it has no host, or carries credentials");
-    }
-    if authority
-        .chars()
-        .any(|c| c.is_control() || c.is_whitespace())
-    {
-        return Err("its host has spaces or control characters");
-    }
-    Ok(format!("{scheme}://{}", authority.to_ascii_lowercase()))
-}
+pub use crate::protocol::origin_of;
 
 /// What `scaffold queue enroll` asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -78,7 +78,32 @@ pub(crate) async fn bind(store: Store, config: Config) -> Result<Bound, Coordina
                 reason,
             })?
         }
-        Transport::InsecureLoopback => format!("http://{addr}"),
+        Transport::InsecureLoopback => match &config.loopback_origin {
+            Some(url) => {
+                let origin = origin_of(url).map_err(|reason| CoordinatorError::PublicUrl {
+                    url: url.clone(),
+                    reason,
+                })?;
+                let host = origin
+                    .trim_start_matches("http://")
+                    .rsplit_once(':')
+                    .map_or("", |(h, _)| h)
+                    .trim_start_matches('[')
+                    .trim_end_matches(']');
+                if !origin.starts_with("http://")
+                    || !host
+                        .parse::<std::net::IpAddr>()
+                        .is_ok_and(|ip| ip.is_loopback())
+                {
+                    return Err(CoordinatorError::PublicUrl {
+                        url: url.clone(),
+                        reason: "a loopback origin is http://127.0.0.1:PORT or http://[::1]:PORT",
+                    });
+                }
+                origin
+            }
+            None => format!("http://{addr}"),
+        },
     };
     Ok(Bound {
         listener,

@@ -128,6 +128,10 @@ enum ClientFrame {
         lanes: Vec<String>,
     },
     Ping,
+    /// The worker drains (SIGTERM) or has drained and goes (OFFLINE).
+    Leaving {
+        state: String,
+    },
 }
 
 /// Serves one worker's socket until it closes, the worker is revoked, or the coordinator
@@ -220,6 +224,33 @@ async fn frame(
     };
     match frame {
         ClientFrame::Ping => Some(json!({"type": "pong"})),
+        ClientFrame::Leaving { state } => {
+            let written = match state.as_str() {
+                "draining" => s.store.drain_worker(&a.worker.id).await.map(|_| ()),
+                "offline" => {
+                    let now = s.store.now();
+                    s.store
+                        .put_worker(crate::item::WorkerRecord {
+                            id: a.worker.id.clone(),
+                            lanes: lanes.iter().cloned().collect(),
+                            state: WorkerState::Offline,
+                            started_at: now,
+                            last_seen_at: now,
+                            lease_ms: i64::try_from(s.config.lease.as_millis()).unwrap_or(i64::MAX),
+                        })
+                        .await
+                }
+                other => {
+                    return Some(
+                        json!({"type": "unsupported", "reason": "bad_state", "got": inert(other)}),
+                    );
+                }
+            };
+            if let Err(e) = written {
+                tracing::warn!(worker = %a.worker.id, error = %e, "cannot record a worker's leaving");
+            }
+            Some(json!({"type": "left"}))
+        }
         ClientFrame::Presence { lanes: asked } => {
             let ok = asked.len() <= LANES_PER_SOCKET
                 && asked

@@ -201,12 +201,31 @@ pub trait Backend: Send + Sync + fmt::Debug {
     fn coordinator(&self) -> Option<&dyn super::coordinator::CoordinatorStore> {
         None
     }
+    /// The worker side of a remote backend; `None` for one that owns its database.
+    fn remote(&self) -> Option<&dyn RemoteSide> {
+        None
+    }
     /// Resolves when items may have become claimable on `lane`, or after `max` at the
     /// latest. Backends without wake-ups (SQLite, memory) just wait `max`: the poll.
     fn wait_for_work(&self, lane: String, max: Duration) -> BoxFuture<'_, ()> {
         let _ = lane;
         Box::pin(tokio::time::sleep(max))
     }
+}
+
+/// What a remote backend (a worker over the coordinator) adds: the identity the coordinator
+/// gave it, and what the coordinator says of it (drain, upgrade, revocation).
+pub trait RemoteSide: Send + Sync {
+    /// The worker id the coordinator minted at enrollment: the loop's identity.
+    fn worker_id(&self) -> &str;
+    /// Resolves when the coordinator's word on this worker changes.
+    fn notice(&self) -> BoxFuture<'_, ()>;
+    /// ONLINE, DRAINING (an operator's drain, heard), or the error that stops the worker
+    /// ([`StoreError::Revoked`]: at once; [`StoreError::UpgradeRequired`]: after its jobs).
+    ///
+    /// [`StoreError::Revoked`]: crate::StoreError::Revoked
+    /// [`StoreError::UpgradeRequired`]: crate::StoreError::UpgradeRequired
+    fn standing(&self) -> StoreResult<WorkerState>;
 }
 
 /// What one relay pass did.

@@ -17,13 +17,15 @@ pub mod coordinator;
 pub mod memory;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+#[cfg(feature = "remote")]
+pub mod remote;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod sql;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 pub mod url;
 
-pub use backend::{Backend, BoxFuture, ClaimRequest, Counts, RelayReport, TxBody};
+pub use backend::{Backend, BoxFuture, ClaimRequest, Counts, RelayReport, RemoteSide, TxBody};
 
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -190,6 +192,32 @@ impl Store {
                 url: url::redact_password(url),
             })
         }
+    }
+
+    /// A remote worker's store: the coordinator at `config.url`, reached with the device key
+    /// in `config.state_dir` (enrolling with the token file on the first start). It works
+    /// the items the coordinator hands it; every producer or operator call answers
+    /// [`StoreError::Unsupported`]. Times are the store's clock (the system's), placed from
+    /// what the coordinator says is left of each lease, never compared with its wall clock.
+    #[cfg(feature = "remote")]
+    pub async fn open_remote(config: remote::RemoteConfig) -> StoreResult<Store> {
+        Self::open_remote_with_clock(config, Arc::new(MonotonicClock::new())).await
+    }
+
+    /// [`Store::open_remote`] on `clock` (tests inject one hours off the coordinator's).
+    #[cfg(feature = "remote")]
+    pub async fn open_remote_with_clock(
+        config: remote::RemoteConfig,
+        clock: Arc<dyn Clock>,
+    ) -> StoreResult<Store> {
+        let backend = remote::RemoteBackend::open(config).await?;
+        Ok(Self::from_backend(Arc::new(backend), clock))
+    }
+
+    /// The worker side of a remote store (its coordinator-given id, its notices); `None`
+    /// for a store that owns its database.
+    pub fn remote(&self) -> Option<&dyn RemoteSide> {
+        self.backend.remote()
     }
 
     /// A store over any backend (how PostgreSQL plugs in).

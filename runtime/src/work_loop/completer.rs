@@ -54,6 +54,10 @@ async fn write(shared: &Shared, batch: Vec<(Finish, bool)>) {
     let results = loop {
         match shared.store.finish_many(finishes.clone()).await {
             Ok(results) => break results,
+            Err(e @ crate::StoreError::Revoked) => {
+                tracing::error!(error = %e, count = batch.len(), "outcomes not written");
+                return;
+            }
             Err(e) if delay < Duration::from_secs(5) => {
                 tracing::warn!(error = %e, "writing outcomes failed; retrying");
                 tokio::time::sleep(delay).await;

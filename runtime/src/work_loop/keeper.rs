@@ -29,6 +29,8 @@ use crate::time::Timestamp;
 /// What the keeper is asked: keep `held`'s lease from `expires` on.
 struct Keep {
     held: Held,
+    /// When the lease was granted (the call sent) and when it ends, by the store's clock.
+    from: Timestamp,
     expires: Timestamp,
     lost: oneshot::Sender<StoreError>,
     stop: oneshot::Receiver<()>,
@@ -62,8 +64,8 @@ impl State {
 /// The keeper of one loop.
 pub(crate) struct Keeper {
     state: Arc<State>,
-    /// When the first renewal is due: a third of the lease after the claim.
-    margin: Duration,
+    /// The store's clock, which places each first renewal.
+    clock: Arc<dyn crate::time::Clock>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -117,26 +119,28 @@ impl Keeper {
             .enable_all()
             .build()?;
         let shared = Arc::clone(&state);
+        let clock = Arc::clone(store.clock());
         let thread = std::thread::Builder::new()
             .name("scaffold-lease-keeper".to_owned())
             .spawn(move || rt.block_on(watch_due(shared, store, lease)))?;
         Ok(Keeper {
             state,
-            margin: lease.mul_f64(2.0 / 3.0),
+            clock,
             thread: Some(thread),
         })
     }
 
-    /// Keeps `held`'s lease, which the store granted until `expires`.
+    /// Keeps `held`'s lease, which the store granted until `expires`: first renewed when a
+    /// third of what is left of it has passed.
     pub fn keep(&self, held: Held, expires: Timestamp) -> Lease {
         let (lost_tx, lost_rx) = oneshot::channel();
         let (stop_tx, stop_rx) = oneshot::channel();
-        let due = expires
-            .as_millis()
-            .saturating_sub(crate::time::duration_ms(self.margin));
+        let from = self.clock.now();
+        let due = third(from, expires).as_millis();
         let (id, fence) = (held.id, held.fence);
         let keep = Keep {
             held,
+            from,
             expires,
             lost: lost_tx,
             stop: stop_rx,
@@ -208,12 +212,13 @@ async fn watch_due(state: Arc<State>, store: Store, lease: Duration) {
             tokio::spawn(async move {
                 let Keep {
                     held,
+                    from,
                     expires,
                     lost,
                     mut stop,
                 } = keep;
                 tokio::select! {
-                    e = keep_lease(&store, &held, lease, expires) => {
+                    e = keep_lease(&store, &held, lease, from, expires) => {
                         let _ = lost.send(e);
                     }
                     _ = &mut stop => {}
@@ -234,21 +239,33 @@ async fn watch_due(state: Arc<State>, store: Store, lease: Duration) {
     }
 }
 
+/// A third of the way from `from` to `expires`: when a lease granted at `from` is renewed.
+fn third(from: Timestamp, expires: Timestamp) -> Timestamp {
+    let left = expires.as_millis().saturating_sub(from.as_millis()).max(0);
+    Timestamp::from_millis(from.as_millis().saturating_add(left / 3))
+}
+
 /// Renews the lease until it is refused; returns the refusal. Each renewal is scheduled
-/// from the `lease_expires_at` the store returned: when a third of the lease has passed.
+/// from the lease the store returned, on the store's clock from when the call was sent:
+/// when a third of what was left of it has passed (a remote store's lease is what the
+/// coordinator said was left, placed on this clock, so no wall clocks are compared).
 pub(crate) async fn keep_lease(
     store: &Store,
     held: &Held,
     lease: Duration,
+    mut from: Timestamp,
     mut expires: Timestamp,
 ) -> StoreError {
-    let margin = lease.mul_f64(2.0 / 3.0);
     loop {
-        let due = Timestamp::from_millis(expires.as_millis() - crate::time::duration_ms(margin));
+        let due = third(from, expires);
         tokio::time::sleep(due.duration_from(store.now())).await;
+        let sent = store.now();
         match store.heartbeat(held, lease).await {
-            Ok(renewed) => expires = renewed,
-            Err(e @ StoreError::StaleLease { .. }) => return e,
+            Ok(renewed) => {
+                from = sent;
+                expires = renewed;
+            }
+            Err(e @ (StoreError::StaleLease { .. } | StoreError::Revoked)) => return e,
             Err(e) => {
                 if store.now() >= expires {
                     tracing::warn!(id = held.id, fence = held.fence, error = %e, "heartbeat failed past the lease");

@@ -185,11 +185,21 @@ pub(crate) struct Shared {
     pub durations: BTreeMap<&'static str, crate::metrics::Histogram>,
     /// Renews held leases on its own thread; started by `run`.
     pub keeper: keeper::KeeperSlot,
-    /// Woken when an operator's DRAINING is heard (the sweeper's presence write).
+    /// Woken when an operator's DRAINING is heard (the sweeper's presence write), or the
+    /// coordinator stops a remote worker (`halt`).
     pub drain_requested: Notify,
+    /// Why a remote worker must stop: revoked (at once) or an upgrade required (after its
+    /// jobs); `run` returns it.
+    pub halt: std::sync::Mutex<Option<StoreError>>,
 }
 
 impl Shared {
+    pub(crate) fn halted(&self) -> std::sync::MutexGuard<'_, Option<StoreError>> {
+        self.halt
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     pub(crate) fn emit(&self, event: LoopEvent) {
         if let Some(observer) = &self.observer {
             observer(&event);
@@ -226,10 +236,14 @@ impl WorkLoop {
         observer: Option<Observer>,
         resources: crate::resources::Resources,
     ) -> Self {
-        let worker_id = config.worker_id.clone().unwrap_or_else(|| {
-            let salt = crate::retry::random_u64() & 0xff_ffff;
-            format!("worker-{}-{salt:06x}", std::process::id())
-        });
+        // A remote worker is who the coordinator enrolled, never its host and pid.
+        let worker_id = match store.remote() {
+            Some(remote) => remote.worker_id().to_owned(),
+            None => config.worker_id.clone().unwrap_or_else(|| {
+                let salt = crate::retry::random_u64() & 0xff_ffff;
+                format!("worker-{}-{salt:06x}", std::process::id())
+            }),
+        };
         let durations = handlers
             .keys()
             .map(|k| (*k, crate::metrics::Histogram::default()))
@@ -251,6 +265,7 @@ impl WorkLoop {
                 room: Notify::new(),
                 keeper: keeper::KeeperSlot::default(),
                 drain_requested: Notify::new(),
+                halt: std::sync::Mutex::new(None),
             }),
         }
     }
@@ -351,7 +366,13 @@ impl WorkLoop {
         let (cancel_tx, cancel_rx) = watch::channel(false);
         let slots = Arc::new(Semaphore::new(shared.config.concurrency));
         let completer = tokio::spawn(completer::run(Arc::clone(shared), done_rx));
-        let sweeper = tokio::spawn(sweeper(Arc::clone(shared), stop_rx.clone(), started));
+        // On a remote store the coordinator sweeps, relays and purges: the loop only keeps
+        // its presence and hears the coordinator's word.
+        let sweeper = if shared.store.remote().is_some() {
+            tokio::spawn(presence(Arc::clone(shared), stop_rx.clone(), started))
+        } else {
+            tokio::spawn(sweeper(Arc::clone(shared), stop_rx.clone(), started))
+        };
         self.enter(LoopState::Running);
         tracing::info!(worker = %shared.worker_id, lanes = ?shared.lanes, "worker online");
         let claimers: Vec<_> = shared
@@ -379,6 +400,12 @@ impl WorkLoop {
         }
 
         self.enter(LoopState::Draining);
+        let revoked = matches!(shared.halted().as_ref(), Some(StoreError::Revoked));
+        if revoked {
+            // Nothing more of this worker is taken: its handlers stop now.
+            tracing::error!(worker = %shared.worker_id, "revoked by the coordinator; stopping at once");
+            let _ = cancel_tx.send(true);
+        }
         tracing::info!(worker = %shared.worker_id, "draining");
         // From here on a store error must not cut the drain short: log it and go on.
         if let Err(e) = self.set_state(WorkerState::Draining, started).await {
@@ -397,6 +424,10 @@ impl WorkLoop {
         let _ = completer.await;
         let _ = sweeper.await;
         self.enter(LoopState::Stopped);
+        let halt = shared.halted().take();
+        if let Some(halt) = halt {
+            return Err(halt);
+        }
         self.set_state(WorkerState::Offline, started).await?;
         tracing::info!(worker = %shared.worker_id, "worker offline");
         Ok(())
@@ -498,6 +529,47 @@ async fn sweeper(
             Ok(WorkerState::Draining) => shared.drain_requested.notify_one(),
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "worker row update failed"),
+        }
+    }
+}
+
+/// A remote worker's presence, every sweep interval and whenever the coordinator's word
+/// changes: DRAINING heard drains the loop; a revocation or a required upgrade halts it.
+async fn presence(
+    shared: Arc<Shared>,
+    mut stop: watch::Receiver<bool>,
+    started: crate::time::Timestamp,
+) {
+    loop {
+        let row = WorkerRecord {
+            id: shared.worker_id.clone(),
+            lanes: shared.lanes.clone(),
+            state: WorkerState::Online,
+            started_at: started,
+            last_seen_at: shared.store.now(),
+            lease_ms: shared.config.lease_ms(),
+        };
+        match shared.store.touch_worker(row).await {
+            Ok(WorkerState::Draining) => shared.drain_requested.notify_one(),
+            Ok(_) => {}
+            Err(e @ (StoreError::Revoked | StoreError::UpgradeRequired { .. })) => {
+                tracing::error!(worker = %shared.worker_id, error = %e, "the coordinator stops this worker");
+                *shared.halted() = Some(e);
+                shared.drain_requested.notify_one();
+                return;
+            }
+            Err(e) => tracing::warn!(error = %e, "presence failed"),
+        }
+        let notice = async {
+            match shared.store.remote() {
+                Some(r) => r.notice().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = stop.wait_for(|s| *s) => return,
+            () = tokio::time::sleep(shared.config.sweep_interval) => {}
+            () = notice => {}
         }
     }
 }

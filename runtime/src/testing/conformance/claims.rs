@@ -103,9 +103,9 @@ pub async fn run_at_delays_claim<F: Fn() -> Fut, Fut: Future<Output = TestBacken
     let b = fresh(make).await;
     let later = b.store.now().plus(Duration::from_secs(60));
     let id = b.enqueue(new("A").run_at(later)).await;
-    assert!(ok(b.store.claim("default", 10, LEASE).await, "claim").is_empty());
+    assert!(ok(b.worker().claim("default", 10, LEASE).await, "claim").is_empty());
     b.clock.advance(Duration::from_secs(61));
-    let claimed = ok(b.store.claim("default", 10, LEASE).await, "claim");
+    let claimed = ok(b.worker().claim("default", 10, LEASE).await, "claim");
     assert_eq!(claimed.len(), 1);
     assert_eq!(claimed[0].item.id, id);
 }
@@ -115,9 +115,9 @@ pub async fn priority_orders_claims<F: Fn() -> Fut, Fut: Future<Output = TestBac
     let low = ok(b.store.enqueue(new("A")).await, "low");
     let high = ok(b.store.enqueue(new("A").priority(5)).await, "high");
     let mid = ok(b.store.enqueue(new("A").priority(1)).await, "mid");
-    let first = ok(b.store.claim("default", 1, LEASE).await, "claim");
+    let first = ok(b.worker().claim("default", 1, LEASE).await, "claim");
     assert_eq!(first[0].item.id, high);
-    let rest: Vec<i64> = ok(b.store.claim("default", 5, LEASE).await, "claim")
+    let rest: Vec<i64> = ok(b.worker().claim("default", 5, LEASE).await, "claim")
         .into_iter()
         .map(|c| c.item.id)
         .collect();
@@ -127,20 +127,32 @@ pub async fn priority_orders_claims<F: Fn() -> Fut, Fut: Future<Output = TestBac
 pub async fn claim_increments_fence<F: Fn() -> Fut, Fut: Future<Output = TestBackend>>(make: F) {
     let b = fresh(make).await;
     let id = b.enqueue(new("A")).await;
-    let c1 = ok(b.store.claim_as("w1", "default", 5, LEASE).await, "claim").remove(0);
+    let c1 = ok(
+        b.worker().claim_as("w1", "default", 5, LEASE).await,
+        "claim",
+    )
+    .remove(0);
     assert_eq!(c1.fence, 1);
     assert_eq!(c1.lease_expires_at, b.store.now().plus(LEASE));
     let rec = get(&b.store, id).await;
     assert_eq!(rec.state, ItemState::Running);
-    assert_eq!(rec.lease_owner.as_deref(), Some("w1"));
+    // The holder is the one the claim was made as (a remote worker's: its enrolled id).
+    assert_eq!(rec.lease_owner.as_deref(), Some(c1.held().owner.as_str()));
+    if b.worker.is_none() {
+        assert_eq!(rec.lease_owner.as_deref(), Some("w1"));
+    }
     assert_eq!(rec.attempt, 1);
     assert!(
-        ok(b.store.claim("default", 5, LEASE).await, "claim").is_empty(),
+        ok(b.worker().claim("default", 5, LEASE).await, "claim").is_empty(),
         "a running item is not claimed twice"
     );
     b.clock.advance(LEASE + Duration::from_millis(1));
     assert_eq!(ok(b.store.sweep().await, "sweep"), 1);
-    let c2 = ok(b.store.claim_as("w2", "default", 5, LEASE).await, "reclaim").remove(0);
+    let c2 = ok(
+        b.worker().claim_as("w2", "default", 5, LEASE).await,
+        "reclaim",
+    )
+    .remove(0);
     assert_eq!(c2.fence, 2);
     assert_eq!(get(&b.store, id).await.attempt, 2);
 }
@@ -149,12 +161,12 @@ pub async fn lanes_are_separate<F: Fn() -> Fut, Fut: Future<Output = TestBackend
     let b = fresh(make).await;
     let fast = ok(b.store.enqueue(new("A").lane("fast")).await, "fast");
     ok(b.store.enqueue(new("A")).await, "default");
-    let got = ok(b.store.claim("fast", 10, LEASE).await, "claim fast");
+    let got = ok(b.worker().claim("fast", 10, LEASE).await, "claim fast");
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].item.id, fast);
-    assert!(ok(b.store.claim("fast", 10, LEASE).await, "again").is_empty());
+    assert!(ok(b.worker().claim("fast", 10, LEASE).await, "again").is_empty());
     assert_eq!(
-        ok(b.store.claim("default", 10, LEASE).await, "default").len(),
+        ok(b.worker().claim("default", 10, LEASE).await, "default").len(),
         1
     );
 }

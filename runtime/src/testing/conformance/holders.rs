@@ -68,10 +68,10 @@ pub async fn begin_effect_checks_and_renews_the_lease<
 ) {
     let b = fresh(make).await;
     let id = b.enqueue(new("A")).await;
-    let c = ok(b.store.claim("default", 1, LEASE).await, "claim").remove(0);
+    let c = ok(b.worker().claim("default", 1, LEASE).await, "claim").remove(0);
     b.clock.advance(Duration::from_secs(10));
     let start = ok(
-        b.store.begin_effect(&c.held(), "e", LEASE).await,
+        b.worker().begin_effect(&c.held(), "e", LEASE).await,
         "begin effect",
     );
     let renewed = b.store.now().plus(LEASE);
@@ -84,25 +84,30 @@ pub async fn begin_effect_checks_and_renews_the_lease<
     );
     assert_eq!(get(&b.store, id).await.lease_expires_at, Some(renewed));
     ok(
-        b.store.record_effect(&c.held(), "e", json!("done")).await,
+        b.worker()
+            .record_effect(&c.held(), "e", json!("done"))
+            .await,
         "record",
     );
     assert_eq!(
-        ok(b.store.begin_effect(&c.held(), "e", LEASE).await, "again"),
+        ok(
+            b.worker().begin_effect(&c.held(), "e", LEASE).await,
+            "again"
+        ),
         EffectStart::Recorded(json!("done"))
     );
     // Past the lease: refused, the effect must not run.
     b.clock.advance(LEASE * 2);
     stale(
-        b.store.begin_effect(&c.held(), "f", LEASE).await,
+        b.worker().begin_effect(&c.held(), "f", LEASE).await,
         "an expired lease",
     );
     // A recorded effect still reads back to a later holder.
     ok(b.store.sweep().await, "sweep");
-    let c2 = ok(b.store.claim("default", 1, LEASE).await, "reclaim").remove(0);
+    let c2 = ok(b.worker().claim("default", 1, LEASE).await, "reclaim").remove(0);
     assert_eq!(
         ok(
-            b.store.begin_effect(&c2.held(), "e", LEASE).await,
+            b.worker().begin_effect(&c2.held(), "e", LEASE).await,
             "recorded"
         ),
         EffectStart::Recorded(json!("done"))
@@ -121,11 +126,15 @@ pub async fn once_runs_only_under_a_live_lease<
     let b = fresh(make).await;
     let id = b.enqueue(new("A")).await;
     let runs = AtomicUsize::new(0);
-    let c1 = ok(b.store.claim("default", 1, LEASE).await, "claim").remove(0);
-    let stale_ctx = WorkContext::new(b.store.clone(), &c1, LEASE);
+    let c1 = ok(b.worker().claim("default", 1, LEASE).await, "claim").remove(0);
+    let stale_ctx = WorkContext::new(b.worker().clone(), &c1, LEASE);
     b.clock.advance(LEASE + Duration::from_millis(1));
     ok(b.store.sweep().await, "sweep");
-    let c2 = ok(b.store.claim("default", 1, LEASE).await, "another holder").remove(0);
+    let c2 = ok(
+        b.worker().claim("default", 1, LEASE).await,
+        "another holder",
+    )
+    .remove(0);
     let r: Result<String, WorkError> = stale_ctx
         .once("send", |_| async {
             runs.fetch_add(1, Ordering::SeqCst);
@@ -138,7 +147,7 @@ pub async fn once_runs_only_under_a_live_lease<
         0,
         "a stale holder ran the effect"
     );
-    let ctx = WorkContext::new(b.store.clone(), &c2, LEASE);
+    let ctx = WorkContext::new(b.worker().clone(), &c2, LEASE);
     let key: String = ok(
         ctx.once("send", |effect| async move {
             Ok(effect.idempotency_key().to_owned())

@@ -17,9 +17,9 @@ pub async fn heartbeat_returns_renewed_lease<F: Fn() -> Fut, Fut: Future<Output 
 ) {
     let b = fresh(make).await;
     let id = b.enqueue(new("A")).await;
-    let c = ok(b.store.claim("default", 1, LEASE).await, "claim").remove(0);
+    let c = ok(b.worker().claim("default", 1, LEASE).await, "claim").remove(0);
     b.clock.advance(Duration::from_secs(20));
-    let renewed = ok(b.store.heartbeat(&c.held(), LEASE).await, "heartbeat");
+    let renewed = ok(b.worker().heartbeat(&c.held(), LEASE).await, "heartbeat");
     assert_eq!(renewed, b.store.now().plus(LEASE));
     assert_eq!(get(&b.store, id).await.lease_expires_at, Some(renewed));
     b.clock.advance(Duration::from_secs(20));
@@ -28,26 +28,26 @@ pub async fn heartbeat_returns_renewed_lease<F: Fn() -> Fut, Fut: Future<Output 
         0,
         "the renewed lease holds past the first"
     );
-    ok(b.store.complete(&c.held()).await, "complete");
+    ok(b.worker().complete(&c.held()).await, "complete");
 }
 
 pub async fn stale_fence_fails_closed<F: Fn() -> Fut, Fut: Future<Output = TestBackend>>(make: F) {
     let b = fresh(make).await;
     let id = b.enqueue(new("A")).await;
-    let old = ok(b.store.claim("default", 1, LEASE).await, "claim").remove(0);
+    let old = ok(b.worker().claim("default", 1, LEASE).await, "claim").remove(0);
     b.clock.advance(LEASE + Duration::from_millis(1));
     ok(b.store.sweep().await, "sweep");
-    let cur = ok(b.store.claim("default", 1, LEASE).await, "reclaim").remove(0);
+    let cur = ok(b.worker().claim("default", 1, LEASE).await, "reclaim").remove(0);
     let before = get(&b.store, id).await;
-    stale(b.store.heartbeat(&old.held(), LEASE).await, "heartbeat");
+    stale(b.worker().heartbeat(&old.held(), LEASE).await, "heartbeat");
     stale(
-        b.store.checkpoint(&old.held(), json!({"x": 1})).await,
+        b.worker().checkpoint(&old.held(), json!({"x": 1})).await,
         "checkpoint",
     );
-    stale(b.store.complete(&old.held()).await, "complete");
+    stale(b.worker().complete(&old.held()).await, "complete");
     let retry_at = b.store.now();
     stale(
-        b.store
+        b.worker()
             .fail(
                 &old.held(),
                 Outcome::Retry {
@@ -59,13 +59,13 @@ pub async fn stale_fence_fails_closed<F: Fn() -> Fut, Fut: Future<Output = TestB
         "fail transient",
     );
     stale(
-        b.store
+        b.worker()
             .fail(&old.held(), Outcome::Dead { error: "x".into() })
             .await,
         "fail permanent",
     );
     stale(
-        b.store.record_effect(&old.held(), "e", json!(1)).await,
+        b.worker().record_effect(&old.held(), "e", json!(1)).await,
         "record_effect",
     );
     assert_eq!(
@@ -75,7 +75,7 @@ pub async fn stale_fence_fails_closed<F: Fn() -> Fut, Fut: Future<Output = TestB
     );
     assert!(ok(b.store.effect(id, "e").await, "effect").is_none());
     ok(
-        b.store.complete(&cur.held()).await,
+        b.worker().complete(&cur.held()).await,
         "current holder completes",
     );
 }
@@ -85,14 +85,17 @@ pub async fn expired_lease_fails_closed<F: Fn() -> Fut, Fut: Future<Output = Tes
 ) {
     let b = fresh(make).await;
     let id = b.enqueue(new("A")).await;
-    let c = ok(b.store.claim("default", 1, LEASE).await, "claim").remove(0);
+    let c = ok(b.worker().claim("default", 1, LEASE).await, "claim").remove(0);
     b.clock.advance(LEASE);
     let before = get(&b.store, id).await;
-    stale(b.store.heartbeat(&c.held(), LEASE).await, "heartbeat");
-    stale(b.store.checkpoint(&c.held(), json!(1)).await, "checkpoint");
-    stale(b.store.complete(&c.held()).await, "complete");
+    stale(b.worker().heartbeat(&c.held(), LEASE).await, "heartbeat");
     stale(
-        b.store
+        b.worker().checkpoint(&c.held(), json!(1)).await,
+        "checkpoint",
+    );
+    stale(b.worker().complete(&c.held()).await, "complete");
+    stale(
+        b.worker()
             .fail(&c.held(), Outcome::Dead { error: "x".into() })
             .await,
         "fail",
@@ -108,19 +111,19 @@ pub async fn complete_repeated_with_same_fence_succeeds<
 ) {
     let b = fresh(make).await;
     let id = b.enqueue(new("A")).await;
-    let c = ok(b.store.claim("default", 1, LEASE).await, "claim").remove(0);
-    ok(b.store.complete(&c.held()).await, "complete");
+    let c = ok(b.worker().claim("default", 1, LEASE).await, "claim").remove(0);
+    ok(b.worker().complete(&c.held()).await, "complete");
     let done = get(&b.store, id).await;
-    ok(b.store.complete(&c.held()).await, "complete again");
+    ok(b.worker().complete(&c.held()).await, "complete again");
     assert_eq!(get(&b.store, id).await, done);
     stale(
-        b.store
+        b.worker()
             .complete(&Held::new(id, c.fence - 1, "anonymous"))
             .await,
         "an older fence is still refused",
     );
     let batch = ok(
-        b.store
+        b.worker()
             .finish_many(vec![
                 Finish::of(&c.held(), Outcome::Complete),
                 Finish::of(&Held::new(id, c.fence + 1, "anonymous"), Outcome::Complete),
@@ -138,11 +141,11 @@ pub async fn complete_repeated_with_same_fence_succeeds<
     // for itself and the counters still equal the items (checked as the case ends).
     let a = b.enqueue(new("A")).await;
     let other = b.enqueue(new("A").lane("bulk")).await;
-    let ca = ok(b.store.claim("default", 1, LEASE).await, "claim").remove(0);
-    let co = ok(b.store.claim("bulk", 1, LEASE).await, "claim").remove(0);
+    let ca = ok(b.worker().claim("default", 1, LEASE).await, "claim").remove(0);
+    let co = ok(b.worker().claim("bulk", 1, LEASE).await, "claim").remove(0);
     assert_eq!((ca.item.id, co.item.id), (a, other));
     let batch = ok(
-        b.store
+        b.worker()
             .finish_many(vec![
                 Finish::of(&ca.held(), Outcome::Complete).with_origin(ca.origin()),
                 Finish::of(&c.held(), Outcome::Complete).with_origin(ca.origin()),
@@ -161,7 +164,7 @@ pub async fn complete_repeated_with_same_fence_succeeds<
         "a stale member of a counted batch is refused alone: {batch:?}"
     );
     let all_good = ok(
-        b.store
+        b.worker()
             .finish_many(vec![
                 Finish::of(&co.held(), Outcome::Complete).with_origin(co.origin()),
             ])
@@ -199,8 +202,8 @@ pub async fn once_records_effects_once<F: Fn() -> Fut, Fut: Future<Output = Test
     let b = fresh(make).await;
     let id = b.enqueue(new("A")).await;
     let runs = AtomicUsize::new(0);
-    let c1 = ok(b.store.claim("default", 1, LEASE).await, "claim").remove(0);
-    let ctx = WorkContext::new(b.store.clone(), &c1, LEASE);
+    let c1 = ok(b.worker().claim("default", 1, LEASE).await, "claim").remove(0);
+    let ctx = WorkContext::new(b.worker().clone(), &c1, LEASE);
     let out: String = ok(
         ctx.once("send", |_| async {
             runs.fetch_add(1, Ordering::SeqCst);
@@ -213,8 +216,8 @@ pub async fn once_records_effects_once<F: Fn() -> Fut, Fut: Future<Output = Test
     // The worker dies before completing; the item comes back and the handler runs again.
     b.clock.advance(LEASE);
     ok(b.store.sweep().await, "sweep");
-    let c2 = ok(b.store.claim("default", 1, LEASE).await, "reclaim").remove(0);
-    let ctx2 = WorkContext::new(b.store.clone(), &c2, LEASE);
+    let c2 = ok(b.worker().claim("default", 1, LEASE).await, "reclaim").remove(0);
+    let ctx2 = WorkContext::new(b.worker().clone(), &c2, LEASE);
     let again: String = ok(
         ctx2.once("send", |_| async {
             runs.fetch_add(1, Ordering::SeqCst);
@@ -249,9 +252,11 @@ pub async fn once_records_effects_once<F: Fn() -> Fut, Fut: Future<Output = Test
 pub async fn checkpoint_is_fenced<F: Fn() -> Fut, Fut: Future<Output = TestBackend>>(make: F) {
     let b = fresh(make).await;
     let id = b.enqueue(new("A")).await;
-    let c = ok(b.store.claim("default", 1, LEASE).await, "claim").remove(0);
+    let c = ok(b.worker().claim("default", 1, LEASE).await, "claim").remove(0);
     ok(
-        b.store.checkpoint(&c.held(), json!({"cursor": 10})).await,
+        b.worker()
+            .checkpoint(&c.held(), json!({"cursor": 10}))
+            .await,
         "checkpoint",
     );
     assert_eq!(
@@ -259,7 +264,7 @@ pub async fn checkpoint_is_fenced<F: Fn() -> Fut, Fut: Future<Output = TestBacke
         Some(json!({"cursor": 10}))
     );
     stale(
-        b.store
+        b.worker()
             .checkpoint(
                 &Held::new(id, c.fence + 1, "anonymous"),
                 json!({"cursor": 99}),
@@ -269,7 +274,7 @@ pub async fn checkpoint_is_fenced<F: Fn() -> Fut, Fut: Future<Output = TestBacke
     );
     b.clock.advance(LEASE);
     ok(b.store.sweep().await, "sweep");
-    let c2 = ok(b.store.claim("default", 1, LEASE).await, "reclaim").remove(0);
+    let c2 = ok(b.worker().claim("default", 1, LEASE).await, "reclaim").remove(0);
     assert_eq!(
         c2.item.checkpoint,
         Some(json!({"cursor": 10})),

@@ -49,9 +49,28 @@ pub struct TestBackend {
     pub store: Store,
     pub clock: Arc<ManualClock>,
     pub guard: Box<dyn Any + Send>,
+    /// The store a worker holds where it is not `store`: a remote worker's, over a
+    /// coordinator on `store`'s database. `None`: workers use `store` too.
+    pub worker: Option<Store>,
 }
 
 impl TestBackend {
+    /// A backend whose workers use `store` itself.
+    pub fn new(store: Store, clock: Arc<ManualClock>, guard: Box<dyn Any + Send>) -> Self {
+        TestBackend {
+            store,
+            clock,
+            guard,
+            worker: None,
+        }
+    }
+
+    /// The store a worker holds (claims, heartbeats, effects, outcomes, its loop); `store`
+    /// is the operator's and producer's side.
+    pub fn worker(&self) -> &Store {
+        self.worker.as_ref().unwrap_or(&self.store)
+    }
+
     /// Enqueues `item`; a test whose set-up cannot enqueue fails here.
     pub async fn enqueue(&self, item: NewItem) -> ItemId {
         ok(self.store.enqueue(item).await, "enqueue")
@@ -149,6 +168,48 @@ macro_rules! conformance_suite {
     };
 }
 
+/// The conformance cases a remote worker's store runs, listed here once: every case whose
+/// worker calls (claims, heartbeats, fences, effects, checkpoints, outcomes, parking) go
+/// through [`TestBackend::worker`] — over the wire, to a coordinator on the direct store's
+/// database — while its operator's side (enqueue, sweep, signal, reads) uses the direct
+/// store. `$make` builds such a backend (`tests/conformance_remote.rs`) whose coordinator
+/// leases for the suite's `LEASE` (30 s) and backs off as configured; `$make_loop` one
+/// whose coordinator leases for 300 ms (the loop cases' lease: the lease is the
+/// coordinator's, never the worker's) and retries at once (the loop cases' policy).
+#[macro_export]
+macro_rules! remote_conformance_suite {
+    ($make:path, $make_loop:path, run_if = $available:path) => {
+        $crate::conformance_suite!(@tests $make_loop, $available;
+            loop_drains_all_items,
+            loop_transient_retries_with_backoff,
+            loop_lost_lease_cancels_handler,
+            loop_heartbeats_keep_a_long_handler,
+            loop_drain_releases_items_past_deadline,
+            loop_busy_handler_keeps_its_lease,
+            loop_panic_is_a_failed_attempt,
+            loop_cancel_stops_the_handler,
+            loop_hears_an_operators_drain,
+        );
+        $crate::conformance_suite!(@tests $make, $available;
+            run_at_delays_claim,
+            priority_orders_claims,
+            claim_increments_fence,
+            lanes_are_separate,
+            heartbeat_returns_renewed_lease,
+            stale_fence_fails_closed,
+            expired_lease_fails_closed,
+            complete_repeated_with_same_fence_succeeds,
+            transient_backs_off_then_dead,
+            permanent_is_dead_at_once,
+            once_records_effects_once,
+            checkpoint_is_fenced,
+            park_until_time_and_signal,
+            begin_effect_checks_and_renews_the_lease,
+            once_runs_only_under_a_live_lease,
+        );
+    };
+}
+
 /// The stores a conformance case made (see [`conformance_suite!`]), kept with what they
 /// need alive until the case's counters are checked.
 #[derive(Default)]
@@ -172,6 +233,7 @@ impl Made {
             store: b.store,
             clock: b.clock,
             guard: Box::new(guard),
+            worker: b.worker,
         }
     }
 

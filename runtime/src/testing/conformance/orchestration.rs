@@ -165,7 +165,7 @@ pub async fn park_until_time_and_signal<F: Fn() -> Fut, Fut: Future<Output = Tes
     let b = fresh(make).await;
     let timed = b.enqueue(new("A")).await;
     let signalled = b.enqueue(new("A")).await;
-    let claimed = ok(b.store.claim("default", 2, LEASE).await, "claim");
+    let claimed = ok(b.worker().claim("default", 2, LEASE).await, "claim");
     let until = b.store.now().plus(Duration::from_secs(600));
     for c in &claimed {
         let outcome = if c.item.id == timed {
@@ -179,7 +179,7 @@ pub async fn park_until_time_and_signal<F: Fn() -> Fut, Fut: Future<Output = Tes
                 signal: Some("approved".into()),
             }
         };
-        ok(b.store.fail(&c.held(), outcome).await, "park");
+        ok(b.worker().fail(&c.held(), outcome).await, "park");
     }
     let rec = get(&b.store, timed).await;
     assert_eq!(
@@ -187,16 +187,16 @@ pub async fn park_until_time_and_signal<F: Fn() -> Fut, Fut: Future<Output = Tes
         (ItemState::Parked, 0),
         "parking gives the attempt back"
     );
-    assert!(ok(b.store.claim("default", 5, LEASE).await, "claim").is_empty());
+    assert!(ok(b.worker().claim("default", 5, LEASE).await, "claim").is_empty());
     assert_eq!(ok(b.store.signal("other").await, "signal"), 0);
     assert_eq!(ok(b.store.signal("approved").await, "signal"), 1);
-    let woke = ok(b.store.claim("default", 5, LEASE).await, "claim");
+    let woke = ok(b.worker().claim("default", 5, LEASE).await, "claim");
     assert_eq!(
         woke.iter().map(|c| c.item.id).collect::<Vec<_>>(),
         vec![signalled]
     );
     b.clock.advance(Duration::from_secs(600));
-    let due = ok(b.store.claim("default", 5, LEASE).await, "claim");
+    let due = ok(b.worker().claim("default", 5, LEASE).await, "claim");
     assert_eq!(
         due.iter().map(|c| c.item.id).collect::<Vec<_>>(),
         vec![timed]

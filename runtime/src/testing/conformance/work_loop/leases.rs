@@ -27,7 +27,7 @@ pub async fn loop_lost_lease_cancels_handler<F: Fn() -> Fut, Fut: Future<Output 
     let on_lost = Arc::clone(&lost);
     let lease = Duration::from_millis(300);
     let lp = ok(
-        WorkLoop::builder(b.store.clone(), REGISTRY)
+        WorkLoop::builder(b.worker().clone(), REGISTRY)
             .handler(h)
             .lane("slow")
             .lease(lease)
@@ -104,7 +104,7 @@ pub async fn loop_heartbeats_keep_a_long_handler<
     let spec = REGISTRY[0][3];
     let id = b.enqueue(spec.item(json!({}))).await;
     let lp = ok(
-        WorkLoop::builder(b.store.clone(), REGISTRY)
+        WorkLoop::builder(b.worker().clone(), REGISTRY)
             .handler(LongHandler {
                 clock: Arc::clone(&b.clock),
                 step: lease / 6,

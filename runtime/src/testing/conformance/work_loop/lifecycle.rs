@@ -24,7 +24,7 @@ pub async fn loop_drain_releases_items_past_deadline<
     let (id, h) = hanging(&b).await;
     let (started, dropped) = (Arc::clone(&h.started), Arc::clone(&h.dropped));
     let lp = ok(
-        WorkLoop::builder(b.store.clone(), REGISTRY)
+        WorkLoop::builder(b.worker().clone(), REGISTRY)
             .handler(h)
             .lane("slow")
             .drain_timeout(Duration::from_millis(50))

@@ -54,7 +54,7 @@ pub async fn loop_busy_handler_keeps_its_lease<
     let lease = Duration::from_millis(300);
     let id = b.enqueue(REGISTRY[0][3].item(json!({}))).await;
     let lp = ok(
-        WorkLoop::builder(b.store.clone(), REGISTRY)
+        WorkLoop::builder(b.worker().clone(), REGISTRY)
             .handler(BusyHandler {
                 clock: Arc::clone(&b.clock),
                 lease,
@@ -107,7 +107,7 @@ pub async fn loop_panic_is_a_failed_attempt<F: Fn() -> Fut, Fut: Future<Output =
         .enqueue(NewItem::new("JOB", json!({"n": 1})).max_attempts(2))
         .await;
     let lp = ok(
-        WorkLoop::builder(b.store.clone(), REGISTRY)
+        WorkLoop::builder(b.worker().clone(), REGISTRY)
             .handler(PanicHandler)
             .handler(super::FlakyHandler)
             .lane("default")
@@ -196,7 +196,7 @@ pub async fn loop_cancel_stops_the_handler<F: Fn() -> Fut, Fut: Future<Output = 
         Arc::clone(&h.second),
     );
     let lp = ok(
-        WorkLoop::builder(b.store.clone(), REGISTRY)
+        WorkLoop::builder(b.worker().clone(), REGISTRY)
             .handler(h)
             .lane("slow")
             .lease(Duration::from_secs(60))
@@ -235,7 +235,7 @@ pub async fn loop_hears_an_operators_drain<F: Fn() -> Fut, Fut: Future<Output = 
 ) {
     let b = fresh(make).await;
     let lp = ok(
-        WorkLoop::builder(b.store.clone(), REGISTRY)
+        WorkLoop::builder(b.worker().clone(), REGISTRY)
             .handler(super::JobHandler::default())
             .handler(super::FlakyHandler)
             .lane("default")
@@ -245,10 +245,12 @@ pub async fn loop_hears_an_operators_drain<F: Fn() -> Fut, Fut: Future<Output = 
             .build(),
         "build",
     );
+    // A remote worker is the id the coordinator gave it.
+    let me = lp.worker_id().to_owned();
     let store = b.store.clone();
     let asked = tokio::spawn(async move {
         loop {
-            if ok(store.drain_worker("drained").await, "drain") {
+            if ok(store.drain_worker(&me).await, "drain") {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
@@ -266,7 +268,7 @@ pub async fn loop_hears_an_operators_drain<F: Fn() -> Fut, Fut: Future<Output = 
     ok(asked.await, "the drain request");
     let row = ok(b.store.workers().await, "workers")
         .into_iter()
-        .find(|w| w.id == "drained")
+        .find(|w| w.id == lp.worker_id())
         .expect("the worker's row");
     assert_eq!(row.state, WorkerState::Offline);
 }

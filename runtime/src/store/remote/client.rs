@@ -1,0 +1,439 @@
+//! The coordinator's HTTP side as a worker calls it: one TLS configuration (the CA file's
+//! roots, else the platform's), no redirects, the session opened with the device key and
+//! renewed at two thirds of its life (measured on the monotonic clock from when it was asked
+//! for, from the coordinator's own times, never against this host's wall clock), and each
+//! call's answer sorted into what is retried (no connection, 5xx, 429 after its
+//! `Retry-After`), what stops the worker (401 revoked, 426), and what is the worker's bug
+//! (any other 4xx: logged and counted, never retried).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use ed25519_dalek::{Signer, SigningKey};
+use reqwest::{Method, StatusCode, header};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use tokio::time::Instant;
+
+use super::RemoteConfig;
+use super::identity::Identity;
+use crate::error::StoreError;
+use crate::protocol::{
+    ChallengeAnswer, ChallengeRequest, PROTOCOL_HEADER, SessionAnswer, SessionRequest,
+    parse_rfc3339, tokens,
+};
+
+/// A live session: its bearer token and when to renew it.
+#[derive(Clone)]
+pub(crate) struct Session {
+    pub token: String,
+    pub renew_at: Instant,
+    pub protocol: i64,
+    /// The coordinator's store id (part of every effect's idempotency key).
+    pub store_id: Option<String>,
+}
+
+/// What every HTTP client of one remote store shares: settings, the device key, the
+/// identity, the session, and the counters of refused calls.
+pub(crate) struct Shared {
+    pub config: RemoteConfig,
+    pub tls: Arc<rustls::ClientConfig>,
+    pub key: SigningKey,
+    pub identity: Identity,
+    pub session: tokio::sync::Mutex<Option<Session>>,
+    /// Calls the coordinator refused as malformed or unauthorized (a bug in this worker).
+    pub refused: AtomicU64,
+    /// Transient failures retried.
+    pub retried: AtomicU64,
+}
+
+/// An answer: its status and JSON body (`Null` for none).
+#[derive(Debug)]
+pub(crate) struct Reply {
+    pub status: StatusCode,
+    pub body: Value,
+}
+
+impl Reply {
+    /// The body's `error` code.
+    pub fn code(&self) -> String {
+        self.body
+            .get("error")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .chars()
+            .take(64)
+            .collect()
+    }
+
+    pub fn parse<T: DeserializeOwned>(self, call: &str) -> Result<T, StoreError> {
+        serde_json::from_value(self.body).map_err(|e| StoreError::Refused {
+            call: call.to_owned(),
+            status: self.status.as_u16(),
+            code: format!("an answer this worker cannot read: {e}"),
+        })
+    }
+}
+
+/// An HTTP client over one runtime's connections (the loop's, or the lease keeper's).
+#[derive(Clone)]
+pub(crate) struct Client {
+    http: reqwest::Client,
+    pub shared: Arc<Shared>,
+}
+
+/// The one TLS configuration of a remote store: the CA file's roots, else the platform's.
+pub(crate) fn tls_config(config: &RemoteConfig) -> Result<rustls::ClientConfig, StoreError> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    let bad = |reason: String| StoreError::RemoteTls { reason };
+    let mut roots = rustls::RootCertStore::empty();
+    match &config.ca_file {
+        Some(path) => {
+            let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
+                .map_err(|e| bad(format!("cannot read the CA file {}: {e}", path.display())))?
+                .collect::<Result<_, _>>()
+                .map_err(|e| bad(format!("the CA file {} is not PEM: {e}", path.display())))?;
+            if certs.is_empty() {
+                return Err(bad(format!(
+                    "the CA file {} holds no certificate",
+                    path.display()
+                )));
+            }
+            for c in certs {
+                roots
+                    .add(c)
+                    .map_err(|e| bad(format!("a certificate of the CA file is unusable: {e}")))?;
+            }
+        }
+        None => {
+            let found = rustls_native_certs::load_native_certs();
+            for c in found.certs {
+                let _ = roots.add(c);
+            }
+        }
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| bad(e.to_string()))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(config)
+}
+
+fn jitter(d: Duration) -> Duration {
+    // Up to half again, so workers cut off together do not come back together.
+    let spread = crate::time::duration_ms(d).max(1) / 2;
+    let extra = (crate::retry::random_u64() % u64::try_from(spread.max(1)).unwrap_or(1)) as i64;
+    d + Duration::from_millis(u64::try_from(extra).unwrap_or(0))
+}
+
+/// Back-off between retries: from 50 ms, doubling, at most 2 s, with jitter.
+pub(crate) fn backoff(attempt: u32) -> Duration {
+    let base = Duration::from_millis(50).saturating_mul(1u32 << attempt.min(6));
+    jitter(base.min(Duration::from_secs(2)))
+}
+
+impl Client {
+    pub fn new(shared: Arc<Shared>) -> Result<Client, StoreError> {
+        let http = reqwest::Client::builder()
+            .use_preconfigured_tls((*shared.tls).clone())
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(Duration::from_secs(10))
+            .tcp_nodelay(true)
+            .pool_idle_timeout(Duration::from_secs(60))
+            .build()
+            .map_err(|e| StoreError::RemoteTls {
+                reason: format!("cannot build the HTTP client: {e}"),
+            })?;
+        Ok(Client { http, shared })
+    }
+
+    /// The path of effect `key` of `held`'s job, the key percent-encoded as one segment.
+    pub fn effect_path(&self, held: &crate::item::Held, key: &str) -> String {
+        let job = crate::protocol::job_name(held.id, held.fence);
+        match reqwest::Url::parse("http://x/") {
+            Ok(mut u) => {
+                if let Ok(mut p) = u.path_segments_mut() {
+                    p.clear()
+                        .extend(["v1", "jobs", job.as_str(), "effects", key]);
+                }
+                u.path().to_owned()
+            }
+            Err(_) => format!("/v1/jobs/{job}/effects/{key}"),
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.shared.config.origin())
+    }
+
+    /// Sends one request; `None` for no answer at all (no connection, a timeout).
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+        bearer: Option<&str>,
+        protocol: i64,
+        wait: Duration,
+    ) -> Result<Reply, String> {
+        let mut req = self
+            .http
+            .request(method, self.url(path))
+            .timeout(self.shared.config.request_timeout + wait)
+            .header(PROTOCOL_HEADER, protocol.to_string());
+        if let Some(token) = bearer {
+            req = req.header(header::AUTHORIZATION, format!("Bearer {token}"));
+        }
+        if let Some(body) = body {
+            req = req
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(serde_json::to_vec(body).unwrap_or_default());
+        }
+        // The error's text names the URL and the cause, never a header.
+        let res = req.send().await.map_err(|e| e.without_url().to_string())?;
+        let status = res.status();
+        let retry_after = res
+            .headers()
+            .get(header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        let bytes = res.bytes().await.map_err(|e| e.without_url().to_string())?;
+        let mut body = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null)
+        };
+        if let (Some(s), Value::Object(map)) = (retry_after, &mut body) {
+            map.insert("retry_after".to_owned(), Value::from(s));
+        }
+        Ok(Reply { status, body })
+    }
+
+    /// A request made until it has an answer that is not transient, for at most the
+    /// configured retry time. Without `bearer`, the call carries no session (enrollment,
+    /// the challenge).
+    pub async fn request_unauthenticated(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Reply, StoreError> {
+        let protocol = self.shared.config.protocol.1;
+        let started = Instant::now();
+        let mut attempt = 0;
+        loop {
+            let out = self
+                .send(method.clone(), path, body, None, protocol, Duration::ZERO)
+                .await;
+            match self.transient(&out, started, &mut attempt).await {
+                Some(wait) => tokio::time::sleep(wait).await,
+                None => return self.settle(out, path),
+            }
+        }
+    }
+
+    /// Whether `out` is worth retrying, and after how long; `None` when it is final or the
+    /// retry time is spent.
+    async fn transient(
+        &self,
+        out: &Result<Reply, String>,
+        started: Instant,
+        attempt: &mut u32,
+    ) -> Option<Duration> {
+        let wait = match out {
+            Err(_) => backoff(*attempt),
+            Ok(r) if r.status.is_server_error() => backoff(*attempt),
+            Ok(r) if r.status == StatusCode::TOO_MANY_REQUESTS => {
+                let after = r
+                    .body
+                    .get("retry_after")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(1);
+                jitter(Duration::from_secs(after.min(60)))
+            }
+            Ok(_) => return None,
+        };
+        if started.elapsed() + wait > self.shared.config.retry_for {
+            return None;
+        }
+        *attempt += 1;
+        self.shared.retried.fetch_add(1, Ordering::Relaxed);
+        Some(wait)
+    }
+
+    /// The final word on an answer: unreachable, revoked, upgrade required, or the reply.
+    fn settle(&self, out: Result<Reply, String>, path: &str) -> Result<Reply, StoreError> {
+        let origin = self.shared.config.origin().to_owned();
+        let reply = out.map_err(|cause| StoreError::Unreachable {
+            origin: origin.clone(),
+            cause,
+        })?;
+        if reply.status.is_server_error() || reply.status == StatusCode::TOO_MANY_REQUESTS {
+            return Err(StoreError::Unreachable {
+                origin,
+                cause: format!("{} on {path}", reply.status),
+            });
+        }
+        if reply.status == StatusCode::UNAUTHORIZED && reply.code() == "revoked" {
+            return Err(StoreError::Revoked);
+        }
+        if reply.status == StatusCode::UPGRADE_REQUIRED {
+            let range = |k: &str| {
+                reply
+                    .body
+                    .get("supported")
+                    .and_then(|s| s.get(k))
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0)
+            };
+            return Err(StoreError::UpgradeRequired {
+                min: range("min"),
+                max: range("max"),
+                speaks: self.shared.config.protocol,
+            });
+        }
+        Ok(reply)
+    }
+
+    /// A call under the session (opened or renewed first when due); a 401 other than
+    /// `revoked` drops the session and the call is made once more under a new one.
+    pub async fn request(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+        wait: Duration,
+    ) -> Result<Reply, StoreError> {
+        let started = Instant::now();
+        let mut attempt = 0;
+        let mut reopened = false;
+        loop {
+            let session = self.session().await?;
+            let out = self
+                .send(
+                    method.clone(),
+                    path,
+                    body,
+                    Some(&session.token),
+                    session.protocol,
+                    wait,
+                )
+                .await;
+            if let Some(wait) = self.transient(&out, started, &mut attempt).await {
+                tokio::time::sleep(wait).await;
+                continue;
+            }
+            let reply = self.settle(out, path)?;
+            if reply.status == StatusCode::UNAUTHORIZED && !reopened {
+                reopened = true;
+                self.drop_session(&session.token).await;
+                continue;
+            }
+            return Ok(reply);
+        }
+    }
+
+    /// [`Client::request`] with a JSON body, expecting a 2xx; anything else but 409 is a
+    /// refusal (logged and counted), 409 is `StoreError::StaleLease` for `held`.
+    pub async fn call<B: Serialize>(
+        &self,
+        method: Method,
+        path: &str,
+        body: &B,
+        wait: Duration,
+    ) -> Result<Reply, StoreError> {
+        let body = serde_json::to_value(body)?;
+        self.request(method, path, Some(&body), wait).await
+    }
+
+    /// Counts and logs a refusal that means this worker sent what it should not have.
+    pub fn refused(&self, path: &str, reply: &Reply) -> StoreError {
+        self.shared.refused.fetch_add(1, Ordering::Relaxed);
+        let code = reply.code();
+        tracing::error!(call = %path, status = reply.status.as_u16(), code = %code, "the coordinator refused a call; not retried");
+        StoreError::Refused {
+            call: path.to_owned(),
+            status: reply.status.as_u16(),
+            code,
+        }
+    }
+
+    /// The session, opened or renewed when due.
+    pub async fn session(&self) -> Result<Session, StoreError> {
+        let mut slot = self.shared.session.lock().await;
+        if let Some(s) = slot.as_ref()
+            && Instant::now() < s.renew_at
+        {
+            return Ok(s.clone());
+        }
+        let fresh = self.open_session().await?;
+        *slot = Some(fresh.clone());
+        Ok(fresh)
+    }
+
+    /// Forgets the session `token` (the coordinator no longer takes it).
+    pub async fn drop_session(&self, token: &str) {
+        let mut slot = self.shared.session.lock().await;
+        if slot.as_ref().is_some_and(|s| s.token == token) {
+            *slot = None;
+        }
+    }
+
+    /// Challenge, signature, session.
+    async fn open_session(&self) -> Result<Session, StoreError> {
+        let worker_id = self.shared.identity.worker_id.clone();
+        let asked = Instant::now();
+        let body = serde_json::to_value(ChallengeRequest {
+            worker_id: worker_id.clone(),
+        })?;
+        let reply = self
+            .request_unauthenticated(Method::POST, "/v1/session/challenge", Some(&body))
+            .await?;
+        if !reply.status.is_success() {
+            return Err(self.refused("/v1/session/challenge", &reply));
+        }
+        let challenge: ChallengeAnswer = reply.parse("/v1/session/challenge")?;
+        let nonce = tokens::unb64(&challenge.nonce).ok_or_else(|| StoreError::Refused {
+            call: "/v1/session/challenge".to_owned(),
+            status: 200,
+            code: "a nonce that is not base64url".to_owned(),
+        })?;
+        let message = tokens::session_message(&worker_id, &nonce, self.shared.config.origin());
+        let signature = self.shared.key.sign(&message);
+        let body = serde_json::to_value(SessionRequest {
+            worker_id,
+            nonce: challenge.nonce.clone(),
+            signature: tokens::b64(&signature.to_bytes()),
+        })?;
+        let reply = self
+            .request_unauthenticated(Method::POST, "/v1/session", Some(&body))
+            .await?;
+        if !reply.status.is_success() {
+            return Err(self.refused("/v1/session", &reply));
+        }
+        let session: SessionAnswer = reply.parse("/v1/session")?;
+        // The session's life by the coordinator's clock alone: its end minus the moment the
+        // challenge was made (the challenge's end less its 60 s).
+        let life = match (
+            parse_rfc3339(&session.expires_at),
+            parse_rfc3339(&challenge.expires_at),
+        ) {
+            (Some(end), Some(challenge_end)) => {
+                let made = challenge_end.as_millis() - 60_000;
+                Duration::from_millis(u64::try_from(end.as_millis() - made).unwrap_or(0))
+            }
+            _ => Duration::from_secs(15 * 60),
+        };
+        Ok(Session {
+            token: session.token,
+            renew_at: asked + life.mul_f64(2.0 / 3.0),
+            protocol: session.protocol,
+            store_id: session.store_id,
+        })
+    }
+}
