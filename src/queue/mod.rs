@@ -170,6 +170,11 @@ pub enum QueueCommand {
         /// and range: one 20k drain lasts under a second, so one run is noise.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
         runs: u32,
+        /// Drain through a coordinator on loopback over the database, with one remote worker
+        /// loop, then the same on a direct store, and say both (and the start latency of an
+        /// item on the idle queue).
+        #[arg(long)]
+        remote: bool,
     },
 }
 
@@ -478,6 +483,20 @@ async fn execute(
             jobs,
             concurrency,
             runs,
+            remote: true,
+        } => {
+            let mut reports = Vec::new();
+            let concurrency = usize::try_from(concurrency).unwrap_or(10);
+            for _ in 0..runs {
+                reports.push(bench_remote(args.database.as_deref(), cwd, jobs, concurrency).await?);
+            }
+            report::Printed::BenchRemote(reports)
+        }
+        QueueCommand::Bench {
+            jobs,
+            concurrency,
+            runs,
+            remote: false,
         } => {
             let mut reports = Vec::new();
             let concurrency = usize::try_from(concurrency).unwrap_or(10);
@@ -712,6 +731,51 @@ async fn bench(
     }
     .await;
     queue.remove().await;
+    result
+}
+
+/// One `bench --remote` run: a fresh queue behind a coordinator and a fresh one for the
+/// direct drain, on the same database; both removed after.
+async fn bench_remote(
+    database: Option<&str>,
+    cwd: &Path,
+    jobs: u64,
+    concurrency: usize,
+) -> Result<scaffold_runtime::bench::remote::RemoteBenchReport, QueueError> {
+    let through = BenchQueue::new(database, cwd)?;
+    let direct = match BenchQueue::new(database, cwd) {
+        Ok(q) => q,
+        Err(e) => {
+            through.remove().await;
+            return Err(e);
+        }
+    };
+    let state = tempfile::Builder::new()
+        .prefix("scaffold-bench-remote")
+        .tempdir()
+        .map_err(|source| QueueError::Unwritable {
+            path: std::env::temp_dir(),
+            source,
+        })?;
+    let result = async {
+        let queue = Store::open(&through.url).await?;
+        queue.migrate().await?;
+        let plain = Store::open(&direct.url).await?;
+        plain.migrate().await?;
+        Ok::<_, QueueError>(
+            scaffold_runtime::bench::remote::run_remote(
+                &queue,
+                &plain,
+                state.path(),
+                jobs,
+                concurrency,
+            )
+            .await?,
+        )
+    }
+    .await;
+    through.remove().await;
+    direct.remove().await;
     result
 }
 

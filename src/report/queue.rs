@@ -5,6 +5,7 @@
 use std::io::{self, Write};
 
 use scaffold_runtime::bench::BenchReport;
+use scaffold_runtime::bench::remote::RemoteBenchReport;
 use scaffold_runtime::store::coordinator::{ArtifactRole, ItemArtifact};
 use scaffold_runtime::{
     ArtifactRef, AttemptRecord, EffectRecord, ItemRecord, ItemState, LaneStats, OutboxStats,
@@ -66,6 +67,8 @@ pub enum Printed {
     },
     /// One report per run (at least one).
     Bench(Vec<BenchReport>),
+    /// `bench --remote`: each run's drain through a coordinator and on a direct store.
+    BenchRemote(Vec<RemoteBenchReport>),
     /// The coordinator is listening (said before it serves).
     Serving {
         listen: String,
@@ -288,6 +291,70 @@ pub fn print(out: &mut dyn Write, printed: &Printed, as_json: bool) -> io::Resul
                 )?;
             }
             Ok(())
+        }
+        Printed::BenchRemote(runs) => {
+            for r in runs {
+                writeln!(
+                    out,
+                    "{}: {} jobs, concurrency {}: through the coordinator {} jobs/s, direct {} jobs/s ({:.2}); enqueue → start on an idle queue p50 {:.1} ms",
+                    r.backend,
+                    r.jobs,
+                    r.concurrency,
+                    r.remote.jobs_per_sec,
+                    r.direct.jobs_per_sec,
+                    ratio(r.remote.jobs_per_sec, r.direct.jobs_per_sec),
+                    r.start_latency_p50_ms()
+                )?;
+            }
+            if runs.len() > 1 {
+                let s = RemoteSummary::of(runs);
+                writeln!(
+                    out,
+                    "median over {} runs: through the coordinator {} jobs/s, direct {} jobs/s ({:.2}); start p50 {:.1} ms",
+                    s.runs,
+                    s.remote.median,
+                    s.direct.median,
+                    ratio(s.remote.median, s.direct.median),
+                    s.start_p50_ms
+                )?;
+            }
+            Ok(())
+        }
+    }
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 { 0.0 } else { a as f64 / b as f64 }
+}
+
+/// The medians of several `bench --remote` runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct RemoteSummary {
+    runs: usize,
+    remote: BenchSummary,
+    direct: BenchSummary,
+    start_p50_ms: f64,
+}
+
+impl RemoteSummary {
+    fn of(runs: &[RemoteBenchReport]) -> Self {
+        let remote: Vec<BenchReport> = runs.iter().map(|r| r.remote.clone()).collect();
+        let direct: Vec<BenchReport> = runs.iter().map(|r| r.direct.clone()).collect();
+        let mut p50: Vec<f64> = runs
+            .iter()
+            .map(RemoteBenchReport::start_latency_p50_ms)
+            .collect();
+        p50.sort_by(f64::total_cmp);
+        let start_p50_ms = match p50.len() {
+            0 => 0.0,
+            n if n % 2 == 1 => p50[n / 2],
+            n => f64::midpoint(p50[n / 2 - 1], p50[n / 2]),
+        };
+        RemoteSummary {
+            runs: runs.len(),
+            remote: BenchSummary::of(&remote),
+            direct: BenchSummary::of(&direct),
+            start_p50_ms,
         }
     }
 }

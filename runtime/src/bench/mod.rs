@@ -1,5 +1,9 @@
 //! The throughput benchmark behind `scaffold queue bench`: enqueue N no-op items in one
-//! batch, then one in-process work loop with concurrency C drains them, fencing on.
+//! batch, then one in-process work loop with concurrency C drains them, fencing on; and
+//! with `--remote` ([`remote`]) the same drain through a coordinator.
+
+#[cfg(all(feature = "coordinator", feature = "remote"))]
+pub mod remote;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -56,6 +60,18 @@ const ENQUEUE_BATCH: usize = 50_000;
 /// batch, then drains them with one loop of `concurrency`. `jobs_per_sec` is `jobs` over the
 /// drain time.
 pub async fn run(store: &Store, jobs: u64, concurrency: usize) -> Result<BenchReport, StoreError> {
+    drain(store, store, jobs, concurrency).await
+}
+
+/// Enqueues `jobs` no-op items on `producer`, then drains them with one loop of
+/// `concurrency` over `worker` (the same store, or a remote worker's over its coordinator).
+pub(crate) async fn drain(
+    producer: &Store,
+    worker: &Store,
+    jobs: u64,
+    concurrency: usize,
+) -> Result<BenchReport, StoreError> {
+    let store = producer;
     let items: Vec<NewItem> = (0..jobs)
         .map(|i| NewItem::new(BENCH_KIND, json!({ "i": i })).lane("bench"))
         .collect();
@@ -73,7 +89,7 @@ pub async fn run(store: &Store, jobs: u64, concurrency: usize) -> Result<BenchRe
     let completed = Arc::new(AtomicU64::new(0));
     let all_done = Arc::new(tokio::sync::Notify::new());
     let (seen, wake) = (Arc::clone(&completed), Arc::clone(&all_done));
-    let loop_ = WorkLoop::builder(store.clone(), BENCH_KINDS)
+    let loop_ = WorkLoop::builder(worker.clone(), BENCH_KINDS)
         .handler(Noop)
         .lane("bench")
         .concurrency(concurrency.max(1))
@@ -106,7 +122,7 @@ pub async fn run(store: &Store, jobs: u64, concurrency: usize) -> Result<BenchRe
     let drain_ms = u64::try_from(drain.as_millis()).unwrap_or(u64::MAX);
     let secs = drain.as_secs_f64();
     Ok(BenchReport {
-        backend: store.backend_name().to_owned(),
+        backend: worker.backend_name().to_owned(),
         jobs,
         concurrency,
         enqueue_ms: u64::try_from(enqueue.as_millis()).unwrap_or(u64::MAX),

@@ -8,8 +8,9 @@ use serde_json::Value;
 
 use std::io::{self, Write};
 
-use super::{BenchSummary, Printed};
+use super::{BenchSummary, Printed, RemoteSummary};
 use crate::queue::time;
+use scaffold_runtime::bench::remote::RemoteBenchReport;
 
 /// `printed` as one JSON document and a newline.
 pub(super) fn print(out: &mut dyn Write, printed: &Printed) -> io::Result<()> {
@@ -119,6 +120,20 @@ enum Doc<'a> {
         jobs_per_sec_min: u64,
         jobs_per_sec_max: u64,
         jobs_per_sec_each: Vec<u64>,
+    },
+    /// `bench --remote`: the medians of the runs, then each run's figures in order.
+    BenchRemote {
+        backend: &'a str,
+        jobs: u64,
+        concurrency: usize,
+        runs: usize,
+        remote_jobs_per_sec: u64,
+        direct_jobs_per_sec: u64,
+        remote_over_direct: f64,
+        start_latency_p50_ms: f64,
+        remote_jobs_per_sec_each: Vec<u64>,
+        direct_jobs_per_sec_each: Vec<u64>,
+        start_latency_p50_ms_each: Vec<f64>,
     },
 }
 
@@ -349,6 +364,29 @@ fn to_json(printed: &Printed) -> Doc<'_> {
                 jobs_per_sec_each: runs.iter().map(|r| r.jobs_per_sec).collect(),
             }
         }
+        Printed::BenchRemote(runs) => bench_remote(runs),
+    }
+}
+
+fn bench_remote(runs: &[RemoteBenchReport]) -> Doc<'_> {
+    let s = RemoteSummary::of(runs);
+    let first = runs.first();
+    Doc::BenchRemote {
+        backend: first.map_or("", |r| r.backend.as_str()),
+        jobs: first.map_or(0, |r| r.jobs),
+        concurrency: first.map_or(0, |r| r.concurrency),
+        runs: s.runs,
+        remote_jobs_per_sec: s.remote.median,
+        direct_jobs_per_sec: s.direct.median,
+        remote_over_direct: (super::ratio(s.remote.median, s.direct.median) * 100.0).round()
+            / 100.0,
+        start_latency_p50_ms: (s.start_p50_ms * 100.0).round() / 100.0,
+        remote_jobs_per_sec_each: runs.iter().map(|r| r.remote.jobs_per_sec).collect(),
+        direct_jobs_per_sec_each: runs.iter().map(|r| r.direct.jobs_per_sec).collect(),
+        start_latency_p50_ms_each: runs
+            .iter()
+            .map(|r| (r.start_latency_p50_ms() * 100.0).round() / 100.0)
+            .collect(),
     }
 }
 
