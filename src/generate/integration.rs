@@ -316,8 +316,14 @@ fn plan_crate(
     // The member first, so the merge pins its bare names where a crate gains a version.
     let lock =
         super::lockfile::add_member_like(&lock, &with, package, LOCK_PACKAGE).unwrap_or(lock);
-    if lock.contains("\nname = \"reqwest\"\n") {
-        // An earlier provider brought reqwest: what it needs is in the lock already.
+    // An earlier provider merged what reqwest needs already (the runtime's own optional
+    // reqwest is in every lock, so its presence says nothing).
+    let earlier = lock.lines().any(|l| {
+        l.strip_prefix("name = \"")
+            .and_then(|n| n.strip_suffix('"'))
+            .is_some_and(|n| n.ends_with("-integration") && n != package)
+    });
+    if earlier {
         return plan.edit("Cargo.lock", lock);
     }
     let lock = match super::lockfile::merge_registry(&lock, &base, &with) {
