@@ -16,6 +16,7 @@ mod memory {
             clock,
             guard: Box::new(()),
             worker: None,
+            other_worker: None,
         }
     }
 
@@ -38,6 +39,7 @@ mod sqlite {
             clock,
             guard: Box::new(dir),
             worker: None,
+            other_worker: None,
         }
     }
 

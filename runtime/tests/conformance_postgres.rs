@@ -27,6 +27,7 @@ mod postgres {
             clock,
             guard: Box::new(guard),
             worker: None,
+            other_worker: None,
         }
     }
 

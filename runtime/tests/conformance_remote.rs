@@ -70,26 +70,12 @@ async fn over(
         let _ = stopped.await;
     }));
     let dir = tempfile::tempdir().expect("tempdir");
-    let token = enroll(
-        &store,
-        &EnrollOptions {
-            worker: "conformance".to_owned(),
-            account: "default".to_owned(),
-            kinds: None,
-            ttl: Duration::from_secs(900),
-        },
-    )
-    .await
-    .expect("enroll");
-    let token_file = dir.path().join("token");
-    std::fs::write(&token_file, &token.token).expect("token file");
-    let remote = Store::open_remote_with_clock(
-        RemoteConfig::new(origin, dir.path().join("state"), "conformance").token_file(&token_file),
-        clock.clone(),
-    )
-    .await
-    .expect("the remote store opens");
-    assert!(!token_file.exists(), "the spent token file is deleted");
+    let worker = enrolled(&store, &clock, &origin, dir.path(), "conformance").await;
+    // The loop cases with two workers get a second device.
+    let other_worker = match leases {
+        Leases::Loop => Some(enrolled(&store, &clock, &origin, dir.path(), "other").await),
+        Leases::Suite => None,
+    };
     TestBackend {
         store,
         clock,
@@ -98,8 +84,40 @@ async fn over(
             _dir: dir,
             _db: db,
         }),
-        worker: Some(remote),
+        worker: Some(worker),
+        other_worker,
     }
+}
+
+/// A remote store enrolled as `name` with the coordinator at `origin`, its state under `dir`.
+async fn enrolled(
+    store: &Store,
+    clock: &Arc<ManualClock>,
+    origin: &str,
+    dir: &std::path::Path,
+    name: &str,
+) -> Store {
+    let token = enroll(
+        store,
+        &EnrollOptions {
+            worker: name.to_owned(),
+            account: "default".to_owned(),
+            kinds: None,
+            ttl: Duration::from_secs(900),
+        },
+    )
+    .await
+    .expect("enroll");
+    let token_file = dir.join(format!("{name}.token"));
+    std::fs::write(&token_file, &token.token).expect("token file");
+    let remote = Store::open_remote_with_clock(
+        RemoteConfig::new(origin, dir.join(name), name).token_file(&token_file),
+        clock.clone(),
+    )
+    .await
+    .expect("the remote store opens");
+    assert!(!token_file.exists(), "the spent token file is deleted");
+    remote
 }
 
 /// Over the memory store (the coordinator keeps its tables there too): what a build with no

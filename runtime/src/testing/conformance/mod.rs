@@ -52,6 +52,9 @@ pub struct TestBackend {
     /// The store a worker holds where it is not `store`: a remote worker's, over a
     /// coordinator on `store`'s database. `None`: workers use `store` too.
     pub worker: Option<Store>,
+    /// A second worker's store where workers do not use `store` (a second enrolled device):
+    /// cases with two workers use it.
+    pub other_worker: Option<Store>,
 }
 
 impl TestBackend {
@@ -62,6 +65,7 @@ impl TestBackend {
             clock,
             guard,
             worker: None,
+            other_worker: None,
         }
     }
 
@@ -69,6 +73,14 @@ impl TestBackend {
     /// is the operator's and producer's side.
     pub fn worker(&self) -> &Store {
         self.worker.as_ref().unwrap_or(&self.store)
+    }
+
+    /// A second worker's store (`store` itself where workers use it).
+    pub fn other_worker(&self) -> &Store {
+        self.other_worker
+            .as_ref()
+            .or(self.worker.as_ref())
+            .unwrap_or(&self.store)
     }
 
     /// Enqueues `item`; a test whose set-up cannot enqueue fails here.
@@ -189,6 +201,7 @@ macro_rules! remote_conformance_suite {
             loop_panic_is_a_failed_attempt,
             loop_cancel_stops_the_handler,
             loop_hears_an_operators_drain,
+            loop_prefetch_defaults_to_concurrency,
         );
         $crate::conformance_suite!(@tests $make, $available;
             run_at_delays_claim,
@@ -234,6 +247,7 @@ impl Made {
             clock: b.clock,
             guard: Box::new(guard),
             worker: b.worker,
+            other_worker: b.other_worker,
         }
     }
 

@@ -86,9 +86,10 @@ pub async fn loop_prefetch_defaults_to_concurrency<
         .map(|_| NewItem::new("HANG", json!({})).lane("slow"))
         .collect();
     ok(b.store.enqueue_many(items).await, "enqueue");
-    let build = |id: &str| {
+    // Two workers: on a remote store, two enrolled devices (each the id it was given).
+    let build = |store: &Store, id: &str| {
         ok(
-            WorkLoop::builder(b.store.clone(), REGISTRY)
+            WorkLoop::builder(store.clone(), REGISTRY)
                 .handler(hang())
                 .lane("slow")
                 .concurrency(2)
@@ -99,7 +100,7 @@ pub async fn loop_prefetch_defaults_to_concurrency<
             "build",
         )
     };
-    let held_by = |store: Store, owner: &'static str| async move {
+    let held_by = |store: Store, owner: String| async move {
         ok(
             store
                 .list(ListFilter {
@@ -110,10 +111,15 @@ pub async fn loop_prefetch_defaults_to_concurrency<
             "list",
         )
         .iter()
-        .filter(|r| r.lease_owner.as_deref() == Some(owner))
+        .filter(|r| r.lease_owner.as_deref() == Some(owner.as_str()))
         .count()
     };
-    let (first, second) = (build("first"), build("second"));
+    let (first, second) = (
+        build(b.worker(), "first"),
+        build(b.other_worker(), "second"),
+    );
+    let (first_id, second_id) = (first.worker_id().to_owned(), second.worker_id().to_owned());
+    assert_ne!(first_id, second_id);
     let store = b.store.clone();
     let (seen_first, seen_second) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let (sf, ss) = (Arc::clone(&seen_first), Arc::clone(&seen_second));
@@ -123,18 +129,24 @@ pub async fn loop_prefetch_defaults_to_concurrency<
         tokio::spawn(async move {
             first
                 .run(async move {
-                    while held_by(store.clone(), "first").await < 2 {
+                    while held_by(store.clone(), first_id.clone()).await < 2 {
                         tokio::time::sleep(Duration::from_millis(5)).await;
                     }
                     // Many claim rounds pass: none may take more.
                     tokio::time::sleep(Duration::from_millis(200)).await;
-                    sf.store(held_by(store.clone(), "first").await, Ordering::SeqCst);
+                    sf.store(
+                        held_by(store.clone(), first_id.clone()).await,
+                        Ordering::SeqCst,
+                    );
                     let second_run = second.run(async {
-                        while held_by(store.clone(), "second").await < 2 {
+                        while held_by(store.clone(), second_id.clone()).await < 2 {
                             tokio::time::sleep(Duration::from_millis(5)).await;
                         }
                         tokio::time::sleep(Duration::from_millis(200)).await;
-                        ss.store(held_by(store.clone(), "second").await, Ordering::SeqCst);
+                        ss.store(
+                            held_by(store.clone(), second_id.clone()).await,
+                            Ordering::SeqCst,
+                        );
                     });
                     ok(second_run.await, "second run");
                 })
