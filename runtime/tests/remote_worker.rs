@@ -257,6 +257,49 @@ async fn a_malformed_call_is_refused_counted_and_not_retried() {
     s.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_completion_batch_larger_than_a_call_is_split() {
+    let s = Server::start(Duration::from_secs(30)).await;
+    let home = tempfile::tempdir().expect("tempdir");
+    let token = s.token_file("w").await;
+    let store = Store::open_remote(s.config("w", &home.path().join("s")).token_file(&token))
+        .await
+        .expect("enrolls");
+    s.store
+        .enqueue_many(
+            (0..250)
+                .map(|i| NewItem::new("A", json!({"i": i})))
+                .collect(),
+        )
+        .await
+        .expect("enqueue");
+    let mut held = Vec::new();
+    while held.len() < 250 {
+        let got = store
+            .claim("default", 250, Duration::from_secs(30))
+            .await
+            .expect("claim");
+        assert!(got.len() <= 100, "a claim asks for at most 100");
+        held.extend(got);
+    }
+    // The loop's completer hands over up to 1,024 at once; the coordinator takes 100 a call.
+    let results = store
+        .finish_many(
+            held.iter()
+                .map(|c| {
+                    scaffold_runtime::Finish::of(&c.held(), scaffold_runtime::Outcome::Complete)
+                })
+                .collect(),
+        )
+        .await
+        .expect("finish");
+    assert_eq!(results.len(), 250);
+    assert!(results.iter().all(Result::is_ok), "{results:?}");
+    let done = s.store.list(Default::default()).await.expect("list");
+    assert!(done.iter().all(|i| i.state == ItemState::Completed));
+    s.stop().await;
+}
+
 /// A clock five hours ahead of the coordinator's, running.
 #[derive(Debug)]
 struct Ahead;

@@ -208,6 +208,9 @@ impl Bound {
                 Some(_) = connections.join_next(), if !connections.is_empty() => continue,
                 () = &mut shutdown => break,
             };
+            // Answers go out as written: a worker waits on each one (no Nagle delay behind an
+            // unacknowledged segment).
+            let _ = stream.set_nodelay(true);
             let app = app.clone();
             let tls = tls.clone();
             let stop = shared.shutdown.clone();

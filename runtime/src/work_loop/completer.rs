@@ -54,7 +54,8 @@ async fn write(shared: &Shared, batch: Vec<(Finish, bool)>) {
     let results = loop {
         match shared.store.finish_many(finishes.clone()).await {
             Ok(results) => break results,
-            Err(e @ crate::StoreError::Revoked) => {
+            // Revoked, or refused as malformed: asking again changes nothing.
+            Err(e @ (crate::StoreError::Revoked | crate::StoreError::Refused { .. })) => {
                 tracing::error!(error = %e, count = batch.len(), "outcomes not written");
                 return;
             }

@@ -39,7 +39,7 @@ use crate::protocol::{
 };
 use crate::time::Timestamp;
 
-/// The most jobs one claim asks for (the coordinator's limit).
+/// The most jobs one claim asks for, and one batch call carries (the coordinator's limit).
 const CLAIM_MAX: usize = 100;
 
 /// A worker's store over the coordinator.
@@ -441,14 +441,18 @@ impl Backend for RemoteBackend {
                     .into_iter()
                     .map(|(i, f)| async move { (i, self.finish_one(f).await) }),
             );
+            // In calls of at most the coordinator's batch limit, made at once.
             let completes = async {
-                if done.is_empty() {
-                    return Ok(Vec::new());
+                let calls = done.chunks(CLAIM_MAX).map(|chunk| async move {
+                    let (idx, fs): (Vec<usize>, Vec<Finish>) = chunk.iter().cloned().unzip();
+                    let answers = self.complete_batch(fs).await?;
+                    Ok::<_, StoreError>(idx.into_iter().zip(answers).collect::<Vec<_>>())
+                });
+                let mut out = Vec::with_capacity(done.len());
+                for answers in futures_util::future::join_all(calls).await {
+                    out.extend(answers?);
                 }
-                let (idx, fs): (Vec<usize>, Vec<Finish>) = done.into_iter().unzip();
-                self.complete_batch(fs)
-                    .await
-                    .map(|r| idx.into_iter().zip(r).collect::<Vec<_>>())
+                Ok::<_, StoreError>(out)
             };
             let (others, completes) = tokio::join!(others, completes);
             for (i, r) in completes?.into_iter().chain(others) {
