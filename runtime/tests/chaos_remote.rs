@@ -36,8 +36,8 @@ use nix::unistd::Pid;
 use scaffold_runtime::coordinator::{Config, Coordinator, EnrollOptions, Transport, enroll};
 use scaffold_runtime::store::remote::RemoteConfig;
 use scaffold_runtime::{
-    AttemptRecord, Clock as _, Item, ItemState, ListFilter, NewItem, Store, SystemClock,
-    WorkContext, WorkError, WorkHandler, WorkKindSpec, WorkLoop,
+    Clock as _, Item, ItemState, ListFilter, NewItem, Store, SystemClock, WorkContext, WorkError,
+    WorkHandler, WorkKindSpec, WorkLoop,
 };
 use serde::{Deserialize, Serialize};
 
@@ -322,37 +322,6 @@ fn kill_hard(child: &mut Child) {
     let _ = child.wait();
 }
 
-/// Effect closures run with no lease: started after the claim ended (not by its own
-/// outcome) or after a later claim of the item; of them, those that started after the
-/// lease `once` had just confirmed ran out by the clock (the window the runtime README
-/// names, which no queue closes).
-fn ran_without_a_lease(
-    ran: &[(i64, i64, i64, i64)],
-    history: &BTreeMap<(i64, i64), AttemptRecord>,
-) -> (usize, usize) {
-    let (mut without, mut in_window) = (0, 0);
-    for &(id, fence, confirmed_until, start) in ran {
-        let ended = history.get(&(id, fence)).and_then(|a| {
-            (!matches!(
-                a.outcome.as_str(),
-                "completed" | "failed" | "dead" | "parked"
-            ))
-            .then_some(a.finished_at.as_millis())
-        });
-        let passed = history
-            .range((id, fence + 1)..(id + 1, i64::MIN))
-            .filter_map(|(_, a)| a.claimed_at.map(|t| t.as_millis()))
-            .min();
-        if ended.into_iter().chain(passed).any(|t| start >= t) {
-            without += 1;
-            if start >= confirmed_until {
-                in_window += 1;
-            }
-        }
-    }
-    (without, in_window)
-}
-
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -500,7 +469,7 @@ async fn chaos(url: &str, home: &Path) {
             stale_accepted += 1;
         }
     }
-    let (without, in_window) = ran_without_a_lease(&log.ran, &history);
+    let (without, in_window) = worker_process::ran_without_a_lease(&log.ran, &history);
     println!(
         "chaos across the wire ({}): {} items, {WORKERS} remote workers, {kills} SIGKILLs, {stops} SIGSTOP for 3 leases, \
          {coordinator_kills} coordinator kills, {} connections cut; lost {lost}, effects not recorded once {effects_wrong}, \

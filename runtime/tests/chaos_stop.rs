@@ -31,10 +31,11 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use scaffold_runtime::{
-    AttemptRecord, Clock as _, Item, ItemState, ListFilter, NewItem, Store, SystemClock,
-    WorkContext, WorkError, WorkHandler, WorkKindSpec, WorkLoop,
+    Clock as _, Item, ItemState, ListFilter, NewItem, Store, SystemClock, WorkContext, WorkError,
+    WorkHandler, WorkKindSpec, WorkLoop,
 };
 use serde::{Deserialize, Serialize};
+use worker_process::History;
 
 const WORKER_ENV: &str = "SCAFFOLD_STOP_WORKER_URL";
 const ROUNDS: u32 = 8;
@@ -122,9 +123,6 @@ struct Log {
     ran: Vec<(i64, i64, i64, i64)>,
 }
 
-/// Every claim's history, by (id, fence), read before its item could be discarded or purged.
-type History = BTreeMap<(i64, i64), AttemptRecord>;
-
 async fn keep_history(store: &Store, id: i64, history: &mut History) -> bool {
     match store.attempts(id).await {
         Ok(attempts) => {
@@ -135,35 +133,6 @@ async fn keep_history(store: &Store, id: i64, history: &mut History) -> bool {
         }
         Err(_) => false,
     }
-}
-
-/// The closures a holder ran with no lease: started after its claim had ended (reaped as
-/// expired, cancelled, released) or after a later claim of the item. Returns them all and,
-/// of them, those that started after the lease `once` had just confirmed ran out by the
-/// clock (a stop landing between `once`'s last look at the clock and the closure's first
-/// line: the window the runtime README names).
-fn ran_without_a_lease(ran: &[(i64, i64, i64, i64)], history: &History) -> (usize, usize) {
-    let (mut without, mut in_window) = (0, 0);
-    for &(id, fence, confirmed_until, start) in ran {
-        let ended = history.get(&(id, fence)).and_then(|a| {
-            (!matches!(
-                a.outcome.as_str(),
-                "completed" | "failed" | "dead" | "parked"
-            ))
-            .then_some(a.finished_at.as_millis())
-        });
-        let passed = history
-            .range((id, fence + 1)..(id + 1, i64::MIN))
-            .filter_map(|(_, a)| a.claimed_at.map(|t| t.as_millis()))
-            .min();
-        if ended.into_iter().chain(passed).any(|t| start >= t) {
-            without += 1;
-            if start >= confirmed_until {
-                in_window += 1;
-            }
-        }
-    }
-    (without, in_window)
 }
 
 fn spawn_worker(url: &str, log: &Arc<Mutex<Log>>) -> Child {
@@ -356,7 +325,7 @@ async fn chaos(url: &str) {
         }
     }
     let ids: BTreeSet<i64> = payload_of.keys().copied().collect();
-    let (without, in_window) = ran_without_a_lease(&log.ran, &history);
+    let (without, in_window) = worker_process::ran_without_a_lease(&log.ran, &history);
     println!(
         "stopped-holder chaos ({}): effect closures run {}, run by a holder whose lease had ended or passed to another {without} \
          (of them stopped between once's look at the lease and the closure's first line: {in_window})",

@@ -7,7 +7,12 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::thread;
 
-use scaffold_runtime::LoopEvent;
+use std::collections::BTreeMap;
+
+use scaffold_runtime::{AttemptRecord, LoopEvent};
+
+/// Every claim's history, by (id, fence).
+pub type History = BTreeMap<(i64, i64), AttemptRecord>;
 
 /// One line a worker printed: `<tag> <event> <id> <fence> [<rest>…]`.
 pub struct Line<'a> {
@@ -71,4 +76,33 @@ pub fn print_events(tag: &'static str) -> impl Fn(&LoopEvent) + Send + Sync + 's
         LoopEvent::LeaseLost { id, fence } => println!("{tag} lost {id} {fence}"),
         _ => {}
     }
+}
+
+/// The closures a holder ran with no lease: started after its claim had ended (reaped as
+/// expired, cancelled, released) or after a later claim of the item. Returns them all and,
+/// of them, those that started after the lease `once` had just confirmed ran out by the
+/// clock (a stop landing between `once`'s last look at the clock and the closure's first
+/// line: the window the runtime README names).
+pub fn ran_without_a_lease(ran: &[(i64, i64, i64, i64)], history: &History) -> (usize, usize) {
+    let (mut without, mut in_window) = (0, 0);
+    for &(id, fence, confirmed_until, start) in ran {
+        let ended = history.get(&(id, fence)).and_then(|a| {
+            (!matches!(
+                a.outcome.as_str(),
+                "completed" | "failed" | "dead" | "parked"
+            ))
+            .then_some(a.finished_at.as_millis())
+        });
+        let passed = history
+            .range((id, fence + 1)..(id + 1, i64::MIN))
+            .filter_map(|(_, a)| a.claimed_at.map(|t| t.as_millis()))
+            .min();
+        if ended.into_iter().chain(passed).any(|t| start >= t) {
+            without += 1;
+            if start >= confirmed_until {
+                in_window += 1;
+            }
+        }
+    }
+    (without, in_window)
 }
