@@ -276,6 +276,9 @@ pub struct Claimed {
     /// backend says (PostgreSQL, whose counters count a running item under it until it
     /// ends).
     pub claimed_from: Option<ItemState>,
+    /// Its inputs (by name), where the claim asked for them (the coordinator's, for the
+    /// WorkerJobs it hands out; a remote worker's, from them); empty otherwise.
+    pub inputs: Vec<ArtifactRef>,
 }
 
 impl Claimed {

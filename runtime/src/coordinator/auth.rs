@@ -233,27 +233,38 @@ impl Shared {
 
     /// The session a request's bearer token names; 401 for none, an expired or a revoked one.
     pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Authed, ApiError> {
-        let token = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .filter(|t| t.starts_with(tokens::SESSION_PREFIX) && t.len() <= 128)
-            .ok_or_else(|| ApiError::unauthorized("unauthenticated"))?;
-        let key = tokens::sha256_hex(token.as_bytes());
-        let (session, worker) = self
+        let key = bearer_key(headers)?;
+        let found = self
             .store
             .coordinator()?
             .session(key.clone(), self.store.now())
-            .await?
-            .ok_or_else(|| ApiError::unauthorized("unauthenticated"))?;
+            .await?;
+        let Some((session, worker)) = found else {
+            self.sessions.forget(&key);
+            return Err(ApiError::unauthorized("unauthenticated"));
+        };
         if worker.revoked_at.is_some() {
+            self.sessions.forget(&key);
             return Err(ApiError::unauthorized("revoked"));
         }
-        Ok(Authed {
+        let authed = Authed {
             worker,
             session,
             session_key: key,
-        })
+        };
+        self.sessions.learn(&authed, self.store.now());
+        Ok(authed)
+    }
+
+    /// What a claim knows of the session a request's bearer token names: from an earlier
+    /// look-up while the session has not ended (`true`: to be checked by the claim itself,
+    /// see [`Sessions`]), else from [`Shared::authenticate`] (`false`).
+    pub async fn known_session(&self, headers: &HeaderMap) -> Result<(Authed, bool), ApiError> {
+        let key = bearer_key(headers)?;
+        if let Some(known) = self.sessions.known(&key, self.store.now()) {
+            return Ok((known, true));
+        }
+        Ok((self.authenticate(headers).await?, false))
     }
 
     /// The worker's presence: ONLINE (never over an operator's DRAINING) on `lanes`, seen
@@ -284,4 +295,63 @@ fn device_key(b64: &str) -> Result<VerifyingKey, ApiError> {
         return Err(bad());
     }
     Ok(key)
+}
+
+/// The SHA-256 of a request's bearer session token; 401 when there is none.
+fn bearer_key(headers: &HeaderMap) -> Result<String, ApiError> {
+    let token = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .filter(|t| t.starts_with(tokens::SESSION_PREFIX) && t.len() <= 128)
+        .ok_or_else(|| ApiError::unauthorized("unauthenticated"))?;
+    Ok(tokens::sha256_hex(token.as_bytes()))
+}
+
+/// Sessions this process looked up, until they end: what a claim may know without a
+/// look-up of its own (the worker, its account and kinds, fixed at enrollment). Nothing
+/// is granted on this knowledge alone: a claim made on it hands the token's hash to the
+/// store, whose claim statement takes nothing unless the session is live and its worker
+/// not revoked, and a claim that took nothing looks the session up in full, so a revoked
+/// worker hears `401 revoked` on its next claim as on any other call. It saves the claim,
+/// the call a draining queue makes most, a round trip to the database.
+#[derive(Debug, Default)]
+pub(crate) struct Sessions {
+    known: std::sync::Mutex<std::collections::HashMap<String, Authed>>,
+}
+
+/// The most sessions remembered; past it, ended ones are dropped, then all.
+const SESSIONS_KNOWN: usize = 4096;
+
+impl Sessions {
+    fn known(&self, key: &str, now: crate::time::Timestamp) -> Option<Authed> {
+        let mut known = self.known.lock().ok()?;
+        match known.get(key) {
+            Some(a) if a.session.expires_at > now => Some(a.clone()),
+            Some(_) => {
+                known.remove(key);
+                None
+            }
+            None => None,
+        }
+    }
+
+    fn learn(&self, authed: &Authed, now: crate::time::Timestamp) {
+        let Ok(mut known) = self.known.lock() else {
+            return;
+        };
+        if known.len() >= SESSIONS_KNOWN {
+            known.retain(|_, a| a.session.expires_at > now);
+            if known.len() >= SESSIONS_KNOWN {
+                known.clear();
+            }
+        }
+        known.insert(authed.session_key.clone(), authed.clone());
+    }
+
+    fn forget(&self, key: &str) {
+        if let Ok(mut known) = self.known.lock() {
+            known.remove(key);
+        }
+    }
 }

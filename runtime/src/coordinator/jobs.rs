@@ -49,16 +49,25 @@ impl Shared {
         Ok(Held::new(item, fence, a.worker.id.clone()))
     }
 
+    /// The finish of `held`, with its claim's origin where this process handed it out.
+    fn finish_of(&self, held: &Held, outcome: Outcome) -> Finish {
+        Finish::of(held, outcome).with_origin(self.origins.take(held.id, held.fence))
+    }
+
     fn lease_ms(&self, expires: Timestamp) -> u64 {
         expires.millis_since(self.store.now())
     }
 
     /// `POST /v1/jobs/claim`: long-polls up to `wait_ms` (at most the limit) for jobs of the
     /// worker's account and kinds on `lane`; the version is checked before anything is
-    /// claimed.
+    /// claimed. Every claim is made under the session, which the store checks in the claim
+    /// itself (so a worker revoked while it long-polls takes nothing more); a session only
+    /// `known` (not looked up for this request) is looked up in full once a claim takes
+    /// nothing, so a revoked or ended one is answered 401.
     pub async fn claim(
         &self,
         a: &Authed,
+        known: bool,
         headers: &HeaderMap,
         body: &[u8],
     ) -> Result<Answer, ApiError> {
@@ -89,18 +98,26 @@ impl Shared {
         let wait = Duration::from_millis(req.wait_ms).min(self.config.limits.claim_wait);
         let deadline = tokio::time::Instant::now() + wait;
         let mut shutdown = self.shutdown.clone();
+        let mut unchecked = known;
         let claimed = loop {
             let claimed = self
                 .store
                 .claim_for(
                     &a.worker.id,
                     &req.lane,
-                    Some(&a.worker.account),
+                    &a.worker.account,
                     a.worker.kinds.as_deref(),
                     req.max as usize,
                     self.config.lease,
+                    Some(&a.session_key),
                 )
                 .await?;
+            if claimed.is_empty() && unchecked {
+                // Nothing taken: perhaps no work, perhaps a session that ended or a worker
+                // revoked; the look-up says which.
+                self.authenticate(headers).await?;
+                unchecked = false;
+            }
             let now = tokio::time::Instant::now();
             if !claimed.is_empty() || now >= deadline || *shutdown.borrow() {
                 break claimed;
@@ -111,22 +128,10 @@ impl Shared {
                 _ = shutdown.changed() => {}
             }
         };
-        // Every claimed job's inputs in one look-up.
-        let mut inputs: std::collections::BTreeMap<i64, Vec<crate::item::ArtifactRef>> =
-            std::collections::BTreeMap::new();
-        if !claimed.is_empty() {
-            for (id, input) in self
-                .store
-                .coordinator()?
-                .inputs(claimed.iter().map(|c| c.item.id).collect())
-                .await?
-            {
-                inputs.entry(id).or_default().push(input);
-            }
-        }
         let mut jobs = Vec::with_capacity(claimed.len());
         for c in claimed {
-            let inputs = inputs.remove(&c.item.id).unwrap_or_default();
+            self.origins
+                .remember(c.item.id, c.fence, c.origin(), self.config.lease);
             jobs.push(Job {
                 job: job_name(c.item.id, c.fence),
                 kind: c.item.kind,
@@ -138,7 +143,7 @@ impl Shared {
                 lease_expires_at: rfc3339(c.lease_expires_at),
                 lease_ms: self.lease_ms(c.lease_expires_at),
                 checkpoint: c.item.checkpoint,
-                inputs,
+                inputs: c.inputs,
             });
         }
         self.metrics
@@ -278,7 +283,7 @@ impl Shared {
         // body here, by the attempt on record.
         match self
             .store
-            .finish(Finish::of(&held, Outcome::Complete).strict())
+            .finish(self.finish_of(&held, Outcome::Complete).strict())
             .await
         {
             Ok(()) => Ok(()),
@@ -353,7 +358,7 @@ impl Shared {
         outcome: Outcome,
         repeat: Repeat<'_>,
     ) -> Result<Answer, ApiError> {
-        match self.store.finish(Finish::of(held, outcome)).await {
+        match self.store.finish(self.finish_of(held, outcome)).await {
             Ok(()) => Ok(no_content()),
             Err(StoreError::StaleLease { .. }) => {
                 self.repeated(held, repeat).await?;
@@ -433,7 +438,7 @@ impl Shared {
                 .finish_many(
                     plain
                         .iter()
-                        .map(|(_, h)| Finish::of(h, Outcome::Complete).strict())
+                        .map(|(_, h)| self.finish_of(h, Outcome::Complete).strict())
                         .collect(),
                 )
                 .await?;

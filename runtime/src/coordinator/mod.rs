@@ -18,6 +18,7 @@ mod error;
 mod jobs;
 mod limits;
 mod metrics;
+mod origins;
 mod serve;
 mod sweep;
 pub mod tokens;
@@ -242,6 +243,10 @@ pub(crate) struct Shared {
     pub metrics: metrics::Metrics,
     pub limits: limits::Gates,
     pub notify: ws::Notifier,
+    /// Sessions a claim may know without a look-up (see [`auth::Sessions`]).
+    pub sessions: auth::Sessions,
+    /// Where the jobs it handed out were claimed from (see [`origins::Origins`]).
+    pub origins: origins::Origins,
     pub shutdown: tokio::sync::watch::Receiver<bool>,
     /// The store's id, part of every idempotency key an effect is handed.
     pub store_id: String,

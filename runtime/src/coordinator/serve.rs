@@ -180,6 +180,8 @@ impl Bound {
             limits: limits::Gates::new(config.limits.per_address_per_minute, config.limits.uploads),
             metrics: metrics::Metrics::default(),
             notify: ws::Notifier::default(),
+            sessions: super::auth::Sessions::default(),
+            origins: super::origins::Origins::default(),
             shutdown: stop_rx,
             store,
             config,
@@ -407,8 +409,8 @@ async fn session(AxState(s): AxState<State>, headers: HeaderMap, b: Body) -> Res
 async fn claim(AxState(s): AxState<State>, headers: HeaderMap, b: Body) -> Response {
     reply(
         async {
-            let a = s.authenticate(&headers).await?;
-            s.claim(&a, &headers, &body(&s, b).await?).await
+            let (a, known) = s.known_session(&headers).await?;
+            s.claim(&a, known, &headers, &body(&s, b).await?).await
         }
         .await,
     )

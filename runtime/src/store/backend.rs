@@ -35,6 +35,13 @@ pub struct ClaimRequest {
     pub kinds: Option<Vec<String>>,
     /// Only items of this account (a remote worker's); every account when `None`.
     pub account: Option<String>,
+    /// Each claimed item's inputs in [`Claimed::inputs`], read by the claim itself (one
+    /// statement on PostgreSQL, one transaction on SQLite), not by a second call.
+    pub with_inputs: bool,
+    /// The remote session (its token's SHA-256) the claim is made under, when the caller
+    /// trusted what it knew of it without a look-up: the claim takes nothing unless that
+    /// session is live and its worker not revoked, checked in the claim's own statement.
+    pub session: Option<String>,
 }
 
 /// Items per (lane, kind, state), from the counters every transition keeps: what `stats`,

@@ -186,8 +186,6 @@ pub trait CoordinatorStore: Send + Sync {
         outputs: Vec<(String, String)>,
         now: Timestamp,
     ) -> BoxFuture<'_, StoreResult<()>>;
-    /// The inputs of items `ids` (one look-up for a claim's batch), by item.
-    fn inputs(&self, ids: Vec<ItemId>) -> BoxFuture<'_, StoreResult<Vec<(ItemId, ArtifactRef)>>>;
     /// Every artifact item `id` names, inputs first.
     fn item_artifacts(&self, id: ItemId) -> BoxFuture<'_, StoreResult<Vec<ItemArtifact>>>;
     /// Deletes artifacts stored before `before` that no item names; returns how many.

@@ -378,18 +378,34 @@ impl Store {
         n: usize,
         lease: Duration,
     ) -> StoreResult<Vec<Claimed>> {
-        self.claim_for(owner, lane, None, kinds, n, lease).await
+        let now = self.now();
+        let req = ClaimRequest {
+            lane: lane.to_owned(),
+            n,
+            owner: owner.to_owned(),
+            lease_until: now.plus(lease),
+            kinds: kinds.map(<[String]>::to_vec),
+            account: None,
+            with_inputs: false,
+            session: None,
+        };
+        self.backend.claim(req, now).await
     }
 
-    /// [`Store::claim_kinds`], of `account`'s items only when given (a remote worker's).
+    /// [`Store::claim_kinds`] for a remote worker of `account` (the coordinator's claim):
+    /// of that account's items only, each with its inputs ([`Claimed::inputs`]); under
+    /// `session` (a token's SHA-256), nothing unless that session is live and its worker
+    /// not revoked, checked by the claim itself.
+    #[allow(clippy::too_many_arguments)]
     pub async fn claim_for(
         &self,
         owner: &str,
         lane: &str,
-        account: Option<&str>,
+        account: &str,
         kinds: Option<&[String]>,
         n: usize,
         lease: Duration,
+        session: Option<&str>,
     ) -> StoreResult<Vec<Claimed>> {
         let now = self.now();
         let req = ClaimRequest {
@@ -398,7 +414,9 @@ impl Store {
             owner: owner.to_owned(),
             lease_until: now.plus(lease),
             kinds: kinds.map(<[String]>::to_vec),
-            account: account.map(str::to_owned),
+            account: Some(account.to_owned()),
+            with_inputs: true,
+            session: session.map(str::to_owned),
         };
         self.backend.claim(req, now).await
     }

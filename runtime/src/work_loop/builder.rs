@@ -77,8 +77,8 @@ impl WorkLoopBuilder {
 
     /// How many items the loop holds claimed at most, running or waiting to run; claims
     /// take up to this many at once (default: the concurrency, and never less). Items whose
-    /// handlers finished and whose outcomes are still being written count apart, up to as
-    /// many again, so the next claim overlaps the last batch's write-back. A larger
+    /// handlers finished and whose outcomes are still being written count apart, up to
+    /// twice as many again, so the next claim overlaps the last batches' write-back. A larger
     /// prefetch saves round trips on short items; the cost is what a killed worker strands
     /// until its leases expire, and items held back from idle workers beside it. Items
     /// prefetched and not started are released at once on drain.

@@ -40,7 +40,9 @@ impl Clone for Channels {
 /// Claims items of `lane` while the loop has room, until stopped. Claims in batches: it
 /// waits until at most half the prefetch is unfinished (running or waiting to run), then
 /// takes as many as fit. Finished items still being written back do not hold the next claim
-/// up (so claiming and writing back overlap), but at most a prefetch of them may be pending.
+/// up (so claiming and writing back overlap), but at most two prefetches of them may be
+/// pending: one being written while the next waits, so a claim is not held back by a
+/// write-back as slow as itself (a remote store's, a round trip away).
 pub(crate) async fn claimer(shared: Arc<Shared>, lane: String, mut ch: Channels) {
     let prefetch = shared.config.prefetch();
     let low_water = prefetch / 2;
@@ -52,7 +54,7 @@ pub(crate) async fn claimer(shared: Arc<Shared>, lane: String, mut ch: Channels)
         let unfinished = shared.unfinished.load(Ordering::SeqCst);
         let inflight = shared.inflight.load(Ordering::SeqCst);
         let want =
-            (prefetch - unfinished.min(prefetch)).min((2 * prefetch).saturating_sub(inflight));
+            (prefetch - unfinished.min(prefetch)).min((3 * prefetch).saturating_sub(inflight));
         if unfinished > low_water || want == 0 {
             tokio::select! {
                 () = room_changed => {}

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use scaffold_runtime::coordinator::tokens;
-use scaffold_runtime::{ItemState, NewItem};
+use scaffold_runtime::{ItemState, NewItem, Store};
 use serde_json::{Value, json};
 
 use crate::common::{Device, Server, code};
@@ -536,4 +536,52 @@ async fn a_long_poll_wakes_on_work_and_is_answered_at_shutdown() {
         "shutdown took {:?}",
         t1.elapsed()
     );
+}
+
+/// A claim trusts what the coordinator knows of a session only as far as the store's own
+/// check in the claim: a worker revoked after its session was looked up takes nothing, is
+/// answered `401 revoked` on its next claim, and its items stay available. On every store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoked_worker_claims_nothing_though_its_session_was_known() {
+    revoked_claims_nothing(Server::fresh().await).await;
+    let memory = Store::open("memory://").await.expect("memory");
+    memory.migrate().await.expect("migrate");
+    revoked_claims_nothing(Server::start(memory, |_| {}).await).await;
+    if !crate::pg_common::database_named() {
+        return;
+    }
+    let (url, _guard) = crate::pg_common::fresh_url("");
+    let pg = Store::open(&url).await.expect("open");
+    pg.migrate().await.expect("migrate");
+    revoked_claims_nothing(Server::start(pg, |_| {}).await).await;
+}
+
+async fn revoked_claims_nothing(s: Server) {
+    let d = s.device("w1", "default", None).await;
+    s.store
+        .enqueue(NewItem::new("K", json!({"n": 1})))
+        .await
+        .expect("enqueue");
+    assert_eq!(
+        d.claim("default", 1).await.len(),
+        1,
+        "the session is known now"
+    );
+    let second = s
+        .store
+        .enqueue(NewItem::new("K", json!({"n": 2})))
+        .await
+        .expect("enqueue");
+    scaffold_runtime::coordinator::revoke(&s.store, "w1")
+        .await
+        .expect("revoke");
+    let (status, body) = d
+        .post(
+            "/v1/jobs/claim",
+            json!({"lane": "default", "max": 10, "wait_ms": 0}),
+        )
+        .await;
+    assert_eq!((status, code(&body)), (401, "revoked"), "{body}");
+    let item = s.store.get(second).await.expect("get").expect("item");
+    assert_eq!(item.state, ItemState::Available, "nothing was claimed");
 }

@@ -40,6 +40,31 @@ impl RemoteState {
         Ok(())
     }
 
+    /// Whether the session named by its token's SHA-256 is live and its worker not revoked.
+    pub(super) fn session_live(&self, token_sha256: &str, now: Timestamp) -> bool {
+        self.sessions.get(token_sha256).is_some_and(|s| {
+            s.expires_at > now
+                && self
+                    .workers
+                    .get(&s.worker_id)
+                    .is_some_and(|w| w.revoked_at.is_none())
+        })
+    }
+
+    /// Item `id`'s inputs, by name.
+    pub(super) fn inputs_of(&self, id: ItemId) -> Vec<ArtifactRef> {
+        let mut inputs: Vec<ArtifactRef> = self
+            .item_artifacts
+            .get(&id)
+            .into_iter()
+            .flatten()
+            .filter(|a| a.role == ArtifactRole::Input)
+            .map(|a| a.artifact.clone())
+            .collect();
+        inputs.sort_by(|a, b| a.name.cmp(&b.name));
+        inputs
+    }
+
     /// Attaches `item`'s inputs to item `id`.
     pub(super) fn attach_inputs(&mut self, id: ItemId, item: &NewItem) {
         if item.inputs.is_empty() {
@@ -304,21 +329,6 @@ impl CoordinatorStore for MemoryBackend {
         })();
         drop(st);
         self.ready(out)
-    }
-
-    fn inputs(&self, ids: Vec<ItemId>) -> BoxFuture<'_, StoreResult<Vec<(ItemId, ArtifactRef)>>> {
-        let st = self.lock();
-        let mut out = Vec::new();
-        for id in ids {
-            for a in st.remote.item_artifacts.get(&id).into_iter().flatten() {
-                if a.role == ArtifactRole::Input {
-                    out.push((id, a.artifact.clone()));
-                }
-            }
-        }
-        drop(st);
-        out.sort_by(|a, b| (a.0, &a.1.name).cmp(&(b.0, &b.1.name)));
-        self.ready(Ok(out))
     }
 
     fn item_artifacts(&self, id: ItemId) -> BoxFuture<'_, StoreResult<Vec<ItemArtifact>>> {

@@ -114,6 +114,12 @@ impl Backend for MemoryBackend {
 
     fn claim(&self, req: ClaimRequest, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<Claimed>>> {
         let mut st = self.lock();
+        if let Some(session) = &req.session
+            && !st.remote.session_live(session, now)
+        {
+            drop(st);
+            return self.ready(Ok(Vec::new()));
+        }
         let mut due: Vec<(i32, Timestamp, ItemId)> = st
             .items
             .values()
@@ -132,6 +138,11 @@ impl Backend for MemoryBackend {
         due.sort_unstable();
         let mut claimed = Vec::new();
         for (_, _, id) in due.into_iter().take(req.n) {
+            let inputs = if req.with_inputs {
+                st.remote.inputs_of(id)
+            } else {
+                Vec::new()
+            };
             if let Some(r) = st.items.get_mut(&id) {
                 let from = r.state;
                 r.state = ItemState::Running;
@@ -147,6 +158,7 @@ impl Backend for MemoryBackend {
                     fence: r.fence,
                     lease_expires_at: req.lease_until,
                     claimed_from: Some(from),
+                    inputs,
                 });
             }
         }

@@ -436,31 +436,6 @@ impl CoordinatorStore for PostgresBackend {
         })
     }
 
-    fn inputs(&self, ids: Vec<ItemId>) -> BoxFuture<'_, StoreResult<Vec<(ItemId, ArtifactRef)>>> {
-        Box::pin(async move {
-            let conn = self.conn().await?;
-            let stmt = conn
-                .prepare_cached(
-                    "SELECT item_id, name, sha256, size FROM item_artifacts \
-                     WHERE role = 'input' AND item_id = ANY($1) ORDER BY item_id, name",
-                )
-                .await?;
-            let rows = conn.query(&stmt, &[&ids]).await?;
-            rows.iter()
-                .map(|r| {
-                    Ok((
-                        r.try_get(0)?,
-                        ArtifactRef {
-                            name: r.try_get(1)?,
-                            sha256: r.try_get(2)?,
-                            size: u64::try_from(r.try_get::<_, i64>(3)?).unwrap_or(0),
-                        },
-                    ))
-                })
-                .collect()
-        })
-    }
-
     fn item_artifacts(&self, id: ItemId) -> BoxFuture<'_, StoreResult<Vec<ItemArtifact>>> {
         Box::pin(async move {
             let conn = self.conn().await?;

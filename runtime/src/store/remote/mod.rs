@@ -209,6 +209,7 @@ impl RemoteBackend {
             fence,
             lease_expires_at: expires,
             claimed_from: None,
+            inputs: job.inputs,
         })
     }
 

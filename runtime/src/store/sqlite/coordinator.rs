@@ -380,27 +380,6 @@ impl CoordinatorStore for SqliteBackend {
         })
     }
 
-    fn inputs(&self, ids: Vec<ItemId>) -> BoxFuture<'_, StoreResult<Vec<(ItemId, ArtifactRef)>>> {
-        self.run(move |c| {
-            let mut stmt = c.prepare_cached(
-                "SELECT item_id, name, sha256, size FROM item_artifacts \
-                 WHERE role = 'input' AND item_id IN (SELECT value FROM json_each(?1)) \
-                 ORDER BY item_id, name",
-            )?;
-            let rows = stmt.query_map([serde_json::to_string(&ids)?], |r| {
-                Ok((
-                    r.get(0)?,
-                    ArtifactRef {
-                        name: r.get(1)?,
-                        sha256: r.get(2)?,
-                        size: u64::try_from(r.get::<_, i64>(3)?).unwrap_or(0),
-                    },
-                ))
-            })?;
-            Ok(rows.collect::<rusqlite::Result<_>>()?)
-        })
-    }
-
     fn item_artifacts(&self, id: ItemId) -> BoxFuture<'_, StoreResult<Vec<ItemArtifact>>> {
         self.run(move |c| {
             let mut stmt = c.prepare(

@@ -41,13 +41,17 @@ pub(crate) async fn claim(
                  WHERE lane = $4 AND state IN ('available', 'failed', 'parked') AND run_at <= $3 \
                  AND ($6::text[] IS NULL OR kind = ANY($6)) \
                  AND ($7::text IS NULL OR coalesce(account, 'default') = $7) \
+                 AND ($8::text IS NULL OR EXISTS (SELECT 1 FROM remote_sessions AS s \
+                     JOIN remote_workers AS rw ON rw.id = s.worker_id \
+                     WHERE s.token_sha256 = $8 AND s.expires_at > $3 AND rw.revoked_at IS NULL)) \
                  ORDER BY priority DESC, run_at, id LIMIT $5 \
                  FOR UPDATE SKIP LOCKED)) \
-             RETURNING {}, w.claimed_from",
+             RETURNING {}, w.claimed_from{}",
             COLS.split(", ")
                 .map(|c| format!("w.{c}"))
                 .collect::<Vec<_>>()
-                .join(", ")
+                .join(", "),
+            if req.with_inputs { INPUTS } else { "" }
         ))
         .await?;
     let rows = conn
@@ -61,6 +65,7 @@ pub(crate) async fn claim(
                 &limit_of(req.n),
                 &req.kinds,
                 &req.account,
+                &req.session,
             ],
         )
         .await?;
@@ -71,11 +76,17 @@ pub(crate) async fn claim(
                 Some(state) => parse_state(&state)?,
                 None => crate::item::ItemState::Available,
             };
+            let inputs = if req.with_inputs {
+                serde_json::from_value(r.try_get::<_, Value>(CLAIMED_FROM + 1)?)?
+            } else {
+                Vec::new()
+            };
             record(r).map(|item| Claimed {
                 fence: item.fence,
                 lease_expires_at: req.lease_until,
                 item,
                 claimed_from: Some(from),
+                inputs,
             })
         })
         .collect::<StoreResult<Vec<_>>>()?;
@@ -85,6 +96,12 @@ pub(crate) async fn claim(
 
 /// Where a claim's `claimed_from` comes, after the item's columns.
 const CLAIMED_FROM: usize = 20;
+
+/// The column a claim that asks for inputs returns after `claimed_from`: the item's inputs
+/// by name, as JSON (read by the claim itself, not by a second round trip).
+const INPUTS: &str = ", (SELECT coalesce(json_agg(json_build_object('name', a.name, \
+     'sha256', a.sha256, 'size', a.size) ORDER BY a.name), '[]'::json) \
+     FROM item_artifacts AS a WHERE a.item_id = w.id AND a.role = 'input')";
 
 /// The statement that renews `held`'s lease: `$5` = the new end; returns it, or no row.
 pub(super) const RENEW: &str = "UPDATE work_items SET lease_expires_at = $5, updated_at = $4 \

@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::moves::{before, count, record_ended};
 use super::{COLS, HELD, record, write};
 use crate::error::StoreError;
-use crate::item::{Claimed, Held};
+use crate::item::{ArtifactRef, Claimed, Held};
 use crate::store::{ClaimRequest, StoreResult};
 use crate::time::Timestamp;
 
@@ -26,6 +26,9 @@ pub(crate) fn claim(
                  WHERE lane = ?4 AND state IN ('available', 'failed', 'parked') AND run_at <= ?3 \
                  AND (?6 IS NULL OR kind IN (SELECT value FROM json_each(?6))) \
                  AND (?7 IS NULL OR coalesce(account, 'default') = ?7) \
+                 AND (?8 IS NULL OR EXISTS (SELECT 1 FROM remote_sessions AS s \
+                     JOIN remote_workers AS rw ON rw.id = s.worker_id \
+                     WHERE s.token_sha256 = ?8 AND s.expires_at > ?3 AND rw.revoked_at IS NULL)) \
                  ORDER BY priority DESC, run_at, id LIMIT ?5) \
              RETURNING {COLS}"
         ))?;
@@ -39,6 +42,7 @@ pub(crate) fn claim(
                 i64::try_from(req.n).unwrap_or(i64::MAX),
                 kinds,
                 req.account,
+                req.session,
             ],
             record,
         )?;
@@ -49,10 +53,14 @@ pub(crate) fn claim(
                 item,
                 // Its counters are kept by triggers, which see the state moved from.
                 claimed_from: None,
+                inputs: Vec::new(),
             })
         })
         .collect::<rusqlite::Result<Vec<_>>>()?
     };
+    if req.with_inputs && !claimed.is_empty() {
+        attach_inputs(&tx, &mut claimed)?;
+    }
     tx.commit()?;
     crate::store::sql::claim_order(&mut claimed);
     Ok(claimed)
@@ -161,4 +169,35 @@ pub(crate) fn sweep(conn: &mut Connection, now: Timestamp) -> StoreResult<u64> {
     )?;
     tx.commit()?;
     Ok(changed as u64)
+}
+
+/// Each claimed item's inputs, read in the claim's own transaction.
+fn attach_inputs(tx: &Connection, claimed: &mut [Claimed]) -> StoreResult<()> {
+    let ids: Vec<i64> = claimed.iter().map(|c| c.item.id).collect();
+    for (id, input) in inputs(tx, &ids)? {
+        if let Some(c) = claimed.iter_mut().find(|c| c.item.id == id) {
+            c.inputs.push(input);
+        }
+    }
+    Ok(())
+}
+
+/// The inputs of items `ids`, by item and name.
+fn inputs(conn: &Connection, ids: &[i64]) -> StoreResult<Vec<(i64, ArtifactRef)>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT item_id, name, sha256, size FROM item_artifacts \
+         WHERE role = 'input' AND item_id IN (SELECT value FROM json_each(?1)) \
+         ORDER BY item_id, name",
+    )?;
+    let rows = stmt.query_map([serde_json::to_string(ids)?], |r| {
+        Ok((
+            r.get(0)?,
+            ArtifactRef {
+                name: r.get(1)?,
+                sha256: r.get(2)?,
+                size: u64::try_from(r.get::<_, i64>(3)?).unwrap_or(0),
+            },
+        ))
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
