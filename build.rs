@@ -11,16 +11,14 @@ use std::path::Path;
 
 fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("runtime");
-    for p in ["Cargo.toml", "src", "migrations"] {
-        println!("cargo:rerun-if-changed=runtime/{p}");
-    }
+    println!("cargo:rerun-if-changed=runtime/Cargo.toml");
     let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap_or_default();
     let version = package_version(&manifest).unwrap_or_default();
     let mut files = Vec::new();
     if !manifest.is_empty() {
         files.push(("Cargo.toml".to_owned(), vendored(&manifest).into_bytes()));
         for dir in ["src", "migrations"] {
-            walk(&root, dir, &mut files);
+            walk(&root, dir, Dotfiles::Skip, &mut files);
         }
     }
     let hash = if files.is_empty() {
@@ -52,22 +50,8 @@ fn vendored(manifest: &str) -> String {
 fn embed(runtime_root: &Path, runtime_files: &[(String, Vec<u8>)]) {
     let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     let templates_root = manifest_dir.join("templates");
-    println!("cargo:rerun-if-changed=templates");
     let mut templates = Vec::new();
-    if let Ok(entries) = std::fs::read_dir(&templates_root) {
-        for e in entries.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            match e.file_type() {
-                Ok(t) if t.is_dir() => walk(&templates_root, &name, &mut templates),
-                Ok(t) if t.is_file() => {
-                    if let Ok(bytes) = std::fs::read(e.path()) {
-                        templates.push((name, bytes));
-                    }
-                }
-                _ => {}
-            }
-        }
-    }
+    walk(&templates_root, "", Dotfiles::Templates, &mut templates);
     templates.sort();
     let mut runtime: Vec<&String> = runtime_files.iter().map(|(p, _)| p).collect();
     runtime.sort();
@@ -132,16 +116,51 @@ fn package_version(manifest: &str) -> Option<String> {
     None
 }
 
-fn walk(root: &Path, rel: &str, out: &mut Vec<(String, Vec<u8>)>) {
-    let Ok(entries) = std::fs::read_dir(root.join(rel)) else {
+/// Which names starting with `.` a walk takes.
+#[derive(Clone, Copy)]
+enum Dotfiles {
+    /// None: an editor's swap file or a stray `.DS_Store` is not the runtime's source.
+    Skip,
+    /// Templates only: a dotted name ending `.j2` (`.gitignore.j2`) and the folders of a
+    /// generated repository's own (`.cargo`, `.github`); not a swap file beside them.
+    Templates,
+}
+
+impl Dotfiles {
+    fn takes(self, name: &str, dir: bool) -> bool {
+        if !name.starts_with('.') {
+            return true;
+        }
+        match self {
+            Dotfiles::Skip => false,
+            Dotfiles::Templates if dir => matches!(name, ".cargo" | ".github"),
+            Dotfiles::Templates => name.ends_with(".j2"),
+        }
+    }
+}
+
+/// Every file under `root/rel` the walk takes, by its path under `root`; each folder and
+/// each file read gets its own `rerun-if-changed` (a folder's alone is not enough: copies
+/// that keep old times, like `cp -p`, tar or a restored cache, change no folder's time).
+fn walk(root: &Path, rel: &str, dotfiles: Dotfiles, out: &mut Vec<(String, Vec<u8>)>) {
+    let dir = root.join(rel);
+    println!("cargo:rerun-if-changed={}", dir.display());
+    let Ok(entries) = std::fs::read_dir(&dir) else {
         return;
     };
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        let child = format!("{rel}/{name}");
+        let child = if rel.is_empty() {
+            name.clone()
+        } else {
+            format!("{rel}/{name}")
+        };
         match e.file_type() {
-            Ok(t) if t.is_dir() => walk(root, &child, out),
-            Ok(t) if t.is_file() => {
+            Ok(t) if t.is_dir() && dotfiles.takes(&name, true) => {
+                walk(root, &child, dotfiles, out);
+            }
+            Ok(t) if t.is_file() && dotfiles.takes(&name, false) => {
+                println!("cargo:rerun-if-changed={}", e.path().display());
                 if let Ok(bytes) = std::fs::read(e.path()) {
                     out.push((child, bytes));
                 }

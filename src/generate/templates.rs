@@ -150,3 +150,44 @@ fn read_override(root: Option<&Path>, name: &str) -> Result<Option<String>, mini
         )
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::embedded;
+
+    /// The files git tracks under `dir`, relative to it; `None` (said) where git cannot
+    /// answer (a tree that is not a checkout).
+    fn tracked(dir: &str) -> Option<Vec<String>> {
+        let out = std::process::Command::new("git")
+            .args(["ls-files", "-z", "--", dir])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .ok()
+            .filter(|o| o.status.success())?;
+        let mut files: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .split('\0')
+            .filter(|p| !p.is_empty())
+            .map(|p| p.strip_prefix(dir).unwrap_or(p).to_owned())
+            .collect();
+        files.sort();
+        Some(files)
+    }
+
+    /// build.rs embeds exactly the tracked templates and runtime files: not a stale list
+    /// (it reruns on every file, not only on folders whose times a `cp -p` keeps) and no
+    /// untracked dotfile (an editor's swap file) beside them.
+    #[test]
+    fn the_embedded_files_are_the_tracked_ones() {
+        let Some(templates) = tracked("templates/") else {
+            println!("SKIPPED: not a git checkout; the embedded lists were not compared");
+            return;
+        };
+        let embedded_templates: Vec<&str> = embedded::TEMPLATES.iter().map(|(n, _)| *n).collect();
+        assert_eq!(embedded_templates, templates);
+        let mut runtime = tracked("runtime/").unwrap_or_default();
+        runtime
+            .retain(|p| p == "Cargo.toml" || p.starts_with("src/") || p.starts_with("migrations/"));
+        let embedded_runtime: Vec<&str> = embedded::RUNTIME_FILES.iter().map(|(n, _)| *n).collect();
+        assert_eq!(embedded_runtime, runtime);
+    }
+}
