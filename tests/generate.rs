@@ -411,6 +411,78 @@ fn a_lane_on_an_existing_worker_adds_a_replica_everywhere_it_runs() {
     );
 }
 
+/// The lane each kind's spec names, by kind, read from every spec under om/src/.
+fn spec_lanes(dir: &Path) -> BTreeMap<String, String> {
+    let mut lanes = BTreeMap::new();
+    for (path, bytes) in files(&dir.join("om/src")) {
+        if !path.ends_with(".rs") {
+            continue;
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        let mut kind = None;
+        for line in text.lines().map(str::trim) {
+            if let Some(k) = line.strip_prefix("name: \"") {
+                kind = Some(k.trim_end_matches("\",").to_owned());
+            } else if let Some(lane) = line.strip_prefix("lane: \"")
+                && let Some(k) = kind.take()
+            {
+                lanes.insert(k, lane.trim_end_matches("\",").to_owned());
+            }
+        }
+    }
+    lanes
+}
+
+/// A kind added without `--lane` is on its worker's own lane (the maintenance worker's:
+/// `default`; a new worker's: the lane it was made on), whatever replicas on other lanes
+/// were added before or after it: every order of lane and non-lane kinds.
+#[test]
+fn a_kind_without_a_lane_is_on_its_workers_own_lane_in_every_order() {
+    let orders: [&[(&str, Option<&str>)]; 4] = [
+        &[("REINDEX_SHIPMENTS", Some("bulk")), ("BOOK_PICKUP", None)],
+        &[("BOOK_PICKUP", None), ("REINDEX_SHIPMENTS", Some("bulk"))],
+        &[
+            ("REINDEX_SHIPMENTS", Some("bulk")),
+            ("BOOK_PICKUP", None),
+            ("ARCHIVE_LABELS", Some("cold")),
+            ("CANCEL_PICKUP", None),
+        ],
+        &[
+            ("BOOK_PICKUP", None),
+            ("ARCHIVE_LABELS", Some("cold")),
+            ("REINDEX_SHIPMENTS", Some("bulk")),
+            ("CANCEL_PICKUP", None),
+        ],
+    ];
+    for (worker, own) in [("maintenance", "default"), ("billing", "payments")] {
+        for order in orders {
+            let (_tmp, dir) = repo();
+            ok(&run_in(&dir, &["namespace", "shipping"]));
+            if worker == "billing" {
+                ok(&run_in(
+                    &dir,
+                    &["worker", "billing", "CHARGE_CARD", "--lane", "payments"],
+                ));
+            }
+            for (kind, lane) in order {
+                let mut args = vec!["worker", worker, kind];
+                if let Some(lane) = lane {
+                    args.extend(["--lane", lane]);
+                }
+                ok(&run_in(&dir, &args));
+            }
+            let lanes = spec_lanes(&dir);
+            for (kind, lane) in order {
+                assert_eq!(
+                    lanes.get(*kind).map(String::as_str),
+                    Some(lane.unwrap_or(own)),
+                    "{worker}, order {order:?}: {lanes:?}"
+                );
+            }
+        }
+    }
+}
+
 /// A new worker: its crate, member, processes, settings, image, deployment — and the
 /// workspace member inserted with the manifest's layout and comments kept.
 #[test]

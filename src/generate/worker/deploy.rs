@@ -191,10 +191,24 @@ pub(super) fn runs_worker(words: &[String], package: &str, manifest: &str) -> bo
     flagged || joined || binary
 }
 
-/// The lane an existing worker's own process serves: the last of its processes in dev.sh
-/// (replicas on other lanes are inserted above it, below the marker).
+/// The lane an existing worker's own process serves: its oldest process in dev.sh. Lines
+/// above the marker are `init`'s, in the order written; every process `scaffold worker`
+/// adds (a new worker's own, then each replica on another lane) is inserted right below
+/// the marker, so below it the newest comes first. The worker's own line is therefore its
+/// first above the marker (the maintenance worker's), else its last below it — never the
+/// newest replica's, whatever order lane and non-lane kinds were added in.
 pub(super) fn served_lane(dev_sh: &str, name: &str, worker: &str) -> Option<String> {
-    served_lanes(dev_sh, name, worker).into_iter().next_back()
+    let lanes = served_lanes(dev_sh, name, worker);
+    let above = dev_sh
+        .lines()
+        .position(|l| l.trim() == crate::layout::markers::WORKERS)
+        .map(|at| dev_sh.lines().take(at).collect::<Vec<_>>().join("\n"));
+    match above {
+        Some(above) if served_lanes(&above, name, worker).is_empty() => {
+            lanes.into_iter().next_back()
+        }
+        _ => lanes.into_iter().next(),
+    }
 }
 
 /// One past the highest `*_METRICS_PORT=<n>` in dev.sh (9100 when there is none).

@@ -516,16 +516,21 @@ mod tests {
 
     #[test]
     fn lanes_and_ports_from_dev_sh() {
-        let dev = "export ACME_WORKER_LANE=default\n# scaffold:workers\nACME_METRICS_PORT=9100 cargo run -p acme-maintenance -- serve &\nACME_METRICS_PORT=9103 cargo run -p acme-maintenance -- serve --lane bulk &\nACME_METRICS_PORT=9101 cargo run -p acme-billing -- serve --lane payments &\nwait\n";
+        let dev = "export ACME_WORKER_LANE=default\nACME_METRICS_PORT=9100 cargo run -p acme-maintenance -- serve &\n# scaffold:workers\nACME_METRICS_PORT=9104 cargo run -p acme-billing -- serve --lane eu &\nACME_METRICS_PORT=9103 cargo run -p acme-maintenance -- serve --lane bulk &\nACME_METRICS_PORT=9101 cargo run -p acme-billing -- serve --lane payments &\nwait\n";
         assert_eq!(
             served_lanes(dev, "acme", "maintenance"),
             ["default", "bulk"]
         );
         assert_eq!(
+            served_lane(dev, "acme", "maintenance").as_deref(),
+            Some("default"),
+            "the worker's own process, not its newest replica"
+        );
+        assert_eq!(
             served_lane(dev, "acme", "billing").as_deref(),
             Some("payments")
         );
-        assert_eq!(next_metrics_port(dev), 9104);
+        assert_eq!(next_metrics_port(dev), 9105);
         assert_eq!(next_metrics_port(""), 9100);
     }
 
