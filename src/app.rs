@@ -37,8 +37,13 @@ pub enum AppError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Check(#[from] check::run::RunError),
-    #[error("{} is only available for `scaffold check`", format_name(*format))]
-    #[diagnostic(code(scaffold::format), help("use --format human or --format json"))]
+    #[error("this command has no {} output", format_name(*format))]
+    #[diagnostic(
+        code(scaffold::format),
+        help(
+            "--format sarif and --format github are `scaffold check`'s; `completions` prints only a shell script (--format human); the others take --format human or --format json"
+        )
+    )]
     FormatUnsupported { format: Format },
     #[error("unknown rule(s)")]
     #[diagnostic(code(scaffold::unknown_rule))]
@@ -145,6 +150,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, AppError> {
             Ok(ExitCode::from(EXIT_OK))
         }
         Command::Schema { manifest } => {
+            refuse_check_formats(global.format)?;
             let schema = match manifest {
                 SchemaKind::Codemap => crate::schema::codemap(),
                 SchemaKind::GateMatrix => crate::schema::gate_matrix(),
@@ -153,6 +159,13 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, AppError> {
             Ok(ExitCode::from(EXIT_OK))
         }
         Command::Completions { shell } => {
+            // A shell script: no JSON of it either.
+            if global.format != Format::Human {
+                return Err(AppError::FormatUnsupported {
+                    format: global.format,
+                }
+                .into());
+            }
             let mut cmd = <Cli as clap::CommandFactory>::command();
             let mut buf = Vec::new();
             clap_complete::generate(shell, &mut cmd, "scaffold", &mut buf);

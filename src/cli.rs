@@ -23,7 +23,8 @@ pub struct GlobalArgs {
     /// Run as if scaffold was started in <DIR>.
     #[arg(short = 'C', value_name = "DIR", global = true)]
     pub chdir: Option<PathBuf>,
-    /// Output format.
+    /// Output format: human or json; `check` also sarif and github; `completions` only
+    /// human. A command refuses a format it does not have.
     #[arg(long, value_enum, default_value_t = Format::Human, global = true)]
     pub format: Format,
     /// When to use colour (NO_COLOR is honoured; never when not a terminal).
@@ -117,7 +118,8 @@ pub enum Command {
     /// Create a new repository in the reference shape (workspace, om, workers, runtime,
     /// deployment), green from its first minute.
     Init(InitArgs),
-    /// Add a namespace of kinds to om: om/src/<ns>/ and its module line.
+    /// Add a namespace of kinds: om/src/<ns>/ and its module line in om, and its service,
+    /// services/<ns>/ (a workspace member whose manager's writes start the work).
     Namespace(NamespaceArgs),
     /// Add a kind of work to a worker (creating the worker when it does not exist): the
     /// kind's spec, payload, handler, run-twice test, and the worker's wiring.
@@ -126,7 +128,9 @@ pub enum Command {
     /// in .scaffold/txn/; `check`, `gates` and `hook install` stop until it is done.
     Recover,
     // scaffold:queue-wiring
-    /// Operate the work queue: migrate, enqueue, status, list, retry, discard, bench.
+    /// Operate the work queue: migrate, enqueue, status, list, show, workers, cancel,
+    /// signal, release, drain, retry, discard, serve, enroll, revoke, put-artifact,
+    /// get-artifact, bench.
     Queue(crate::queue::QueueArgs),
 }
 

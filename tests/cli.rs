@@ -408,3 +408,57 @@ fn sarif_of_every_fixture_validates_against_the_official_schema() {
     };
     assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stdout));
 }
+
+/// The root help's line for `queue` names every queue subcommand (it named 7 of 12), and
+/// `namespace`'s says it creates the service too.
+#[test]
+fn the_root_help_names_every_queue_subcommand_and_the_namespace_service() {
+    let root = <scaffold::cli::Cli as clap::CommandFactory>::command();
+    let queue = root
+        .get_subcommands()
+        .find(|c| c.get_name() == "queue")
+        .expect("queue");
+    let about = queue.get_about().expect("queue's about").to_string();
+    let listed: Vec<&str> = about
+        .split_once(':')
+        .expect("a list after the colon")
+        .1
+        .split([',', '.'])
+        .map(str::trim)
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut subcommands: Vec<&str> = queue
+        .get_subcommands()
+        .map(clap::Command::get_name)
+        .filter(|n| *n != "help")
+        .collect();
+    subcommands.sort_unstable();
+    let mut named = listed.clone();
+    named.sort_unstable();
+    assert_eq!(named, subcommands, "{about}");
+    let namespace = root
+        .get_subcommands()
+        .find(|c| c.get_name() == "namespace")
+        .expect("namespace");
+    let about = namespace.get_about().expect("about").to_string();
+    assert!(about.contains("services/<ns>/"), "{about}");
+}
+
+/// A command refuses a format it does not have (`completions --format sarif` exited 0
+/// with a shell script).
+#[test]
+fn commands_refuse_the_formats_they_do_not_have() {
+    for args in [
+        &["completions", "bash", "--format", "sarif"][..],
+        &["completions", "bash", "--format", "json"],
+        &["schema", "codemap", "--format", "github"],
+        &["rules", "--format", "sarif"],
+    ] {
+        let r = run_in(&fixture("clean"), args);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stdout);
+        assert!(r.stdout.is_empty(), "{args:?}: {}", r.stdout);
+        assert!(r.stderr.contains("has no"), "{args:?}: {}", r.stderr);
+    }
+    let r = run_in(&fixture("clean"), &["completions", "bash"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+}
