@@ -5,6 +5,7 @@
 #      each run on a fresh copy of it.
 #
 #   bash benches/generate.sh [RUNS]
+#   A_BIN=/path/to/older/scaffold bash benches/generate.sh [RUNS]   # both, in one run
 #
 # Uses hyperfine when it is installed (apt-get install hyperfine), else times RUNS runs
 # itself and prints the mean and the slowest.
@@ -25,7 +26,7 @@ init_cmd="rm -rf $work/a && $bin -C $work init a --name acme > /dev/null && $bin
 worker_prep="rm -rf $work/w && cp -a $work/base $work/w"
 worker_cmd="$bin -C $work/w worker maintenance NOTIFY_SHIPMENT > /dev/null"
 
-if command -v hyperfine > /dev/null; then
+if [ -z "${A_BIN:-}" ] && command -v hyperfine > /dev/null; then
     hyperfine --warmup 2 --runs "$runs" --prepare "rm -rf $work/a" \
         -n "init + namespace" "bash -c '$bin -C $work init a --name acme > /dev/null && $bin -C $work/a namespace shipping > /dev/null'"
     hyperfine --warmup 2 --runs "$runs" --prepare "$worker_prep" \
@@ -47,5 +48,12 @@ time_runs() {
     done
     echo "$name: mean $(( total / runs )) ms, max $max ms over $runs runs"
 }
-time_runs "init + namespace" "true" "$init_cmd"
-time_runs "worker maintenance NOTIFY_SHIPMENT" "$worker_prep" "$worker_cmd"
+for label_bin in ${A_BIN:+"before=$A_BIN"} "this=$bin"; do
+    label=${label_bin%%=*}
+    b=${label_bin#*=}
+    time_runs "$label: init + namespace" "true" \
+        "rm -rf $work/a && $b -C $work init a --name acme > /dev/null && $b -C $work/a namespace shipping > /dev/null"
+    time_runs "$label: init alone" "rm -rf $work/a" "$b -C $work init a --name acme > /dev/null"
+    time_runs "$label: worker maintenance NOTIFY_SHIPMENT" "$worker_prep" \
+        "$b -C $work/w worker maintenance NOTIFY_SHIPMENT > /dev/null"
+done

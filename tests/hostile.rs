@@ -521,3 +521,63 @@ fn init_does_not_run_a_rustfmt_chosen_by_another_users_toolchain_file() {
     assert!(stdout.contains("rustfmt was not run"), "{stdout}");
     assert!(stdout.contains("belongs to another user"), "{stdout}");
 }
+
+/// The generator starts one rustfmt per command, over the staged plan (issue 37: a
+/// `let path = …` in a settings test sent every file down the one-by-one path, 54
+/// processes for `init` and 9 for `worker`). A logging `rustfmt` first on PATH counts
+/// them and hands each call to the real one.
+#[cfg(unix)]
+#[test]
+fn one_rustfmt_process_per_generator_command() {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(real) = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join("rustfmt"))
+            .find(|p| p.is_file())
+    }) else {
+        common::skipped("no rustfmt on PATH; nothing to count");
+        return;
+    };
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let bin = tmp.path().join("bin");
+    std::fs::create_dir(&bin).expect("mkdir");
+    let log = tmp.path().join("rustfmt.log");
+    let wrapper = bin.join("rustfmt");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\necho call >> '{}'\nexec '{}' \"$@\"\n",
+            log.display(),
+            real.display()
+        ),
+    )
+    .expect("write");
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let path = std::env::join_paths(std::iter::once(bin.clone()).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .expect("PATH");
+    let calls = || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    let run = |dir: &std::path::Path, args: &[&str]| {
+        let out = common::scaffold()
+            .env("PATH", &path)
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .output()
+            .expect("runs");
+        assert!(out.status.success(), "{args:?}: {out:?}");
+    };
+    run(tmp.path(), &["init", "r", "--name", "acme"]);
+    assert_eq!(calls(), 1, "init");
+    let repo = tmp.path().join("r");
+    run(&repo, &["namespace", "shipping"]);
+    assert_eq!(calls(), 2, "namespace");
+    run(&repo, &["worker", "maintenance", "NOTIFY_SHIPMENT"]);
+    assert_eq!(calls(), 3, "worker");
+}

@@ -1,10 +1,11 @@
 //! Formats generated Rust with the machine's rustfmt, so that a repository stays
 //! rustfmt-clean whatever length its names have and wherever an insertion lands (rustfmt
-//! also sorts the `mod` lines the generator adds). rustfmt runs as argv (no shell): once
-//! over a staged copy of the plan when the plan holds every module (`init`), else file by
-//! file on stdin, in parallel, so a module whose files are not in the plan does not stop
-//! it. The repository's rustfmt.toml applies. Without rustfmt on PATH the templates' own
-//! formatting stands.
+//! also sorts the `mod` lines the generator adds). rustfmt runs as argv (no shell), once:
+//! over a staged copy of the planned files beside the Rust files of the crates they belong
+//! to (so the modules they declare resolve). Only when that cannot be done — a file that
+//! may name a module path of its own (`#[path]`), one that cannot be read or staged —
+//! does it fall back to file by file on stdin, in parallel. The repository's rustfmt.toml
+//! applies. Without rustfmt on PATH the templates' own formatting stands.
 //!
 //! Every rustfmt runs inside the repository (the staged copy lives in the run's
 //! transaction folder, `.scaffold/txn/fmt`), never under `$TMPDIR`: rustup picks the
@@ -186,15 +187,55 @@ fn batch(
 /// Whether Rust text may declare a module at a path of its own (`#[path = "…"]`, also
 /// inside `cfg_attr`): rustfmt formats such a module in place, wherever the path points
 /// (outside the staging folder, outside the repository). Such files go to the one-by-one
-/// path, where rustfmt reads stdin and follows no module. Over-matches (`path` followed by
-/// `=` anywhere) rather than miss one.
+/// path, where rustfmt reads stdin and follows no module. Looks inside every attribute
+/// (`#[…]`, `#![…]`, to its matching bracket) for the word `path` followed by `=`; a
+/// `let path = …` outside attributes is not one (it sent every crate with a settings test
+/// down the one-by-one path), while a string or comment that looks like one still counts:
+/// over-matching costs only time.
 fn names_a_module_path(text: &[u8]) -> bool {
-    text.windows(4).enumerate().any(|(i, w)| {
+    let mut i = 0;
+    while let Some(at) = text[i..].iter().position(|b| *b == b'#') {
+        let mut j = i + at + 1;
+        if text.get(j) == Some(&b'!') {
+            j += 1;
+        }
+        while text.get(j).is_some_and(u8::is_ascii_whitespace) {
+            j += 1;
+        }
+        if text.get(j) != Some(&b'[') {
+            i = j;
+            continue;
+        }
+        let start = j + 1;
+        let mut depth = 1usize;
+        let mut end = start;
+        while end < text.len() && depth > 0 {
+            match text[end] {
+                b'[' => depth += 1,
+                b']' => depth -= 1,
+                _ => {}
+            }
+            end += 1;
+        }
+        if assigns_path(&text[start..end]) {
+            return true;
+        }
+        i = end;
+    }
+    false
+}
+
+/// Whether `attr` holds the word `path` followed (after whitespace) by `=`.
+fn assigns_path(attr: &[u8]) -> bool {
+    let word = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_';
+    attr.windows(4).enumerate().any(|(i, w)| {
         w == b"path"
-            && text[i + 4..]
+            && (i == 0 || !word(&attr[i - 1]))
+            && attr[i + 4..]
                 .iter()
                 .find(|b| !b.is_ascii_whitespace())
                 .is_some_and(|b| *b == b'=')
+            && !attr.get(i + 4).is_some_and(word)
     })
 }
 
@@ -257,20 +298,28 @@ mod tests {
     use super::*;
 
     /// rustfmt's batch formats a `#[path]` module in place wherever it points, so a file
-    /// that may name one never goes to the batch (over-matching is fine: it costs speed).
+    /// that may name one never goes to the batch (over-matching is fine: it costs speed);
+    /// a `path` outside attributes is not one, or every crate with a settings test went
+    /// file by file, one rustfmt process each.
     #[test]
     fn files_that_may_name_a_module_path_are_kept_from_the_batch() {
         for text in [
             "#[path = \"/etc/x.rs\"]\nmod x;\n",
             "#[cfg_attr(unix, path=\"../../y.rs\")] mod y;\n",
             "#[path\n  =\n \"z.rs\"] mod z;\n",
-            "fn f(path: &str) { let path = 1; }\n",
+            "# [ path = \"w.rs\" ] mod w;\n",
+            "#![cfg_attr(all(unix, feature = \"x\"), path = \"v.rs\")]\n",
+            "#[doc = \"[x]\"] #[path = \"u.rs\"] mod u;\n",
         ] {
             assert!(names_a_module_path(text.as_bytes()), "{text:?}");
         }
         for text in [
             "mod x;\nfn f(path: &str) {}\n",
             "use std::path::Path;\n",
+            "fn f(path: &str) { let path = 1; let state_path = 2; }\n",
+            "#[derive(Debug)] struct S { path: String }\nfn g() { let p = S { path: String::new() }; }\n",
+            "#[test] fn t() { let path = dir.join(\"x\"); }\n",
+            "#[serde(rename = \"dest_path\")] struct D;\n",
             "",
         ] {
             assert!(!names_a_module_path(text.as_bytes()), "{text:?}");
