@@ -407,13 +407,15 @@ async fn session(AxState(s): AxState<State>, headers: HeaderMap, b: Body) -> Res
 }
 
 async fn claim(AxState(s): AxState<State>, headers: HeaderMap, b: Body) -> Response {
-    reply(
-        async {
-            let (a, known) = s.known_session(&headers).await?;
-            s.claim(&a, known, &headers, &body(&s, b).await?).await
-        }
-        .await,
-    )
+    let claimed = async {
+        let (a, known) = s.known_session(&headers).await?;
+        s.claim(&a, known, &headers, &body(&s, b).await?).await
+    }
+    .await;
+    match claimed {
+        Ok(answer) => (StatusCode::OK, axum::Json(answer)).into_response(),
+        Err(e) => e.into_response(),
+    }
 }
 
 async fn complete_batch(AxState(s): AxState<State>, headers: HeaderMap, b: Body) -> Response {
