@@ -68,8 +68,9 @@ impl Notifier {
 }
 
 /// Starts watching `lane` (once per coordinator): whenever it has due work, every socket
-/// subscribed to it hears `work_available` — at once on PostgreSQL, whose enqueues notify;
-/// elsewhere within a quarter second — and again at most once a second while work waits.
+/// subscribed to it hears `work_available` — at once on PostgreSQL, whose enqueues notify
+/// (and again at most once a second while work waits); elsewhere within a quarter second,
+/// and every quarter second while work waits.
 pub(crate) fn watch(s: &State, lane: &str) {
     {
         let mut w = lock(&s.notify.watched);
@@ -100,7 +101,11 @@ pub(crate) fn watch(s: &State, lane: &str) {
             }
             let woken = notified && t0.elapsed() < step;
             let quiet = last.is_none_or(|t| t.elapsed() >= Duration::from_secs(1));
-            if !(woken || quiet) {
+            // A polled store is looked at, and due work announced, every step (a quarter
+            // second): holding notices to one a second while work waited could not tell
+            // new work from old, so an item enqueued within a second of the last notice
+            // waited out that second (~1 s from enqueue to start on SQLite).
+            if notified && !(woken || quiet) {
                 continue;
             }
             let due = match s.store.coordinator() {
@@ -108,10 +113,12 @@ pub(crate) fn watch(s: &State, lane: &str) {
                 Err(e) => Err(e),
             };
             match due {
-                Ok(true) => {
+                Ok(true) if woken || quiet || !notified => {
                     last = Some(Instant::now());
                     let _ = s.notify.tx.send(lane.clone());
                 }
+                // Work still waits and was announced under a second ago.
+                Ok(true) => {}
                 Ok(false) => last = None,
                 Err(e) => tracing::warn!(error = %e, lane = %lane, "watching a lane failed"),
             }
