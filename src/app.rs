@@ -163,8 +163,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, AppError> {
             if global.format != Format::Human {
                 return Err(AppError::FormatUnsupported {
                     format: global.format,
-                }
-                .into());
+                });
             }
             let mut cmd = <Cli as clap::CommandFactory>::command();
             let mut buf = Vec::new();
