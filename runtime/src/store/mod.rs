@@ -378,18 +378,7 @@ impl Store {
         n: usize,
         lease: Duration,
     ) -> StoreResult<Vec<Claimed>> {
-        let now = self.now();
-        let req = ClaimRequest {
-            lane: lane.to_owned(),
-            n,
-            owner: owner.to_owned(),
-            lease_until: now.plus(lease),
-            kinds: kinds.map(<[String]>::to_vec),
-            account: None,
-            with_inputs: false,
-            session: None,
-        };
-        self.backend.claim(req, now).await
+        self.claim_with((owner, lane, kinds, n, lease), None).await
     }
 
     /// [`Store::claim_kinds`] for a remote worker of `account` (the coordinator's claim):
@@ -407,6 +396,17 @@ impl Store {
         lease: Duration,
         session: Option<&str>,
     ) -> StoreResult<Vec<Claimed>> {
+        self.claim_with((owner, lane, kinds, n, lease), Some((account, session)))
+            .await
+    }
+
+    /// Claims (owner, lane, kinds, n, lease) now; for a remote worker's (account, session)
+    /// when given, with the items' inputs.
+    async fn claim_with(
+        &self,
+        (owner, lane, kinds, n, lease): (&str, &str, Option<&[String]>, usize, Duration),
+        remote: Option<(&str, Option<&str>)>,
+    ) -> StoreResult<Vec<Claimed>> {
         let now = self.now();
         let req = ClaimRequest {
             lane: lane.to_owned(),
@@ -414,9 +414,9 @@ impl Store {
             owner: owner.to_owned(),
             lease_until: now.plus(lease),
             kinds: kinds.map(<[String]>::to_vec),
-            account: Some(account.to_owned()),
-            with_inputs: true,
-            session: session.map(str::to_owned),
+            account: remote.map(|(account, _)| account.to_owned()),
+            with_inputs: remote.is_some(),
+            session: remote.and_then(|(_, session)| session.map(str::to_owned)),
         };
         self.backend.claim(req, now).await
     }
