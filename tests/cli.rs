@@ -163,7 +163,28 @@ fn sarif_has_a_location_on_every_result_and_rules_with_help() {
         let uri = at["uri"].as_str().expect("uri");
         assert!(uri.ends_with("/Cargo.toml"), "{uri}");
         assert!(res["partialFingerprints"]["scaffold/v1"].is_string());
+        // What GitHub code scanning keys alerts on, and a region with its end.
+        assert!(res["partialFingerprints"]["primaryLocationLineHash"].is_string());
+        assert!(region["endLine"].as_u64() >= region["startLine"].as_u64());
+        assert!(region["endColumn"].as_u64() > region["startColumn"].as_u64());
     }
+    for rule in rules {
+        let (id, name) = (rule["id"].as_str(), rule["name"].as_str());
+        assert_ne!(id, name, "a name distinct from the id");
+        assert!(
+            name.is_some_and(|n| n.chars().next().is_some_and(char::is_uppercase)
+                && n.chars().all(char::is_alphanumeric)),
+            "PascalCase: {name:?}"
+        );
+        let short = rule["shortDescription"]["text"].as_str().expect("short");
+        let full = rule["fullDescription"]["text"].as_str().expect("full");
+        assert!(full.len() > short.len(), "{id:?}: {short:?} / {full:?}");
+        let props = &rule["properties"];
+        assert!(props["tags"].as_array().is_some_and(|t| !t.is_empty()));
+        assert!(props["precision"].is_string());
+        assert!(props["problem.severity"].is_string());
+    }
+    assert_eq!(run["automationDetails"]["id"], "scaffold/check/");
     assert!(run["originalUriBaseIds"]["%SRCROOT%"].is_object());
     assert!(
         !r.stdout.contains("scaffold.invalid"),

@@ -46,11 +46,17 @@ pub fn outcome(out: &mut dyn Write, in_git: &str, o: &Outcome) -> io::Result<()>
             let doc = rules::get(r.id).map(rules::Rule::doc).unwrap_or_default();
             json!({
                 "id": r.id,
-                "name": r.id,
+                "name": pascal(r.id),
                 "shortDescription": {"text": r.summary},
-                "fullDescription": {"text": r.summary},
+                "fullDescription": {"text": full_description(r.summary, &doc)},
                 "help": {"text": doc, "markdown": doc},
                 "defaultConfiguration": {"level": level(r.severity)},
+                "properties": {
+                    "tags": tags(r.id),
+                    // Each rule reads the tree, not a guess at runtime behaviour.
+                    "precision": "very-high",
+                    "problem.severity": level(r.severity),
+                },
             })
         })
         .collect();
@@ -77,10 +83,15 @@ pub fn outcome(out: &mut dyn Write, in_git: &str, o: &Outcome) -> io::Result<()>
                 "locations": [{
                     "physicalLocation": {
                         "artifactLocation": {"uri": uri(in_git, &f.path), "uriBaseId": SRCROOT},
-                        "region": {"startLine": f.line.max(1), "startColumn": f.column.max(1)},
+                        "region": region(f),
                     }
                 }],
-                "partialFingerprints": {"scaffold/v1": fingerprint},
+                // GitHub keys alerts on primaryLocationLineHash: without it an upload through
+                // the API computes its own, and a finding can show up twice.
+                "partialFingerprints": {
+                    "scaffold/v1": fingerprint,
+                    "primaryLocationLineHash": fingerprint,
+                },
             })
         })
         .collect();
@@ -97,9 +108,63 @@ pub fn outcome(out: &mut dyn Write, in_git: &str, o: &Outcome) -> io::Result<()>
                 "description": {"text": "The root of the repository's git work tree (the checkout)."},
             }},
             "columnKind": "unicodeCodePoints",
+            // Which analysis this is, for code scanning to keep apart from other tools' and
+            // to close the alerts a later run of the same one no longer reports.
+            "automationDetails": {"id": "scaffold/check/"},
             "results": results,
         }],
     });
     super::inert::to_writer_pretty(&mut *out, &doc)?;
     writeln!(out)
+}
+
+/// A finding's region: its line and column, ending one character on (a finding points at a
+/// place, its span's end is not known here on another line).
+fn region(f: &crate::check::finding::Finding) -> Value {
+    let (line, column) = (f.line.max(1), f.column.max(1));
+    json!({
+        "startLine": line,
+        "startColumn": column,
+        "endLine": line,
+        "endColumn": column + 1,
+    })
+}
+
+/// A rule's id as SARIF's `name`: `import-forbidden` → `ImportForbidden`.
+fn pascal(id: &str) -> String {
+    id.split('-')
+        .map(|w| {
+            let mut c = w.chars();
+            c.next()
+                .map(|first| first.to_ascii_uppercase().to_string() + c.as_str())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+/// The rule doc's "What it finds" section as one paragraph (longer than the summary, which
+/// is the short description); the summary where the doc has no such section.
+fn full_description(summary: &str, doc: &str) -> String {
+    let section: Vec<&str> = doc
+        .lines()
+        .skip_while(|l| l.trim() != "## What it finds")
+        .skip(1)
+        .take_while(|l| !l.starts_with("## "))
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let text = section.join(" ");
+    let text = text.trim();
+    if text.chars().count() > summary.chars().count() {
+        text.to_owned()
+    } else {
+        format!("{summary}. {text}").trim().to_owned()
+    }
+}
+
+/// The tags code scanning filters by: the tool's, and the rule's family (the first word
+/// of its id: import, kind, worker, manifest, …).
+fn tags(id: &str) -> Vec<String> {
+    let family = id.split('-').next().unwrap_or(id);
+    vec!["scaffold".to_owned(), family.to_owned()]
 }
