@@ -553,3 +553,57 @@ fn tool(test: &str, tool: &str, dir: &Path, args: &[&str]) -> Option<std::proces
         }
     }
 }
+
+/// The `next:` line that says how to start a kind by hand is a command that works, with the
+/// kind's real name: run as printed (after the repository's migrate), it enqueues the item —
+/// for a product kind and for an orchestration.
+#[test]
+fn the_printed_way_to_start_work_by_hand_works() {
+    let (_tmp, dir) = repo();
+    ok(&run_in(&dir, &["namespace", "shipping"]));
+    ok(&run_in(&dir, &["queue", "migrate"]));
+    for (args, kind) in [
+        (
+            &[
+                "worker",
+                "maintenance",
+                "NOTIFY_SHIPMENT",
+                "--format",
+                "json",
+            ][..],
+            "NOTIFY_SHIPMENT",
+        ),
+        (
+            &[
+                "worker",
+                "maintenance",
+                "SYNC_LEDGER",
+                "--orchestration",
+                "--format",
+                "json",
+            ],
+            "ORCHESTRATION",
+        ),
+    ] {
+        let r = run_in(&dir, args);
+        ok(&r);
+        let v: serde_json::Value = serde_json::from_str(&r.stdout).expect("JSON");
+        let line = v["next"]
+            .as_array()
+            .expect("next")
+            .iter()
+            .filter_map(|l| l.as_str())
+            .find_map(|l| l.strip_prefix("start one by hand: "))
+            .unwrap_or_else(|| panic!("no way to start it by hand: {}", r.stdout));
+        let command = line.split(" (then").next().expect("the command");
+        let words = shlex::split(command).expect("shell words");
+        assert_eq!(words[..3], ["scaffold", "queue", "enqueue"], "{command}");
+        assert_eq!(words[3], kind, "{command}");
+        let words: Vec<&str> = words[1..].iter().map(String::as_str).collect();
+        ok(&run_in(&dir, &words));
+    }
+    let r = run_in(&dir, &["queue", "list", "--format", "json"]);
+    ok(&r);
+    assert!(r.stdout.contains("NOTIFY_SHIPMENT"), "{}", r.stdout);
+    assert!(r.stdout.contains("\"ORCHESTRATION\""), "{}", r.stdout);
+}

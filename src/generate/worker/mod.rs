@@ -217,7 +217,7 @@ pub fn worker(
                 names::snake(&opts.kind)
             ),
             format!(
-                "start it with an ORCHESTRATION item whose payload names `{}`",
+                "start one by hand: scaffold queue enqueue ORCHESTRATION --payload '{{\"orchestration\":\"{}\",\"input\":{{\"id\":\"<record id>\"}}}}' (then bash scripts/dev.sh runs it)",
                 opts.kind
             ),
             format!("cargo test -p {name}-{worker}"),
@@ -284,7 +284,7 @@ pub fn worker(
     )];
     next.push(match &producer {
         Some((path, write)) => format!(
-            "edit {path}: {} starts {} (its payload is filled from the record)",
+            "{path}: {} now writes the {} work row in its own transaction (the payload's id is the record's): calling it starts the work",
             write.name(),
             opts.kind
         ),
@@ -292,6 +292,10 @@ pub fn worker(
             "the {ns} namespace has no service write: have its producer add the work row in the transaction of its write (Store::enqueue_in)"
         ),
     });
+    next.push(format!(
+        "start one by hand: scaffold queue enqueue {} --payload '{{\"id\":\"<record id>\"}}' (then bash scripts/dev.sh runs it)",
+        opts.kind
+    ));
     if let Some(provider) = &opts.integration {
         next.push(format!(
             "edit integrations/{provider}/src/http.rs if the provider's API is not JSON POSTs; set {}_{}_IMPL (and _BASE_URL, _TOKEN) where the worker is deployed: it does not start without it",
