@@ -206,8 +206,12 @@ fn a_kill_at_any_point_leaves_the_tree_as_before_or_as_a_full_run() {
         std::fs::remove_dir_all(&dir).expect("clean up");
     }
     eprintln!("kill test: where the kills landed: {phases:?}");
+    // At least 2% of the kills in each writing phase (10 of 500). The journal's window is a
+    // few milliseconds now that rustfmt runs once (run ~180 ms, from the journal ~7 ms), and
+    // with other test binaries beside it (cargo-nextest) 23 of 500 landed there in one CI run,
+    // under the 5% asked before.
     assert!(
-        phases.committed >= runs / 20 && phases.staging >= runs / 20,
+        phases.committed >= runs / 50 && phases.staging >= runs / 50,
         "too few kills landed while the run wrote: {phases:?}"
     );
 }
