@@ -202,7 +202,7 @@ impl Client {
             .get(header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<u64>().ok());
-        let bytes = res.bytes().await.map_err(|e| e.without_url().to_string())?;
+        let bytes = read_capped(res, ANSWER_LIMIT).await?;
         let mut body = if bytes.is_empty() {
             Value::Null
         } else {
@@ -435,5 +435,84 @@ impl Client {
             protocol: session.protocol,
             store_id: session.store_id,
         })
+    }
+}
+
+/// The most of one coordinator answer read: a claim of 100 jobs with payloads of up to the
+/// coordinator's 1 MiB JSON body each is ~100 MiB; anything past this is not read into
+/// memory, whatever the answer (or something posing as the coordinator) says its length is.
+const ANSWER_LIMIT: usize = 128 << 20;
+
+/// `res`'s body, read chunk by chunk and refused past `limit` bytes (as no answer: the call
+/// is retried, then unreachable; a claim's jobs then go back when their leases run out).
+async fn read_capped(mut res: reqwest::Response, limit: usize) -> Result<Vec<u8>, String> {
+    let too_big = || format!("the coordinator's answer is over {limit} bytes; not read further");
+    if res
+        .content_length()
+        .is_some_and(|n| usize::try_from(n).map_or(true, |n| n > limit))
+    {
+        return Err(too_big());
+    }
+    let mut bytes = Vec::new();
+    while let Some(chunk) = res.chunk().await.map_err(|e| e.without_url().to_string())? {
+        if bytes.len() + chunk.len() > limit {
+            return Err(too_big());
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::read_capped;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A loopback server answering every request with `head` then `chunks` chunked
+    /// (no length said) or, with `length`, as one body of that declared length.
+    async fn answer(chunks: usize, length: Option<usize>) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        tokio::spawn(async move {
+            while let Ok((mut sock, _)) = listener.accept().await {
+                let mut buf = [0u8; 1024];
+                let _ = sock.read(&mut buf).await;
+                let _ = match length {
+                    Some(n) => {
+                        let head = format!("HTTP/1.1 200 OK\r\ncontent-length: {n}\r\n\r\n");
+                        sock.write_all(&[head.into_bytes(), vec![b'7'; n]].concat())
+                            .await
+                    }
+                    None => {
+                        let mut out =
+                            b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n".to_vec();
+                        for _ in 0..chunks {
+                            out.extend_from_slice(b"200\r\n");
+                            out.extend_from_slice(&[b'7'; 512]);
+                            out.extend_from_slice(b"\r\n");
+                        }
+                        out.extend_from_slice(b"0\r\n\r\n");
+                        sock.write_all(&out).await
+                    }
+                };
+            }
+        });
+        format!("http://{addr}/")
+    }
+
+    /// An answer past the limit is refused, its length declared or not; one at the limit is
+    /// read whole.
+    #[tokio::test]
+    async fn an_answer_past_the_limit_is_not_read() {
+        let get = |url: String| async move { reqwest::get(url).await.expect("answer") };
+        let declared = get(answer(0, Some(4096)).await).await;
+        assert!(read_capped(declared, 1024).await.is_err());
+        let chunked = get(answer(8, None).await).await;
+        let err = read_capped(chunked, 1024).await.expect_err("refused");
+        assert!(err.contains("over 1024 bytes"), "{err}");
+        let exact = get(answer(2, None).await).await;
+        assert_eq!(read_capped(exact, 1024).await.expect("read").len(), 1024);
     }
 }
