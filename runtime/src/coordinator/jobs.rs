@@ -73,6 +73,10 @@ impl Shared {
     ) -> Result<ClaimAnswer, ApiError> {
         if let Err(e) = supported(headers) {
             if e.status == StatusCode::UPGRADE_REQUIRED {
+                if known {
+                    // Nothing is written of a worker whose session was only known.
+                    self.authenticate(headers).await?;
+                }
                 self.store
                     .coordinator()?
                     .mark_upgrade_required(a.worker.id.clone())
@@ -94,7 +98,12 @@ impl Shared {
             ));
         }
         let _open = self.limits.claim(&a.session_key, &req.lane)?;
-        self.seen(&a.worker.id, &req.lane).await?;
+        // Presence is written only for a session shown live: looked up for this request, or
+        // (when only known) by a claim that took work or by the look-up after one that did
+        // not — a revoked worker's call must not mark its row ONLINE again.
+        if !known {
+            self.seen(&a.worker.id, &req.lane).await?;
+        }
         let wait = Duration::from_millis(req.wait_ms).min(self.config.limits.claim_wait);
         let deadline = tokio::time::Instant::now() + wait;
         let mut shutdown = self.shutdown.clone();
@@ -117,6 +126,7 @@ impl Shared {
                 // revoked; the look-up says which.
                 self.authenticate(headers).await?;
                 unchecked = false;
+                self.seen(&a.worker.id, &req.lane).await?;
             }
             let now = tokio::time::Instant::now();
             if !claimed.is_empty() || now >= deadline || *shutdown.borrow() {
@@ -128,6 +138,10 @@ impl Shared {
                 _ = shutdown.changed() => {}
             }
         };
+        if unchecked {
+            // Known only, and the claim statement found the session live: it took work.
+            self.seen(&a.worker.id, &req.lane).await?;
+        }
         let mut jobs = Vec::with_capacity(claimed.len());
         for c in claimed {
             self.origins

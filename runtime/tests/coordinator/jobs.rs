@@ -543,17 +543,22 @@ async fn a_long_poll_wakes_on_work_and_is_answered_at_shutdown() {
 /// answered `401 revoked` on its next claim, and its items stay available. On every store.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_revoked_worker_claims_nothing_though_its_session_was_known() {
-    revoked_claims_nothing(Server::fresh().await).await;
+    // Presence is written at most once a sweep interval: a short one, so the revoked
+    // worker's call below would write it again if it could.
+    let tune = |c: &mut scaffold_runtime::coordinator::Config| {
+        c.sweep_interval = Duration::from_millis(1);
+    };
+    revoked_claims_nothing(Server::fresh_with(tune).await).await;
     let memory = Store::open("memory://").await.expect("memory");
     memory.migrate().await.expect("migrate");
-    revoked_claims_nothing(Server::start(memory, |_| {}).await).await;
+    revoked_claims_nothing(Server::start(memory, tune).await).await;
     if !crate::pg_common::database_named() {
         return;
     }
     let (url, _guard) = crate::pg_common::fresh_url("");
     let pg = Store::open(&url).await.expect("open");
     pg.migrate().await.expect("migrate");
-    revoked_claims_nothing(Server::start(pg, |_| {}).await).await;
+    revoked_claims_nothing(Server::start(pg, tune).await).await;
 }
 
 async fn revoked_claims_nothing(s: Server) {
@@ -575,6 +580,7 @@ async fn revoked_claims_nothing(s: Server) {
     scaffold_runtime::coordinator::revoke(&s.store, "w1")
         .await
         .expect("revoke");
+    tokio::time::sleep(Duration::from_millis(5)).await;
     let (status, body) = d
         .post(
             "/v1/jobs/claim",
@@ -584,4 +590,12 @@ async fn revoked_claims_nothing(s: Server) {
     assert_eq!((status, code(&body)), (401, "revoked"), "{body}");
     let item = s.store.get(second).await.expect("get").expect("item");
     assert_eq!(item.state, ItemState::Available, "nothing was claimed");
+    // Nor was the revoked worker marked present again by that call.
+    let workers = s.store.workers().await.expect("workers");
+    assert!(
+        !workers
+            .iter()
+            .any(|w| w.id == d.id && w.state == scaffold_runtime::WorkerState::Online),
+        "{workers:?}"
+    );
 }
