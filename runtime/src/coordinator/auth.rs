@@ -247,13 +247,11 @@ impl Shared {
             self.sessions.forget(&key);
             return Err(ApiError::unauthorized("revoked"));
         }
-        let authed = Authed {
+        Ok(Authed {
             worker,
             session,
             session_key: key,
-        };
-        self.sessions.learn(&authed, self.store.now());
-        Ok(authed)
+        })
     }
 
     /// What a claim knows of the session a request's bearer token names: from an earlier
@@ -264,7 +262,11 @@ impl Shared {
         if let Some(known) = self.sessions.known(&key, self.store.now()) {
             return Ok((known, true));
         }
-        Ok((self.authenticate(headers).await?, false))
+        // Learned here, by the one call that reads it, not on every authenticated call
+        // (each heartbeat and completion batch would take the lock and clone it).
+        let authed = self.authenticate(headers).await?;
+        self.sessions.learn(&authed, self.store.now());
+        Ok((authed, false))
     }
 
     /// The worker's presence: ONLINE (never over an operator's DRAINING) on `lanes`, seen

@@ -113,12 +113,10 @@ pub(crate) fn watch(s: &State, lane: &str) {
                 Err(e) => Err(e),
             };
             match due {
-                Ok(true) if woken || quiet || !notified => {
+                Ok(true) => {
                     last = Some(Instant::now());
                     let _ = s.notify.tx.send(lane.clone());
                 }
-                // Work still waits and was announced under a second ago.
-                Ok(true) => {}
                 Ok(false) => last = None,
                 Err(e) => tracing::warn!(error = %e, lane = %lane, "watching a lane failed"),
             }

@@ -40,15 +40,23 @@ impl RemoteState {
         Ok(())
     }
 
+    /// The unexpired session named by its token's SHA-256, with its worker.
+    fn session(
+        &self,
+        token_sha256: &str,
+        now: Timestamp,
+    ) -> Option<(&SessionRecord, &RemoteWorker)> {
+        let s = self
+            .sessions
+            .get(token_sha256)
+            .filter(|s| s.expires_at > now)?;
+        Some((s, self.workers.get(&s.worker_id)?))
+    }
+
     /// Whether the session named by its token's SHA-256 is live and its worker not revoked.
     pub(super) fn session_live(&self, token_sha256: &str, now: Timestamp) -> bool {
-        self.sessions.get(token_sha256).is_some_and(|s| {
-            s.expires_at > now
-                && self
-                    .workers
-                    .get(&s.worker_id)
-                    .is_some_and(|w| w.revoked_at.is_none())
-        })
+        self.session(token_sha256, now)
+            .is_some_and(|(_, w)| w.revoked_at.is_none())
     }
 
     /// Item `id`'s inputs, by name.
@@ -223,10 +231,8 @@ impl CoordinatorStore for MemoryBackend {
         let st = self.lock();
         let found = st
             .remote
-            .sessions
-            .get(&token_sha256)
-            .filter(|s| s.expires_at > now)
-            .and_then(|s| Some((s.clone(), st.remote.workers.get(&s.worker_id)?.clone())));
+            .session(&token_sha256, now)
+            .map(|(s, w)| (s.clone(), w.clone()));
         drop(st);
         self.ready(Ok(found))
     }
