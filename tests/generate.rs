@@ -536,6 +536,86 @@ fn a_new_worker_gets_every_file_it_needs() {
     assert!(role.contains("role = \"scheduler\""), "{role}");
 }
 
+/// Seed 001 §5: a new worker reads its lane off its kind's spec, never a copy of the name.
+/// Its process in dev.sh, its compose service and its Terraform instance are told no lane
+/// (its `<NAME>_<WORKER>_LANE` stays unset); the checker counts that plain `serve` as
+/// serving the spec's lane (not `default`, though dev.sh exports the maintenance worker's
+/// variable), finds the lane missing where the process is taken away, and a kind added later
+/// without `--lane` joins the spec's lane while a `--lane` one gets a replica told its lane.
+#[test]
+fn a_new_workers_deployments_take_its_lane_off_the_spec() {
+    let (_tmp, dir) = repo();
+    ok(&run_in(&dir, &["namespace", "billing"]));
+    ok(&run_in(
+        &dir,
+        &[
+            "worker",
+            "billing",
+            "CHARGE_CARD",
+            "--lane",
+            "payments",
+            "--container",
+        ],
+    ));
+    let read = |p: &str| fs::read_to_string(dir.join(p)).expect(p);
+    let dev = read("scripts/dev.sh");
+    let compose = read("deployment/local/docker-compose.full.yml");
+    let tf = read("deployment/terraform/modules/environment/main.tf");
+    for (place, text) in [("dev.sh", &dev), ("compose", &compose), ("terraform", &tf)] {
+        assert!(
+            !text.contains("payments") && !text.contains("ACME_BILLING_LANE"),
+            "{place} copies the lane:\n{text}"
+        );
+    }
+    assert!(
+        dev.contains("cargo run -p acme-billing -- serve &"),
+        "{dev}"
+    );
+    assert!(compose.contains("command: [\"serve\"]"), "{compose}");
+    let env = read(".env.example");
+    assert!(env.contains("# ACME_BILLING_LANE="), "{env}");
+    assert!(!env.contains("\nACME_BILLING_LANE"), "{env}");
+    ok(&run_in(&dir, &["check"]));
+
+    // Without the worker's process, dev.sh has nobody on `payments`.
+    let without: String = dev
+        .lines()
+        .filter(|l| !l.contains("acme-billing"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    fs::write(dir.join("scripts/dev.sh"), &without).expect("write");
+    let r = run_in(&dir, &["check", "--format", "json"]);
+    let found = r.findings();
+    assert_eq!(found.len(), 1, "{}", r.stdout);
+    assert_eq!(found[0]["rule"], "lane-undeployed");
+    let message = found[0]["message"].as_str().expect("message");
+    assert!(
+        message.contains("`payments`") && message.contains("scripts/dev.sh"),
+        "{message}"
+    );
+    fs::write(dir.join("scripts/dev.sh"), &dev).expect("write");
+
+    ok(&run_in(&dir, &["worker", "billing", "REFUND_CARD"]));
+    ok(&run_in(
+        &dir,
+        &["worker", "billing", "REINDEX_CHARGES", "--lane", "bulk"],
+    ));
+    let lanes = spec_lanes(&dir);
+    assert_eq!(
+        lanes.get("REFUND_CARD").map(String::as_str),
+        Some("payments")
+    );
+    assert_eq!(
+        lanes.get("REINDEX_CHARGES").map(String::as_str),
+        Some("bulk")
+    );
+    let dev = read("scripts/dev.sh");
+    assert!(dev.contains("acme-billing -- serve --lane bulk &"), "{dev}");
+    let tf = read("deployment/terraform/modules/environment/main.tf");
+    assert!(tf.contains("ACME_BILLING_LANE = \"bulk\""), "{tf}");
+    ok(&run_in(&dir, &["check"]));
+}
+
 /// Runs `tool` with `args` in `dir` when it is installed: `Some(output)`, else a loud
 /// SKIPPED line and `None`.
 fn tool(test: &str, tool: &str, dir: &Path, args: &[&str]) -> Option<std::process::Output> {

@@ -260,6 +260,14 @@ pub enum GenerateError {
         )
     )]
     ContainerOfExistingWorker { worker: String },
+    #[error("which lane worker `{worker}`'s own process serves cannot be told")]
+    #[diagnostic(
+        code(scaffold::unknown_lane),
+        help(
+            "its process in scripts/dev.sh names no lane, and the spec of its first kind (the last handler in workers/{worker}/src/work_loop.rs) has no string lane to read; pass --lane"
+        )
+    )]
+    UnknownOwnLane { worker: String },
     #[error("worker `{worker}` has no work loop (workers/{worker}/src/work_loop.rs)")]
     #[diagnostic(
         code(scaffold::no_work_loop),

@@ -1,8 +1,7 @@
-//! `scripts/dev.sh`, the local launch script: which worker processes it starts, and the lane
-//! each serves. A command with the word `serve` runs a worker; its lane is `--lane <l>` (or
-//! `--lane=<l>`) after it, else a `<NAME>_WORKER_LANE=<l>` assignment (or any upper-case
-//! `…_LANE`, such as a worker's own `<NAME>_<WORKER>_LANE`) on the command or exported
-//! earlier in the script, else the default lane.
+//! `scripts/dev.sh`, the local launch script: which worker processes it starts, and what each
+//! is told about its lane. A command with the word `serve` runs a worker; it is told
+//! `--lane <l>` (or `--lane=<l>`) after it, and the upper-case `…_LANE=<l>` variables set on
+//! the command or exported earlier in the script ([`super::lane`] says which a worker reads).
 
 /// Where it lives.
 pub const PATH: &str = "scripts/dev.sh";
@@ -12,38 +11,83 @@ pub const PATH: &str = "scripts/dev.sh";
 pub struct DevProcess {
     /// The command's words, quotes removed.
     pub words: Vec<String>,
-    /// Its lane: `--lane L` after `serve`, else a `…_LANE=L` assignment on the command,
-    /// else the last one the script exported before it; `None` when there is none.
-    pub lane: Option<String>,
+    /// Its `--lane`, and the lane variables exported before it and set on it (which win).
+    pub lane: super::lane::LaneSettings,
 }
 
-/// The worker processes dev.sh starts, in order, each with the lane it serves.
+/// The worker processes dev.sh starts, in order, each with the lane settings it runs with.
 pub fn dev_sh_processes(text: &str) -> Vec<DevProcess> {
     let mut processes = Vec::new();
-    let mut exported: Option<String> = None;
+    let mut exported: Vec<(String, String)> = Vec::new();
     for cmd in shell_commands(text) {
         let words: Vec<&str> = cmd.iter().map(String::as_str).collect();
         let skip = usize::from(words.first() == Some(&"export"));
-        let assignments: Vec<&str> = words[skip..]
+        let assignments: Vec<(String, String)> = words[skip..]
             .iter()
             .take_while(|w| is_assignment(w))
-            .copied()
+            .filter_map(|a| lane_var_assignment(a))
             .collect();
-        if assignments.len() + skip == words.len() {
+        let leading = words[skip..]
+            .iter()
+            .take_while(|w| is_assignment(w))
+            .count();
+        if leading + skip == words.len() {
             // Only assignments (`export ACME_WORKER_LANE=fast`): later commands inherit them.
-            if let Some(l) = assignments.iter().find_map(|a| lane_assignment(a)) {
-                exported = Some(l);
+            for (k, v) in assignments {
+                exported.retain(|(e, _)| *e != k);
+                exported.push((k, v));
             }
             continue;
         }
-        if let Some(lane) = serve_lane(&words) {
-            let lane = lane
-                .or_else(|| words.iter().find_map(|a| lane_assignment(a)))
-                .or_else(|| exported.clone());
+        if let Some(flag) = serve_lane(&words) {
+            let mut lane = super::lane::LaneSettings {
+                flag,
+                vars: exported.clone(),
+            };
+            // Assignments anywhere on the command (`env X_LANE=l cargo …` too) win.
+            for (k, v) in words.iter().filter_map(|w| lane_var_assignment(w)) {
+                lane.set(&k, v);
+            }
             processes.push(DevProcess { words: cmd, lane });
         }
     }
     processes
+}
+
+/// `X_LANE=v` → (`X_LANE`, v).
+fn lane_var_assignment(w: &str) -> Option<(String, String)> {
+    let (k, v) = w.split_once('=')?;
+    is_lane_var(k).then(|| (k.to_owned(), v.to_owned()))
+}
+
+/// Whether a dev.sh command runs the package `package`: through cargo
+/// (`-p`/`--package`/`--bin`, as `-p x`, `-px`, `--package=x`; or `--manifest-path` to
+/// its Cargo.toml), or as the built binary itself (`x`, `./target/release/x`).
+pub fn runs_package(words: &[String], package: &str, manifest: &str) -> bool {
+    let is_manifest = |w: &str| w.strip_prefix("./").unwrap_or(w) == manifest;
+    let flagged = words
+        .iter()
+        .zip(words.iter().skip(1))
+        .any(|(flag, value)| match flag.as_str() {
+            "-p" | "--package" | "--bin" => value == package,
+            "--manifest-path" => is_manifest(value),
+            _ => false,
+        });
+    let joined = words.iter().any(|w| {
+        ["-p", "--package=", "--bin="]
+            .iter()
+            .any(|flag| w.strip_prefix(flag) == Some(package))
+            || w.strip_prefix("--manifest-path=").is_some_and(is_manifest)
+    });
+    // The program: the first word that is not an assignment or a wrapper.
+    let program = words.iter().find(|w| {
+        !matches!(w.as_str(), "exec" | "env" | "nohup")
+            && !w.split_once('=').is_some_and(|(k, _)| {
+                !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            })
+    });
+    let binary = program.is_some_and(|p| p.rsplit('/').next() == Some(package));
+    flagged || joined || binary
 }
 
 pub(crate) fn is_assignment(w: &str) -> bool {
@@ -155,10 +199,30 @@ mod tests {
              cargo run -p e -- serve &\ncargo run -p f -- health\n",
         )
         .into_iter()
-        .map(|p| p.lane)
+        .map(|p| p.lane.lane())
         .collect();
         let want = [None, Some("fast"), Some("bulk"), Some("x"), Some("slow")];
         assert_eq!(lanes, want.map(|l| l.map(str::to_owned)));
+    }
+
+    #[test]
+    fn a_worker_reads_only_its_own_lane_variable() {
+        let procs = dev_sh_processes(
+            "export ACME_WORKER_LANE=default\n\
+             cargo run -p acme-maintenance -- serve &\n\
+             cargo run -p acme-billing -- serve &\n\
+             ACME_BILLING_LANE=bulk cargo run -p acme-billing -- serve &\n\
+             ACME_OUTBOX_RELAY_LANE=x cargo run -p acme-outbox-relay -- serve --lane y &\n",
+        );
+        let got: Vec<Option<String>> = procs
+            .iter()
+            .zip(["maintenance", "billing", "billing", "outbox-relay"])
+            .map(|(p, w)| p.lane.lane_of(w))
+            .collect();
+        let want = [Some("default"), None, Some("bulk"), Some("y")];
+        assert_eq!(got, want.map(|l| l.map(str::to_owned)));
+        // Read for no worker in particular, the export reaches every process.
+        assert_eq!(procs[1].lane.lane().as_deref(), Some("default"));
     }
 
     #[test]

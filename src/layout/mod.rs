@@ -6,6 +6,7 @@
 
 pub mod compose;
 pub mod dev_sh;
+pub mod lane;
 pub mod roles;
 pub mod runtime;
 pub mod terraform;
@@ -45,6 +46,8 @@ pub mod markers {
     pub const ENV: &str = "# scaffold:env";
     /// A worker's loop: one line per handler.
     pub const HANDLERS: &str = "// scaffold:handlers";
+    /// A scheduler worker's `schedule.rs`: one kind it schedules per line.
+    pub const SCHEDULED: &str = "// scaffold:scheduled";
     /// A producing manager's write: one work row per kind it starts.
     pub const WORK_ROWS: &str = "// scaffold:work-rows";
     /// `om/src/lib.rs`: one module per namespace.

@@ -1,13 +1,13 @@
 //! The Terraform of a scaffold repository (`deployment/terraform/**/*.tf`), read with
-//! hcl-edit: which top-level `module`/`resource` blocks run a worker, and the lane each
-//! serves.
+//! hcl-edit: which top-level `module`/`resource` blocks run a worker, which worker, and
+//! what each is told about its lane.
 //!
 //! A block runs a worker when it sets a `…_LANE` (as an attribute `X_WORKER_LANE = "l"`,
 //! an object entry `"X_WORKER_LANE" = "l"`, or `{ name = "X_WORKER_LANE", value = "l" }`),
 //! passes `"--lane", "l"` or `"serve --lane l"`, mentions `"serve"`, or instantiates the
-//! `service` module (`source = "…/service"`). Its lane is the first of those that names
-//! one, else `None` (the default lane); a lane written as an expression (`var.lane`) comes
-//! back as `${var.lane}`. hcl-edit bounds the nesting it parses, so a hostile file is a
+//! `service` module (`source = "…/service"`). Its `--lane` and its lane variables are kept
+//! ([`super::lane`] says which a worker reads); a lane written as an expression
+//! (`var.lane`) comes back as `${var.lane}`. hcl-edit bounds the nesting it parses, so a hostile file is a
 //! parse error, not a stack overflow.
 
 use hcl_edit::expr::{Expression, ObjectKey, ObjectValue};
@@ -26,9 +26,18 @@ pub struct ParseError {
     pub offset: usize,
 }
 
-/// The lanes of the blocks of one `.tf` file that run a worker, in order (`None`: the
-/// default lane).
-pub fn worker_lanes(text: &str) -> Result<Vec<Option<String>>, ParseError> {
+/// A top-level block of a `.tf` file that runs a worker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerBlock {
+    /// The worker it runs, as far as the block says: its `worker` attribute, else its
+    /// `name`, else (a `module`) its label with `_` read as `-`; `None` when it says none.
+    pub worker: Option<String>,
+    /// Its `--lane` and lane variables.
+    pub lane: super::lane::LaneSettings,
+}
+
+/// The blocks of one `.tf` file that run a worker, in order.
+pub fn worker_blocks(text: &str) -> Result<Vec<WorkerBlock>, ParseError> {
     let body = hcl_edit::parser::parse_body(text).map_err(|e| ParseError {
         message: e.message().lines().next().unwrap_or_default().to_owned(),
         line: e.location().line(),
@@ -49,8 +58,26 @@ pub fn worker_lanes(text: &str) -> Result<Vec<Option<String>>, ParseError> {
                     string_of(&a.value)
                         .is_some_and(|s| s.trim_end_matches('/').ends_with("/service"))
                 });
-            let lane = scan.lane();
-            (lane.is_some() || serve || service_module).then_some(lane)
+            let lane = super::lane::LaneSettings {
+                flag: scan.flag(),
+                vars: scan.lane_values.clone(),
+            };
+            let attribute = |key: &str| {
+                block
+                    .body
+                    .get_attribute(key)
+                    .and_then(|a| string_of(&a.value))
+                    .filter(|v| !v.is_empty())
+            };
+            let worker = attribute("worker")
+                .or_else(|| attribute("name"))
+                .or_else(|| {
+                    module
+                        .then(|| block.labels.first().map(|l| l.as_str().replace('_', "-")))
+                        .flatten()
+                });
+            (lane.lane().is_some() || serve || service_module)
+                .then_some(WorkerBlock { worker, lane })
         })
         .collect())
 }
@@ -67,12 +94,13 @@ fn top_blocks(body: &Body) -> impl Iterator<Item = &Block> {
 struct Scan {
     /// Every string in it (a template's text as written, `${…}` and all).
     strings: Vec<String>,
-    /// The values given to `…_LANE` keys.
-    lane_values: Vec<String>,
+    /// The `…_LANE` keys and the values given to them, in order.
+    lane_values: Vec<(String, String)>,
 }
 
 impl Scan {
-    fn lane(&self) -> Option<String> {
+    /// A `--lane` among its strings.
+    fn flag(&self) -> Option<String> {
         if let Some(i) = self.strings.iter().position(|s| s == "--lane") {
             return Some(self.strings.get(i + 1).cloned().unwrap_or_default());
         }
@@ -85,12 +113,12 @@ impl Scan {
                 return Some(l);
             }
         }
-        self.lane_values.first().cloned()
+        None
     }
 
     fn lane_key(&mut self, key: &str, value: &Expression) {
         if key.ends_with("_LANE") {
-            self.lane_values.push(lane_value(value));
+            self.lane_values.push((key.to_owned(), lane_value(value)));
         }
     }
 }
@@ -169,7 +197,7 @@ mod tests {
 
     #[test]
     fn terraform_lanes_in_each_spelling() {
-        let lanes = worker_lanes(
+        let blocks = worker_blocks(
             "module \"a\" {\n  source = \"../service\"\n}\n\
              module \"b\" { environment = { ACME_WORKER_LANE = \"fast\" } }\n\
              resource \"x\" \"y\" { env = [{ name = \"ACME_WORKER_LANE\", value = \"bulk\" }] }\n\
@@ -180,6 +208,7 @@ mod tests {
              variable \"h\" {\n default = \"serve\"\n}\n",
         )
         .expect("parses");
+        let lanes: Vec<Option<String>> = blocks.iter().map(|b| b.lane.lane()).collect();
         assert_eq!(
             lanes,
             [
@@ -194,10 +223,31 @@ mod tests {
     }
 
     #[test]
+    fn a_block_names_its_worker_by_attribute_name_or_label() {
+        let blocks = worker_blocks(
+            "module \"billing_bulk\" {\n  source = \"../service\"\n  name = \"billing-bulk\"\n  worker = \"billing\"\n}\n\
+             module \"outbox_relay\" {\n  source = \"../service\"\n  name = \"outbox-relay\"\n}\n\
+             module \"projector_two\" {\n  source = \"../service\"\n}\n\
+             resource \"aws_ecs_service\" \"x\" { command = [\"serve\"] }\n",
+        )
+        .expect("parses");
+        let workers: Vec<Option<&str>> = blocks.iter().map(|b| b.worker.as_deref()).collect();
+        assert_eq!(
+            workers,
+            [
+                Some("billing"),
+                Some("outbox-relay"),
+                Some("projector-two"),
+                None
+            ]
+        );
+    }
+
+    #[test]
     fn a_file_that_does_not_parse_or_nests_too_deep_is_an_error() {
-        let e = worker_lanes("module \"a\" {\n  x = \n").expect_err("broken");
+        let e = worker_blocks("module \"a\" {\n  x = \n").expect_err("broken");
         assert!(e.line >= 2, "{e:?}");
         let deep = format!("a = {}1{}\n", "(".repeat(10_000), ")".repeat(10_000));
-        assert!(worker_lanes(&deep).is_err());
+        assert!(worker_blocks(&deep).is_err());
     }
 }

@@ -10,9 +10,11 @@
 //! containerise (`scaffold worker --container`): there, a lane is required only when a
 //! worker whose handlers take the lane's kinds has a service in the file.
 //!
-//! A process serves a lane when it runs `serve --lane <lane>` or has
-//! `<NAME>_WORKER_LANE=<lane>` (or the worker's own `<NAME>_<WORKER>_LANE`) in its
-//! environment; a plain `serve` serves `default`. In
+//! A process serves a lane when it runs `serve --lane <lane>` or has its worker's own lane
+//! variable (`<NAME>_WORKER_LANE=<lane>` for the maintenance worker, `<NAME>_<WORKER>_LANE`
+//! for another) in its environment; a plain `serve` of a worker under `workers/` serves the
+//! lanes of the kinds its handlers take (what its loop claims on when told no lane), and
+//! one of no known worker serves `default`. In
 //! compose, a service with no command whose Dockerfile's `CMD` runs `serve` is a worker; in
 //! Terraform, so is an instance of the `service` module. A lane given by a variable
 //! (`"$LANE"`, `var.lane`) could be any lane, so that place is not checked.
@@ -81,7 +83,7 @@ pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
         let handled_by = workers_handling(m, &kinds, lane);
         let missing: Vec<&str> = places
             .iter()
-            .filter(|p| p.exists && !p.serves(lane))
+            .filter(|p| p.exists && !p.serves(lane, handled_by.as_deref()))
             .filter(|p| match (&p.workers, &handled_by) {
                 // A place where each worker is optional needs the lane only when it runs a
                 // worker that handles it (or nobody knows who handles it).
@@ -97,7 +99,9 @@ pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
         let how = if lane == "default" {
             "a plain `serve`".to_owned()
         } else {
-            format!("`serve --lane {lane}` or <NAME>_WORKER_LANE={lane}")
+            format!(
+                "`serve --lane {lane}`, or its worker's lane variable (<NAME>_WORKER_LANE, <NAME>_<WORKER>_LANE) set to `{lane}`"
+            )
         };
         sink.push(
             Finding::new(ID, k.spec.path.clone(), k.spec.lane_at)

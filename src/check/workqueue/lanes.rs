@@ -1,17 +1,22 @@
 //! Which lanes have a worker process, in each place workers run: `scripts/dev.sh`, the
 //! local compose file, and Terraform.
 //!
-//! - **dev.sh**: a command with the word `serve` runs a worker; its lane is `--lane <l>`
-//!   (or `--lane=<l>`) after it, else a `<NAME>_WORKER_LANE=<l>` assignment (or any
-//!   upper-case `…_LANE`, such as a worker's own `<NAME>_<WORKER>_LANE`) on the command or
-//!   exported earlier in the script, else `default`.
+//! - **dev.sh**: a command with the word `serve` runs a worker (the worker whose package it
+//!   runs, when it is one under `workers/`); it is told `--lane <l>` (or `--lane=<l>`) after
+//!   it, and the upper-case `…_LANE=<l>` variables on the command or exported earlier.
 //! - **compose** (`deployment/local/docker-compose*.yml`): a service whose `command` or
 //!   `entrypoint` has `serve`, or that sets `*_LANE` in its `environment`, or that has
 //!   no command and builds an image whose Dockerfile's `CMD`/`ENTRYPOINT` runs `serve`; its
-//!   lane as for dev.sh.
+//!   worker is the `<worker>` of the `<worker>.Dockerfile` it builds, else its name.
 //! - **Terraform** (`deployment/terraform/**/*.tf`): a `module`/`resource` block that sets
 //!   `*_LANE`, passes `--lane`, mentions `"serve"`, or instantiates the `service` module
-//!   ([`crate::layout::terraform`]).
+//!   ([`crate::layout::terraform`]); its worker is its `worker`, else its `name`.
+//!
+//! A process of a known worker serves the lane of its `--lane`, else of its own lane variable
+//! (`<NAME>_WORKER_LANE` for the maintenance worker, `<NAME>_<WORKER>_LANE` for another),
+//! else the lanes its kinds' specs name — what the generated loop claims on
+//! ([`crate::layout::lane`]). A process of no known worker serves its `--lane`, else any lane
+//! variable's, else `default`.
 //!
 //! A file of a place that cannot be read, or does not parse (YAML, HCL), is a finding of
 //! `lane-undeployed` (fail closed: never a silent skip), and its place then counts as
@@ -26,7 +31,8 @@ use std::collections::BTreeSet;
 
 use crate::check::finding::Location;
 use crate::layout::compose::{get, is_compose_file, scalar, service_worker, words_of};
-use crate::layout::dev_sh::{dev_sh_processes, is_lane_var, lane_assignment, serve_lane};
+use crate::layout::dev_sh::{dev_sh_processes, is_lane_var, runs_package, serve_lane};
+use crate::layout::lane::LaneSettings;
 use crate::layout::{DEFAULT_LANE, DEV_SH, terraform};
 use crate::repo::yaml::{self, Node, Value};
 use crate::repo::{Repo, TEXT_LIMIT, Unread};
@@ -39,6 +45,9 @@ pub struct Place {
     /// Whether the repository has it at all.
     pub exists: bool,
     pub lanes: BTreeSet<String>,
+    /// The workers with a process here told no lane of their own: each serves the lanes of
+    /// its kinds' specs.
+    pub own: BTreeSet<String>,
     /// A process whose lane is a variable: it may serve any lane.
     pub any: bool,
     /// For a place where each worker is optional (the local compose file, where
@@ -65,8 +74,16 @@ pub enum Unknown {
 }
 
 impl Place {
-    pub fn serves(&self, lane: &str) -> bool {
-        self.any || self.lanes.contains(lane)
+    /// Whether a process here serves `lane`, whose kinds the workers `handled_by` handle.
+    /// `None`: who handles some kind on it is not known (a `KIND` the checker cannot read),
+    /// so a process that serves its own kinds' lanes may serve it: not guessed against.
+    pub fn serves(&self, lane: &str, handled_by: Option<&[String]>) -> bool {
+        self.any
+            || self.lanes.contains(lane)
+            || match handled_by {
+                Some(h) => h.iter().any(|w| self.own.contains(w)),
+                None => !self.own.is_empty(),
+            }
     }
 
     /// Reads one of the place's files; one that cannot be read makes what the place serves
@@ -95,17 +112,39 @@ impl Place {
         self.unknown.push((path.to_owned(), why));
     }
 
-    fn add(&mut self, lane: Option<String>) {
-        match lane {
-            Some(l) if is_variable(&l) => self.any = true,
-            Some(l) => {
+    /// A process of `worker` (when known) told `lane`.
+    fn add(&mut self, worker: Option<&str>, lane: &LaneSettings) {
+        let told = match worker {
+            Some(w) => lane.lane_of(w),
+            None => lane.lane(),
+        };
+        match (told, worker) {
+            (Some(l), _) if is_variable(&l) => self.any = true,
+            (Some(l), _) => {
                 self.lanes.insert(l);
             }
-            None => {
+            (None, Some(w)) => {
+                self.own.insert(w.to_owned());
+            }
+            (None, None) => {
                 self.lanes.insert(DEFAULT_LANE.to_owned());
             }
         }
     }
+}
+
+/// The `<w>` of a crate folder `workers/<w>`.
+fn worker_folder(dir: &str) -> Option<&str> {
+    dir.strip_prefix("workers/")
+        .filter(|w| !w.is_empty() && !w.contains('/'))
+}
+
+/// Whether `workers/<worker>/` is a crate of the workspace.
+fn is_worker(repo: &Repo, worker: &str) -> bool {
+    repo.workspace
+        .crates
+        .iter()
+        .any(|c| worker_folder(&c.dir) == Some(worker))
 }
 
 fn is_variable(lane: &str) -> bool {
@@ -134,8 +173,18 @@ fn dev_sh(repo: &Repo) -> Place {
         }
     };
     place.exists = true;
+    let workers: Vec<(&str, String)> = repo
+        .workspace
+        .crates
+        .iter()
+        .filter_map(|c| Some((c.package.as_str(), worker_folder(&c.dir)?.to_owned())))
+        .collect();
     for process in dev_sh_processes(&text) {
-        place.add(process.lane);
+        let worker = workers.iter().find_map(|(package, w)| {
+            runs_package(&process.words, package, &format!("workers/{w}/Cargo.toml"))
+                .then_some(w.as_str())
+        });
+        place.add(worker, &process.lane);
     }
     place
 }
@@ -185,7 +234,8 @@ fn compose(repo: &Repo) -> Place {
         };
         for (key, svc) in entries {
             let worker = service_worker(key.as_str().unwrap_or_default(), svc);
-            if compose_service(repo, svc, &mut place)
+            let known = is_worker(repo, &worker).then_some(worker.as_str());
+            if compose_service(repo, svc, known, &mut place)
                 && let Some(w) = &mut place.workers
             {
                 w.insert(worker);
@@ -195,31 +245,39 @@ fn compose(repo: &Repo) -> Place {
     place
 }
 
-/// Adds the lane of a service that runs a worker; whether it does.
-fn compose_service(repo: &Repo, svc: &Node, place: &mut Place) -> bool {
+/// Adds the lane of a service that runs a worker (`worker`, when it is a known one); whether
+/// it does.
+fn compose_service(repo: &Repo, svc: &Node, worker: Option<&str>, place: &mut Place) -> bool {
     let command = words_of(get(svc, "command"));
     let entry = words_of(get(svc, "entrypoint"));
     let mut words: Vec<String> = entry.clone().unwrap_or_default();
     words.extend(command.clone().unwrap_or_default());
-    let env_lane = get(svc, "environment").and_then(|env| match &env.value {
-        Value::Map(entries) => entries.iter().find_map(|(k, v)| {
-            k.as_str()
-                .filter(|k| is_lane_var(k))
-                .map(|_| scalar(v).unwrap_or_default())
-        }),
-        Value::Seq(items) => items
-            .iter()
-            .filter_map(scalar)
-            .find_map(|s| lane_assignment(&s)),
-        _ => None,
-    });
+    let mut lane = LaneSettings::default();
+    match get(svc, "environment").map(|env| &env.value) {
+        Some(Value::Map(entries)) => {
+            for (k, v) in entries {
+                if let Some(k) = k.as_str().filter(|k| is_lane_var(k)) {
+                    lane.set(k, scalar(v).unwrap_or_default());
+                }
+            }
+        }
+        Some(Value::Seq(items)) => {
+            for item in items.iter().filter_map(scalar) {
+                if let Some((k, v)) = item.split_once('=').filter(|(k, _)| is_lane_var(k)) {
+                    lane.set(k, v.to_owned());
+                }
+            }
+        }
+        _ => {}
+    }
     let refs: Vec<&str> = words.iter().map(String::as_str).collect();
     let serve = serve_lane(&refs);
     let image_serves = command.is_none() && entry.is_none() && dockerfile_serves(repo, svc, place);
-    if serve.is_none() && env_lane.is_none() && !image_serves {
+    if serve.is_none() && lane.vars.is_empty() && !image_serves {
         return false;
     }
-    place.add(serve.flatten().or(env_lane));
+    lane.flag = serve.flatten();
+    place.add(worker, &lane);
     true
 }
 
@@ -275,8 +333,13 @@ fn terraform(repo: &Repo) -> Place {
         let Some(text) = place.read(repo, f) else {
             continue;
         };
-        match terraform::worker_lanes(&text) {
-            Ok(lanes) => lanes.into_iter().for_each(|lane| place.add(lane)),
+        match terraform::worker_blocks(&text) {
+            Ok(blocks) => {
+                for block in blocks {
+                    let worker = block.worker.as_deref().filter(|w| is_worker(repo, w));
+                    place.add(worker, &block.lane);
+                }
+            }
             Err(e) => {
                 let at = Location::from(&e);
                 place.unknown_file(

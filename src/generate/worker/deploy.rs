@@ -9,9 +9,16 @@ pub(super) fn plan_new_worker(
     ctx: &Value,
     name: &str,
     worker: &str,
-    container: bool,
+    (container, role): (bool, &str),
 ) -> Result<(), GenerateError> {
     render_worker_crate(plan, templates, worker, ctx)?;
+    if role == "scheduler" {
+        // What its README's `## Dedupe` promises: the schedule, and its test.
+        for t in Templates::names_under("worker-scheduler/") {
+            let rel = t["worker-scheduler/".len()..].trim_end_matches(".j2");
+            create_from(plan, templates, t, &format!("workers/{worker}/{rel}"), ctx)?;
+        }
+    }
     // The new crate depends on what the maintenance worker's template depends on, so the
     // lock gains its package and stays `--locked`-buildable.
     let template = super::super::templates::embedded_file(super::super::lockfile::EMBEDDED_LOCK);
@@ -149,46 +156,23 @@ pub(super) fn compose_has_service(text: &str, worker: &str) -> bool {
         })
 }
 
-/// The lanes the worker's processes in dev.sh serve (`serve --lane L`, else `default`), as
-/// the checker's `lane-undeployed` reads them.
-pub(super) fn served_lanes(dev_sh: &str, name: &str, worker: &str) -> Vec<String> {
+/// The lanes the worker's processes in dev.sh serve, as the checker's `lane-undeployed`
+/// reads them: `serve --lane L`, else the worker's own lane variable, else `own` (the lane
+/// its loop takes off its first kind's spec; `None` when that is unknown, and such a
+/// process is then left out).
+pub(super) fn served_lanes(
+    dev_sh: &str,
+    name: &str,
+    worker: &str,
+    own: Option<&str>,
+) -> Vec<String> {
     let package = format!("{name}-{worker}");
     let manifest = format!("workers/{worker}/Cargo.toml");
     crate::layout::dev_sh::dev_sh_processes(dev_sh)
         .into_iter()
-        .filter(|p| runs_worker(&p.words, &package, &manifest))
-        .map(|p| p.lane.unwrap_or_else(|| "default".to_owned()))
+        .filter(|p| crate::layout::dev_sh::runs_package(&p.words, &package, &manifest))
+        .filter_map(|p| p.lane.lane_of(worker).or_else(|| own.map(str::to_owned)))
         .collect()
-}
-
-/// Whether a dev.sh command runs the worker whose package is `package`: through cargo
-/// (`-p`/`--package`/`--bin`, as `-p x`, `-px`, `--package=x`; or `--manifest-path` to
-/// its Cargo.toml), or as the built binary itself (`x`, `./target/release/x`).
-pub(super) fn runs_worker(words: &[String], package: &str, manifest: &str) -> bool {
-    let is_manifest = |w: &str| w.strip_prefix("./").unwrap_or(w) == manifest;
-    let flagged = words
-        .iter()
-        .zip(words.iter().skip(1))
-        .any(|(flag, value)| match flag.as_str() {
-            "-p" | "--package" | "--bin" => value == package,
-            "--manifest-path" => is_manifest(value),
-            _ => false,
-        });
-    let joined = words.iter().any(|w| {
-        ["-p", "--package=", "--bin="]
-            .iter()
-            .any(|flag| w.strip_prefix(flag) == Some(package))
-            || w.strip_prefix("--manifest-path=").is_some_and(is_manifest)
-    });
-    // The program: the first word that is not an assignment or a wrapper.
-    let program = words.iter().find(|w| {
-        !matches!(w.as_str(), "exec" | "env" | "nohup")
-            && !w.split_once('=').is_some_and(|(k, _)| {
-                !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-            })
-    });
-    let binary = program.is_some_and(|p| p.rsplit('/').next() == Some(package));
-    flagged || joined || binary
 }
 
 /// The lane an existing worker's own process serves: its oldest process in dev.sh. Lines
@@ -197,14 +181,19 @@ pub(super) fn runs_worker(words: &[String], package: &str, manifest: &str) -> bo
 /// the marker, so below it the newest comes first. The worker's own line is therefore its
 /// first above the marker (the maintenance worker's), else its last below it — never the
 /// newest replica's, whatever order lane and non-lane kinds were added in.
-pub(super) fn served_lane(dev_sh: &str, name: &str, worker: &str) -> Option<String> {
-    let lanes = served_lanes(dev_sh, name, worker);
+pub(super) fn served_lane(
+    dev_sh: &str,
+    name: &str,
+    worker: &str,
+    own: Option<&str>,
+) -> Option<String> {
+    let lanes = served_lanes(dev_sh, name, worker, own);
     let above = dev_sh
         .lines()
         .position(|l| l.trim() == crate::layout::markers::WORKERS)
         .map(|at| dev_sh.lines().take(at).collect::<Vec<_>>().join("\n"));
     match above {
-        Some(above) if served_lanes(&above, name, worker).is_empty() => {
+        Some(above) if served_lanes(&above, name, worker, own).is_empty() => {
             lanes.into_iter().next_back()
         }
         _ => lanes.into_iter().next(),

@@ -3,6 +3,7 @@
 
 mod deploy;
 mod lookup;
+mod own_lane;
 
 use crate::layout::markers as marker;
 use deploy::*;
@@ -181,10 +182,23 @@ pub fn worker(
         super::producer::resolve(&plan, &ns, opts.from.as_deref())?
     };
     let dev_sh = plan.text(DEV_SH)?.unwrap_or_default();
+    // What a process of the worker told no lane serves: the maintenance worker's is the
+    // default lane; another's, the lane of its first kind's spec.
+    let own = if is_new {
+        None
+    } else if worker == "maintenance" {
+        Some(crate::layout::DEFAULT_LANE.to_owned())
+    } else {
+        own_lane::own_lane(&plan, worker)?
+    };
     let lane = match &opts.lane {
         Some(l) => l.clone(),
         None if is_new && worker != "maintenance" => worker.to_owned(),
-        None => served_lane(&dev_sh, &name, worker).unwrap_or_else(|| "default".to_owned()),
+        None => served_lane(&dev_sh, &name, worker, own.as_deref()).ok_or_else(|| {
+            GenerateError::UnknownOwnLane {
+                worker: worker.to_owned(),
+            }
+        })?,
     };
     let port = next_metrics_port(&dev_sh);
     let role = opts
@@ -196,6 +210,9 @@ pub fn worker(
     vars.extend(namespace_vars(&[], &ns));
     vars.extend(kind_vars(&opts.kind, &ns, &lane));
     vars.push(("lane_var", Value::from(lane_var(&name, worker))));
+    // A replica is told its lane; a new worker's own process is told none and takes the
+    // lane off its kind's spec (seed 001 §5).
+    vars.push(("replica", Value::from(!is_new)));
     // A new worker's processes are named after it; a replica of a worker the tree has
     // after the worker and its lane.
     let service = if is_new {
@@ -227,7 +244,14 @@ pub fn worker(
     }
     plan_kind(&mut plan, &templates, &ctx, &ns)?;
     if is_new {
-        plan_new_worker(&mut plan, &templates, &ctx, &name, worker, opts.container)?;
+        plan_new_worker(
+            &mut plan,
+            &templates,
+            &ctx,
+            &name,
+            worker,
+            (opts.container, &role),
+        )?;
     }
     plan_handler(
         &mut plan,
@@ -237,6 +261,19 @@ pub fn worker(
         &opts.kind,
         &work_kind_handler(worker, opts.long_held),
     )?;
+    // A scheduler worker schedules every kind it handles.
+    let schedule = format!("workers/{worker}/src/schedule.rs");
+    if plan.text(&schedule)?.is_some() {
+        insert_snippet(
+            &mut plan,
+            &templates,
+            &ctx,
+            &schedule,
+            marker::SCHEDULED,
+            "the kinds this worker schedules",
+            "kind/scheduled.j2",
+        )?;
+    }
     if let Some(provider) = &opts.integration {
         super::integration::plan(&mut plan, &templates, &ctx, (&name, worker), provider)?;
     }
@@ -259,7 +296,10 @@ pub fn worker(
             &format!("{}_produced.rs", names::snake(&opts.kind)),
         )?;
     }
-    if !is_new && opts.lane.is_some() && !served_lanes(&dev_sh, &name, worker).contains(&lane) {
+    if !is_new
+        && opts.lane.is_some()
+        && !served_lanes(&dev_sh, &name, worker, own.as_deref()).contains(&lane)
+    {
         let replica = format!("{worker}-{lane}");
         if root
             .join("workers")
@@ -296,6 +336,12 @@ pub fn worker(
         "start one by hand: scaffold queue enqueue {} --payload '{{\"id\":\"<record id>\"}}' (then bash scripts/dev.sh runs it)",
         opts.kind
     ));
+    if plan.text(&schedule)?.is_some() {
+        next.push(format!(
+            "{schedule} enqueues {} once a slot of EVERY (60 s; change it there), deduplicated per slot",
+            opts.kind
+        ));
+    }
     if let Some(provider) = &opts.integration {
         next.push(format!(
             "edit integrations/{provider}/src/http.rs if the provider's API is not JSON POSTs; set {}_{}_IMPL (and _BASE_URL, _TOKEN) where the worker is deployed: it does not start without it",
@@ -521,21 +567,40 @@ mod tests {
     #[test]
     fn lanes_and_ports_from_dev_sh() {
         let dev = "export ACME_WORKER_LANE=default\nACME_METRICS_PORT=9100 cargo run -p acme-maintenance -- serve &\n# scaffold:workers\nACME_METRICS_PORT=9104 cargo run -p acme-billing -- serve --lane eu &\nACME_METRICS_PORT=9103 cargo run -p acme-maintenance -- serve --lane bulk &\nACME_METRICS_PORT=9101 cargo run -p acme-billing -- serve --lane payments &\nwait\n";
+        let def = Some("default");
         assert_eq!(
-            served_lanes(dev, "acme", "maintenance"),
+            served_lanes(dev, "acme", "maintenance", def),
             ["default", "bulk"]
         );
         assert_eq!(
-            served_lane(dev, "acme", "maintenance").as_deref(),
+            served_lane(dev, "acme", "maintenance", def).as_deref(),
             Some("default"),
             "the worker's own process, not its newest replica"
         );
         assert_eq!(
-            served_lane(dev, "acme", "billing").as_deref(),
+            served_lane(dev, "acme", "billing", None).as_deref(),
             Some("payments")
         );
         assert_eq!(next_metrics_port(dev), 9105);
         assert_eq!(next_metrics_port(""), 9100);
+    }
+
+    #[test]
+    fn a_process_told_no_lane_of_its_own_serves_its_first_kinds_lane() {
+        // dev.sh exports the maintenance worker's variable to every process; the billing
+        // worker reads only its own, so its plain `serve` is on its spec's lane.
+        let dev = "export ACME_WORKER_LANE=default\n# scaffold:workers\n\
+            ACME_BILLING_LANE=bulk cargo run -p acme-billing -- serve &\n\
+            cargo run -p acme-billing -- serve &\nwait\n";
+        assert_eq!(
+            served_lanes(dev, "acme", "billing", Some("payments")),
+            ["bulk", "payments"]
+        );
+        assert_eq!(
+            served_lane(dev, "acme", "billing", Some("payments")).as_deref(),
+            Some("payments")
+        );
+        assert_eq!(served_lanes(dev, "acme", "billing", None), ["bulk"]);
     }
 
     #[test]
@@ -552,10 +617,13 @@ mod tests {
             cargo run -p acme-maintenance -- serve --lane no3 --bin acme-billingx &\n\
             wait\n";
         assert_eq!(
-            served_lanes(dev, "acme", "billing"),
+            served_lanes(dev, "acme", "billing", None),
             ["a", "b", "c", "d", "e", "f"]
         );
-        assert_eq!(served_lanes(dev, "acme", "maintenance"), ["no2", "no3"]);
+        assert_eq!(
+            served_lanes(dev, "acme", "maintenance", None),
+            ["no2", "no3"]
+        );
     }
 
     #[test]

@@ -1,0 +1,157 @@
+//! The lane a worker's own process serves when it is told none: what its loop claims on,
+//! read off the specs in the root's registry (seed 001 §5), never off a copy in a deployment.
+//!
+//! A worker other than maintenance is made with one kind, on the kind's lane (`--lane`, else
+//! a lane named after the worker), and its loop, told no lane, claims on the lanes of its
+//! kinds' specs. Its own lane is the lane of that first kind: the oldest handler of its loop
+//! (the generator inserts each handler right below the marker, so the oldest is the last),
+//! whose `KIND` names a spec under `om/src/`.
+
+use syn::visit::Visit;
+
+use crate::layout::markers;
+
+use super::super::GenerateError;
+use super::super::plan::Plan;
+
+/// The lane of the spec of worker `worker`'s first kind; `None` when its loop, its handler
+/// or the spec cannot be found, or the spec names its lane by anything but a string.
+pub(super) fn own_lane(plan: &Plan, worker: &str) -> Result<Option<String>, GenerateError> {
+    let Some(lp) = plan.text(&format!("workers/{worker}/src/work_loop.rs"))? else {
+        return Ok(None);
+    };
+    let Some(module) = oldest_handler_module(&lp) else {
+        return Ok(None);
+    };
+    let Some(handler) = plan.text(&format!("workers/{worker}/src/handlers/{module}.rs"))? else {
+        return Ok(None);
+    };
+    let Some(kind) = handler_kind(&handler) else {
+        return Ok(None);
+    };
+    for ns in super::lookup::namespaces(plan.root()) {
+        if let Some(text) = plan.text(&format!("om/src/{ns}/kinds.rs"))?
+            && let Some(lane) = spec_lane(&text, &kind)
+        {
+            return Ok(lane);
+        }
+    }
+    Ok(None)
+}
+
+/// The module of the last `.handler(crate::handlers::<module>::…)` below the marker.
+fn oldest_handler_module(work_loop: &str) -> Option<String> {
+    work_loop
+        .lines()
+        .skip_while(|l| l.trim() != markers::HANDLERS)
+        .filter_map(|l| {
+            let path = l.trim().strip_prefix(".handler(crate::handlers::")?;
+            let module = path.split("::").next()?;
+            (!module.is_empty()
+                && module
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_'))
+            .then(|| module.to_owned())
+        })
+        .last()
+}
+
+/// The `KIND` a handler file's `impl WorkHandler` declares, as a string literal.
+fn handler_kind(text: &str) -> Option<String> {
+    let file = syn::parse_file(text).ok()?;
+    file.items.iter().find_map(|item| match item {
+        syn::Item::Impl(i)
+            if i.trait_
+                .as_ref()
+                .and_then(|(_, p, _)| p.segments.last())
+                .is_some_and(|s| s.ident == "WorkHandler") =>
+        {
+            i.items.iter().find_map(|it| match it {
+                syn::ImplItem::Const(c) if c.ident == "KIND" => str_lit(&c.expr),
+                _ => None,
+            })
+        }
+        _ => None,
+    })
+}
+
+/// In a namespace's `kinds.rs`, the spec named `kind`: `Some(Some(lane))` for its string
+/// lane, `Some(Some("default"))` when it names none, `Some(None)` when its lane is not a
+/// string; `None` when no spec has that name.
+fn spec_lane(text: &str, kind: &str) -> Option<Option<String>> {
+    struct Specs<'k> {
+        kind: &'k str,
+        found: Option<Option<String>>,
+    }
+    impl<'ast> Visit<'ast> for Specs<'_> {
+        fn visit_expr_struct(&mut self, node: &'ast syn::ExprStruct) {
+            let field = |name: &str| {
+                node.fields
+                    .iter()
+                    .find(|f| matches!(&f.member, syn::Member::Named(i) if i == name))
+            };
+            let is_spec = node
+                .path
+                .segments
+                .last()
+                .is_some_and(|s| s.ident == "WorkKindSpec");
+            if self.found.is_none()
+                && is_spec
+                && field("name").and_then(|f| str_lit(&f.expr)).as_deref() == Some(self.kind)
+            {
+                self.found = Some(match field("lane") {
+                    None => Some(crate::layout::DEFAULT_LANE.to_owned()),
+                    Some(f) => str_lit(&f.expr),
+                });
+            }
+            syn::visit::visit_expr_struct(self, node);
+        }
+    }
+    let file = syn::parse_file(text).ok()?;
+    let mut specs = Specs { kind, found: None };
+    specs.visit_file(&file);
+    specs.found
+}
+
+fn str_lit(e: &syn::Expr) -> Option<String> {
+    match e {
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Str(s),
+            ..
+        }) => Some(s.value()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_oldest_handler_is_the_last_below_the_marker() {
+        let lp = "x\n        // scaffold:handlers\n        .handler(crate::handlers::b::BHandler)\n        .handler(crate::handlers::a::AHandler)\n        .concurrency(1)\n";
+        assert_eq!(oldest_handler_module(lp).as_deref(), Some("a"));
+        assert_eq!(
+            oldest_handler_module("no marker\n.handler(crate::handlers::a::A)\n"),
+            None
+        );
+    }
+
+    #[test]
+    fn a_handler_names_its_kind_and_a_spec_its_lane() {
+        let h =
+            "impl WorkHandler for X { type Payload = P; const KIND: &'static str = \"CHARGE\"; }";
+        assert_eq!(handler_kind(h).as_deref(), Some("CHARGE"));
+        let kinds = "pub const K: &[WorkKindSpec] = &[\n\
+            WorkKindSpec { name: \"A\", permission: \"p\", ..WorkKindSpec::DEFAULT },\n\
+            WorkKindSpec { name: \"CHARGE\", permission: \"p\", lane: \"payments\", ..WorkKindSpec::DEFAULT },\n\
+            WorkKindSpec { name: \"C\", lane: LANE, ..WorkKindSpec::DEFAULT },\n];";
+        assert_eq!(
+            spec_lane(kinds, "CHARGE"),
+            Some(Some("payments".to_owned()))
+        );
+        assert_eq!(spec_lane(kinds, "A"), Some(Some("default".to_owned())));
+        assert_eq!(spec_lane(kinds, "C"), Some(None));
+        assert_eq!(spec_lane(kinds, "D"), None);
+    }
+}
