@@ -616,6 +616,127 @@ fn a_new_workers_deployments_take_its_lane_off_the_spec() {
     ok(&run_in(&dir, &["check"]));
 }
 
+/// Item 3 of issue 37: a provider added to a worker is wired into every place the worker is
+/// deployed — each Terraform instance (its own and a lane replica added before or after)
+/// gets the provider's settings, the token as a secret the tasks may read, passed from the
+/// account and the deploy workflows — and `setting-undeployed` finds an instance or a
+/// compose service that lacks the setting the binary cannot start without.
+#[test]
+fn an_integrations_settings_reach_every_deployment_of_its_worker() {
+    let (_tmp, dir) = repo();
+    ok(&run_in(&dir, &["namespace", "shipping"]));
+    ok(&run_in(
+        &dir,
+        &["worker", "maintenance", "REINDEX", "--lane", "bulk"],
+    ));
+    ok(&run_in(
+        &dir,
+        &[
+            "worker",
+            "maintenance",
+            "BOOK_PICKUP",
+            "--integration",
+            "carrier",
+        ],
+    ));
+    ok(&run_in(
+        &dir,
+        &["worker", "maintenance", "ARCHIVE", "--lane", "cold"],
+    ));
+    let read = |p: &str| fs::read_to_string(dir.join(p)).expect(p);
+    let main = read("deployment/terraform/modules/environment/main.tf");
+    for module in ["maintenance", "maintenance_bulk", "maintenance_cold"] {
+        let block = main
+            .split(&format!("module \"{module}\" {{"))
+            .nth(1)
+            .and_then(|rest| rest.split("\n}").next())
+            .unwrap_or_else(|| panic!("module {module}:\n{main}"));
+        assert!(block.contains("local.carrier)"), "{module}: {block}");
+        assert!(
+            block.contains("local.carrier_secrets)"),
+            "{module}: {block}"
+        );
+    }
+    assert!(
+        main.contains("resources = [var.database_url_secret_arn, var.carrier_token_secret_arn]"),
+        "{main}"
+    );
+    for (path, needle) in [
+        (
+            "deployment/terraform/modules/environment/variables.tf",
+            "variable \"carrier_token_secret_arn\"",
+        ),
+        (
+            "deployment/terraform/modules/account/variables.tf",
+            "variable \"carrier_base_url\"",
+        ),
+        (
+            "deployment/terraform/modules/account/main.tf",
+            "carrier_token_secret_arn = var.carrier_token_secret_arn",
+        ),
+        (
+            ".github/workflows/deploy-staging.yml",
+            "TF_VAR_carrier_base_url: ${{ vars.CARRIER_BASE_URL }}",
+        ),
+        (
+            ".github/workflows/deploy-production.yml",
+            "TF_VAR_carrier_token_secret_arn: ${{ vars.CARRIER_TOKEN_SECRET_ARN }}",
+        ),
+    ] {
+        assert!(read(path).contains(needle), "{path} lacks {needle}");
+    }
+    ok(&run_in(&dir, &["check"]));
+
+    // Taken out of the replica's instance, and out of the compose service: both found.
+    let broken = main.replacen(
+        "merge({ ACME_WORKER_LANE = \"bulk\" }, local.carrier)",
+        "{ ACME_WORKER_LANE = \"bulk\" }",
+        1,
+    );
+    assert_ne!(broken, main);
+    fs::write(
+        dir.join("deployment/terraform/modules/environment/main.tf"),
+        broken,
+    )
+    .expect("write");
+    let compose = read("deployment/local/docker-compose.full.yml");
+    let without: String = compose
+        .lines()
+        .filter(|l| !l.contains("ACME_CARRIER_IMPL"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_ne!(without, compose);
+    fs::write(
+        dir.join("deployment/local/docker-compose.full.yml"),
+        without,
+    )
+    .expect("write");
+    let r = run_in(&dir, &["check", "--format", "json"]);
+    let found: Vec<String> = r
+        .findings()
+        .iter()
+        .map(|f| format!("{} {} {}", f["rule"], f["path"], f["message"]))
+        .collect();
+    assert!(
+        found
+            .iter()
+            .all(|f| f.starts_with("\"setting-undeployed\"")),
+        "{found:#?}"
+    );
+    assert!(
+        found
+            .iter()
+            .any(|f| f.contains("main.tf") && f.contains("module \\\"maintenance_bulk\\\"")),
+        "{found:#?}"
+    );
+    assert!(
+        found
+            .iter()
+            .any(|f| f.contains("docker-compose.full.yml") && f.contains("`maintenance`")),
+        "{found:#?}"
+    );
+}
+
 /// Runs `tool` with `args` in `dir` when it is installed: `Some(output)`, else a loud
 /// SKIPPED line and `None`.
 fn tool(test: &str, tool: &str, dir: &Path, args: &[&str]) -> Option<std::process::Output> {

@@ -260,6 +260,14 @@ pub enum GenerateError {
         )
     )]
     ContainerOfExistingWorker { worker: String },
+    #[error("{path}: cannot wire an integration's settings into {what}")]
+    #[diagnostic(
+        code(scaffold::unwirable),
+        help(
+            "the deployment no longer has the shape `scaffold init` wrote there; nothing was written: restore it, or run without --integration and wire the settings by hand"
+        )
+    )]
+    Unwirable { path: String, what: String },
     #[error("which lane worker `{worker}`'s own process serves cannot be told")]
     #[diagnostic(
         code(scaffold::unknown_lane),

@@ -148,6 +148,7 @@ pub fn plan(
         )?;
     }
     compose_settings(plan, name, worker)?;
+    super::provider_deploy::plan(plan, name, worker)?;
     if env.is_some_and(|e| !e.contains(&setting)) {
         super::worker::insert_snippet(
             plan,
@@ -197,15 +198,14 @@ fn impl_var(name: &str, provider: &str) -> String {
     format!("{}_{}_IMPL", names::shouty(name), names::shouty(provider))
 }
 
-/// Gives each compose service running `worker` the setting of every provider its loop
-/// registers (`<NAME>_<PROVIDER>_IMPL`, twin unless the shell says otherwise), so the local
-/// stack starts; a replica added later gets them too.
-pub fn compose_settings(plan: &mut Plan, name: &str, worker: &str) -> Result<(), GenerateError> {
+/// The providers whose client `worker`'s loop builds (`<name>_<provider>_integration::
+/// <Provider>Client::from_env`), by their crate's `<provider>` (snake case).
+pub fn providers(plan: &Plan, name: &str, worker: &str) -> Result<Vec<String>, GenerateError> {
     let work_loop = plan
         .text(&format!("workers/{worker}/src/work_loop.rs"))?
         .unwrap_or_default();
     let prefix = format!("{}_", names::snake(name));
-    let providers: Vec<String> = work_loop
+    Ok(work_loop
         .lines()
         .filter(|l| l.contains("Client::from_env"))
         .filter_map(|l| {
@@ -213,8 +213,14 @@ pub fn compose_settings(plan: &mut Plan, name: &str, worker: &str) -> Result<(),
             let end = l[start..].find("_integration::")? + start;
             Some(l[start..end].to_owned())
         })
-        .collect();
-    for provider in providers {
+        .collect())
+}
+
+/// Gives each compose service running `worker` the setting of every provider its loop
+/// registers (`<NAME>_<PROVIDER>_IMPL`, twin unless the shell says otherwise), so the local
+/// stack starts; a replica added later gets them too.
+pub fn compose_settings(plan: &mut Plan, name: &str, worker: &str) -> Result<(), GenerateError> {
+    for provider in providers(plan, name, worker)? {
         let var = impl_var(name, &provider);
         if let Some(compose) = plan.text(super::worker::COMPOSE)?
             && let Some(out) = compose_env(&compose, worker, &var)

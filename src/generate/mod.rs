@@ -18,6 +18,7 @@ pub mod namespace;
 pub mod orchestration;
 pub mod plan;
 pub mod producer;
+pub mod provider_deploy;
 pub mod rustfmt;
 pub mod templates;
 pub mod txn;

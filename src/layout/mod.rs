@@ -6,6 +6,7 @@
 
 pub mod compose;
 pub mod dev_sh;
+pub mod instance_settings;
 pub mod lane;
 pub mod roles;
 pub mod runtime;

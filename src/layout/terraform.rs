@@ -62,24 +62,30 @@ pub fn worker_blocks(text: &str) -> Result<Vec<WorkerBlock>, ParseError> {
                 flag: scan.flag(),
                 vars: scan.lane_values.clone(),
             };
-            let attribute = |key: &str| {
-                block
-                    .body
-                    .get_attribute(key)
-                    .and_then(|a| string_of(&a.value))
-                    .filter(|v| !v.is_empty())
-            };
-            let worker = attribute("worker")
-                .or_else(|| attribute("name"))
-                .or_else(|| {
-                    module
-                        .then(|| block.labels.first().map(|l| l.as_str().replace('_', "-")))
-                        .flatten()
-                });
+            let worker = block_worker(block);
             (lane.lane().is_some() || serve || service_module)
                 .then_some(WorkerBlock { worker, lane })
         })
         .collect())
+}
+
+/// The worker a block runs, as far as it says: its `worker` attribute, else its `name`,
+/// else (a `module`) its label with `_` read as `-`.
+pub fn block_worker(block: &Block) -> Option<String> {
+    let attribute = |key: &str| {
+        block
+            .body
+            .get_attribute(key)
+            .and_then(|a| string_of(&a.value))
+            .filter(|v| !v.is_empty())
+    };
+    attribute("worker")
+        .or_else(|| attribute("name"))
+        .or_else(|| {
+            (block.ident.as_str() == "module")
+                .then(|| block.labels.first().map(|l| l.as_str().replace('_', "-")))
+                .flatten()
+        })
 }
 
 fn top_blocks(body: &Body) -> impl Iterator<Item = &Block> {

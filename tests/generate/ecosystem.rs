@@ -1,4 +1,5 @@
-//! The grown repository (a namespace, a kind, a lane, a new worker with `--container`)
+//! The grown repository (a namespace, a kind, a lane, a provider, a new worker with
+//! `--container` and the provider)
 //! passes the tools its users' CI would run on it, with 0 findings: hadolint, shellcheck,
 //! actionlint, the Compose Specification's schema, `terraform fmt`, `terraform init
 //! -backend=false && terraform validate` per module, and a `terraform test` with a mock
@@ -20,6 +21,17 @@ fn grown() -> (tempfile::TempDir, PathBuf) {
         &dir,
         &["worker", "maintenance", "REINDEX", "--lane", "bulk"],
     ));
+    // A provider for the maintenance worker, whose bulk replica exists already.
+    ok(&run_in(
+        &dir,
+        &[
+            "worker",
+            "maintenance",
+            "BOOK_PICKUP",
+            "--integration",
+            "carrier",
+        ],
+    ));
     ok(&run_in(
         &dir,
         &[
@@ -29,9 +41,51 @@ fn grown() -> (tempfile::TempDir, PathBuf) {
             "--container",
             "--role",
             "scheduler",
+            "--integration",
+            "carrier",
         ],
     ));
     (tmp, dir)
+}
+
+/// The settings worker `worker`'s binary does not start without: for each provider whose
+/// client its loop builds, the provider's `…_IMPL` and (the deployment calls the provider,
+/// `http`) its `…_BASE_URL`, read off the integration's own list of the variables it reads.
+fn required_settings(dir: &Path, worker: &str) -> Vec<String> {
+    let path = dir.join(format!("workers/{worker}/src/work_loop.rs"));
+    if !path.is_file() {
+        // No work loop (the outbox relay, the projector): no provider's client.
+        return Vec::new();
+    }
+    let work_loop = fs::read_to_string(path).expect("the worker's loop");
+    let mut out = Vec::new();
+    for line in work_loop.lines().filter(|l| l.contains("Client::from_env")) {
+        let Some(provider) = line
+            .split("acme_")
+            .nth(1)
+            .and_then(|rest| rest.split("_integration::").next())
+        else {
+            continue;
+        };
+        let settings = fs::read_to_string(dir.join(format!(
+            "integrations/{}/src/settings.rs",
+            provider.replace('_', "-")
+        )))
+        .expect("the integration's settings");
+        let listed: Vec<String> = settings
+            .lines()
+            .map(str::trim)
+            .filter_map(|l| l.strip_prefix('"')?.strip_suffix("\","))
+            .map(str::to_owned)
+            .collect();
+        let required: Vec<String> = listed
+            .into_iter()
+            .filter(|v| v.ends_with("_IMPL") || v.ends_with("_BASE_URL"))
+            .collect();
+        assert_eq!(required.len(), 2, "{provider}: {settings}");
+        out.extend(required);
+    }
+    out
 }
 
 fn paths_ending(dir: &Path, suffix: &str) -> Vec<String> {
@@ -263,9 +317,34 @@ fn health_test(dir: &Path) -> String {
         "{MOCK}\n\
          variables {{\n  environment = \"staging\"\n  images = {{\n{}\n  }}\n  \
          subnet_ids = [\"subnet-0a\"]\n  security_group_ids = [\"sg-0a\"]\n  \
-         database_url_secret_arn = \"arn:aws:secretsmanager:eu-west-1:123456789012:secret:db\"\n}}\n\n\
+         database_url_secret_arn = \"arn:aws:secretsmanager:eu-west-1:123456789012:secret:db\"\n  \
+         carrier_base_url = \"https://carrier.example\"\n  \
+         carrier_token_secret_arn = \"arn:aws:secretsmanager:eu-west-1:123456789012:secret:carrier\"\n}}\n\n\
          run \"health_checks_run_a_binary_of_the_image\" {{\n  command = plan\n",
         images.join("\n")
+    );
+    // Every setting each service's binary requires is in the environment or the secrets
+    // its container gets.
+    let mut required_checked = 0;
+    for block in body.get_blocks("module") {
+        let Some(label) = block.labels.first().map(|l| l.as_str().to_owned()) else {
+            continue;
+        };
+        if !services.contains(&label) {
+            continue;
+        }
+        let worker = scaffold::layout::terraform::block_worker(block).expect("a worker");
+        for setting in required_settings(dir, &worker) {
+            required_checked += 1;
+            test.push_str(&format!(
+                "  assert {{\n    condition = contains(module.{label}.settings, {setting:?})\n    \
+                 error_message = \"module.{label} ({worker}) does not set {setting}, which its binary requires\"\n  }}\n"
+            ));
+        }
+    }
+    assert!(
+        required_checked >= 6,
+        "the maintenance worker, its replica and billing each need the carrier's settings: {required_checked}"
     );
     for s in &services {
         test.push_str(&format!(

@@ -29,6 +29,7 @@ pub mod orchestration_unmapped;
 pub mod ownership_forbidden;
 pub mod ownership_outside_writable;
 pub mod runtime_drift;
+pub mod setting_undeployed;
 pub mod settings_undocumented;
 pub mod source_unparsed;
 pub mod suppression_invalid;
@@ -127,6 +128,7 @@ pub static RULES: &[Rule] = &[
     rule!(kind_untested, Some(kind_untested::run)),
     rule!(kind_duplicate, Some(kind_duplicate::run)),
     rule!(lane_undeployed, Some(lane_undeployed::run)),
+    rule!(setting_undeployed, Some(setting_undeployed::run)),
     rule!(manager_enqueues, Some(manager_enqueues::run)),
     rule!(orchestration_unmapped, Some(orchestration_unmapped::run)),
     rule!(handler_builds_context, Some(handler_builds_context::run)),

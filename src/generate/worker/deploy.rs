@@ -134,7 +134,9 @@ pub(super) fn plan_replica(
         marker::WORKERS,
         place,
         "deploy/terraform-module.j2",
-    )
+    )?;
+    // The replica is an instance of the worker: it needs its providers' settings too.
+    super::super::provider_deploy::plan(plan, name, worker)
 }
 
 /// Whether the compose file has a top-level service named `worker`.
