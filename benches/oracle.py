@@ -147,6 +147,9 @@ def main():
         print(f"files checked: {files}; source-unparsed: {len(unparsed)}")
         print(f"declared edges between members: {len(declared)}; named in code (text search): {len(named)}")
         print(f"edges found in code: {len(found)}")
+        # Each finding is one place code names another crate: a scan that sees more of
+        # them (a name bound in another scope no longer hiding the crate) finds more.
+        print(f"places found in code: {sum(len(v) for v in found.values())}")
         print(f"precision: {precision:.4f} ({len(tp)}/{len(found)})")
         print(f"recall:    {recall:.4f} ({len(hit)}/{len(named)})")
         for e in sorted(fp):

@@ -8,6 +8,11 @@
 //! Each file also reports its `mod` declarations, `include!` literals and `use super::*`,
 //! from which `check::modtree` grows each crate's module tree.
 //!
+//! A name the file binds (a `mod`, what a `use` brings in) hides a crate of that name in the
+//! paths written in the module or block it is bound in, and the blocks inside it — not in
+//! another module, nor in an inline module inside it unless that one says `use super::*;`.
+//! A `::name` path always names an extern crate (edition 2018 on).
+//!
 //! Two scans find the same facts: `fast` (rust-analyzer's parser, no tree) takes every
 //! file its parser accepts without error; `syn_scan` (a full syn parse) takes the rest and
 //! has the last word on what is a parse failure.

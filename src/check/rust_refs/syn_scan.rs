@@ -3,8 +3,6 @@
 //! The fast scan (`fast.rs`) hands every file it cannot take cleanly to this one, so a
 //! file's facts, and the message and position of a parse failure, are always syn's.
 
-use std::collections::HashSet;
-
 use syn::visit::{self, Visit};
 
 use super::{CrateRef, ModDecl, ParseFailure, RefKind, RustFacts};
@@ -18,29 +16,25 @@ pub(super) fn extract(
 ) -> Result<RustFacts, ParseFailure> {
     let result = match syn::parse_file(text) {
         Ok(file) => {
-            // Names the file binds itself — modules at any depth and what `use` imports —
-            // shadow crate names in paths; collect them first.
-            let mut locals = LocalNames::default();
-            locals.visit_file(&file);
+            // Names the file binds itself — modules and what `use` imports, each in its
+            // scope — shadow crate names in paths there; collect them first.
+            let lines = crate::source::SourceFile::new("", text);
+            let mut scopes = Scopes::new(&lines);
+            scopes.visit_file(&file);
+            let binds = scopes.root_binds(candidates);
+            let scopes = scopes.done();
             let mut v = RefVisitor {
                 candidates,
-                lines: crate::source::SourceFile::new("", text),
+                lines,
                 cursor: OffsetCursor::default(),
                 aliases: Vec::new(),
-                local_mods: locals.names,
-                mod_names: locals.mods,
+                scopes,
                 test_depth: 0,
                 inline: Vec::new(),
+                global: false,
                 facts: RustFacts::default(),
             };
             v.visit_file(&file);
-            let mut binds: Vec<String> = v
-                .local_mods
-                .iter()
-                .filter(|l| candidates.contains(l))
-                .cloned()
-                .collect();
-            binds.sort_unstable();
             v.facts.binds = binds;
             Ok(v.facts)
         }
@@ -63,16 +57,144 @@ pub(super) fn extract(
     result
 }
 
-/// Names a file binds: every `mod` (inline or not, at any depth) and every name a `use`
-/// brings in (`use crate::config;` binds `config`), except a crate imported as itself.
-#[derive(Default)]
-struct LocalNames {
-    names: HashSet<String>,
-    /// The modules alone: a `use` of one of these imports from it, not from a crate.
-    mods: HashSet<String>,
+/// One name the file binds, where it is seen: the scope it is bound in (a module's body
+/// or a block, as byte ranges) and the module that scope is in.
+#[derive(Debug, Clone)]
+struct Binding {
+    name: String,
+    scope: std::ops::Range<usize>,
+    module: std::ops::Range<usize>,
 }
 
-impl LocalNames {
+/// Where the file binds names, and its modules.
+#[derive(Debug, Default)]
+struct Bound {
+    /// Modules (`mod`) and names `use` brings in.
+    locals: Vec<Binding>,
+    /// Modules alone: a `use` of one of these imports from it, not from a crate.
+    mods: Vec<Binding>,
+    /// Every module's body, the file's first.
+    modules: Vec<std::ops::Range<usize>>,
+    /// The inline modules that say `use super::*;`: their parent module's names are seen
+    /// in them.
+    glob_super: Vec<std::ops::Range<usize>>,
+}
+
+impl Bound {
+    /// The innermost module whose body holds `offset`.
+    fn module_at(&self, offset: usize) -> std::ops::Range<usize> {
+        self.modules
+            .iter()
+            .filter(|m| m.contains(&offset))
+            .min_by_key(|m| m.end - m.start)
+            .cloned()
+            .unwrap_or(0..usize::MAX)
+    }
+
+    /// Whether `name`, written at `offset`, is one of `bindings` seen there: bound in a
+    /// scope around it within its module, or — past the boundary of a module that says
+    /// `use super::*;` — at the top of the module around that one.
+    fn binds(&self, bindings: &[Binding], name: &str, offset: usize) -> bool {
+        let module = self.module_at(offset);
+        if bindings
+            .iter()
+            .any(|b| b.name == name && b.scope.contains(&offset) && b.module == module)
+        {
+            return true;
+        }
+        let mut inner = module;
+        while self.glob_super.contains(&inner) {
+            let Some(outer) = self
+                .modules
+                .iter()
+                .filter(|m| m.start <= inner.start && inner.end <= m.end && **m != inner)
+                .min_by_key(|m| m.end - m.start)
+                .cloned()
+            else {
+                return false;
+            };
+            if bindings
+                .iter()
+                .any(|b| b.name == name && b.scope == outer && b.module == outer)
+            {
+                return true;
+            }
+            inner = outer;
+        }
+        false
+    }
+}
+
+/// Collects what a file binds: every `mod` (inline or not) and every name a `use` brings
+/// in (`use crate::config;` binds `config`), except a crate imported as itself, each in
+/// the module body or block it is written in.
+struct Scopes<'l> {
+    lines: &'l crate::source::SourceFile,
+    bound: Bound,
+    /// The open scopes: each one's range and its module's.
+    stack: Vec<(std::ops::Range<usize>, std::ops::Range<usize>)>,
+}
+
+impl<'l> Scopes<'l> {
+    fn new(lines: &'l crate::source::SourceFile) -> Self {
+        let root = 0..usize::MAX;
+        Scopes {
+            lines,
+            bound: Bound {
+                modules: vec![root.clone()],
+                ..Bound::default()
+            },
+            stack: vec![(root.clone(), root)],
+        }
+    }
+
+    fn done(self) -> Bound {
+        self.bound
+    }
+
+    /// The candidates bound at the top of the file: what a child module's `use super::*`
+    /// brings in.
+    fn root_binds(&self, candidates: &super::Candidates) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .bound
+            .locals
+            .iter()
+            .filter(|b| b.scope == (0..usize::MAX) && candidates.contains(&b.name))
+            .map(|b| b.name.clone())
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// The file offset of a span's position (syn strips a BOM; see `record`).
+    fn offset(&self, at: proc_macro2::LineColumn) -> usize {
+        let column =
+            at.column + 1 + usize::from(at.line == 1 && self.lines.text.starts_with('\u{feff}'));
+        self.lines.offset_of(at.line, column)
+    }
+
+    fn range(&self, span: proc_macro2::Span) -> std::ops::Range<usize> {
+        self.offset(span.start())..self.offset(span.end())
+    }
+
+    fn bind(&mut self, name: String, module: bool) {
+        let (scope, in_module) = self
+            .stack
+            .last()
+            .cloned()
+            .unwrap_or((0..usize::MAX, 0..usize::MAX));
+        let b = Binding {
+            name,
+            scope,
+            module: in_module,
+        };
+        if module {
+            self.bound.mods.push(b.clone());
+        }
+        self.bound.locals.push(b);
+    }
+
     /// Records the names a use tree binds below its first segment.
     fn walk(&mut self, t: &syn::UseTree) {
         match t {
@@ -83,46 +205,61 @@ impl LocalNames {
                         .iter()
                         .any(|i| matches!(i, syn::UseTree::Name(n) if n.ident == "self"))
                 {
-                    self.names.insert(p.ident.to_string());
+                    self.bind(p.ident.to_string(), false);
                 }
                 self.walk(&p.tree);
             }
-            syn::UseTree::Name(n) if n.ident != "self" => {
-                self.names.insert(n.ident.to_string());
-            }
-            syn::UseTree::Rename(r) => {
-                self.names.insert(r.rename.to_string());
-            }
+            syn::UseTree::Name(n) if n.ident != "self" => self.bind(n.ident.to_string(), false),
+            syn::UseTree::Rename(r) => self.bind(r.rename.to_string(), false),
             syn::UseTree::Group(g) => g.items.iter().for_each(|i| self.walk(i)),
             _ => {}
         }
     }
-}
 
-impl<'ast> Visit<'ast> for LocalNames {
-    fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
-        self.names.insert(m.ident.to_string());
-        self.mods.insert(m.ident.to_string());
-        visit::visit_item_mod(self, m);
-    }
-
-    fn visit_item_use(&mut self, u: &'ast syn::ItemUse) {
-        self.top(&u.tree);
-    }
-}
-
-impl LocalNames {
     /// A tree not below a path: `use a::b::c;` binds `c`; `use a;` (a crate imported as
     /// itself) binds nothing new; a group's items are top-level trees too.
     fn top(&mut self, t: &syn::UseTree) {
         match t {
             syn::UseTree::Path(p) => self.walk(&p.tree),
-            syn::UseTree::Rename(r) => {
-                self.names.insert(r.rename.to_string());
-            }
+            syn::UseTree::Rename(r) => self.bind(r.rename.to_string(), false),
             syn::UseTree::Group(g) => g.items.iter().for_each(|i| self.top(i)),
             syn::UseTree::Name(_) | syn::UseTree::Glob(_) => {}
         }
+    }
+}
+
+impl<'ast> Visit<'ast> for Scopes<'_> {
+    fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
+        self.bind(m.ident.to_string(), true);
+        match &m.content {
+            Some((brace, _)) => {
+                let body = self.range(brace.span.join());
+                self.bound.modules.push(body.clone());
+                self.stack.push((body.clone(), body));
+                visit::visit_item_mod(self, m);
+                self.stack.pop();
+            }
+            None => visit::visit_item_mod(self, m),
+        }
+    }
+
+    fn visit_block(&mut self, b: &'ast syn::Block) {
+        let body = self.range(b.brace_token.span.join());
+        let module = self.stack.last().map_or(0..usize::MAX, |(_, m)| m.clone());
+        self.stack.push((body, module));
+        visit::visit_block(self, b);
+        self.stack.pop();
+    }
+
+    fn visit_item_use(&mut self, u: &'ast syn::ItemUse) {
+        if is_glob_super(&u.tree)
+            && let Some((scope, module)) = self.stack.last()
+            && scope == module
+            && *module != (0..usize::MAX)
+        {
+            self.bound.glob_super.push(module.clone());
+        }
+        self.top(&u.tree);
     }
 }
 
@@ -167,9 +304,10 @@ struct RefVisitor<'a> {
     cursor: OffsetCursor,
     /// `extern crate x as y`: (y, x).
     aliases: Vec<(String, String)>,
-    local_mods: HashSet<String>,
-    mod_names: HashSet<String>,
+    scopes: Bound,
     test_depth: usize,
+    /// Inside a `use` written `use ::…`: its first segments name extern crates.
+    global: bool,
     /// The inline modules around the current item: each one's `#[path]` or name.
     inline: Vec<String>,
     facts: RustFacts,
@@ -196,15 +334,9 @@ impl RefVisitor<'_> {
         self.candidates.contains(ident).then(|| ident.to_owned())
     }
 
-    fn record(&mut self, ident: &syn::Ident, kind: RefKind) {
+    fn record(&mut self, ident: &syn::Ident, kind: RefKind, global: bool) {
         let name = ident.to_string();
-        if kind.is_path() && self.local_mods.contains(&name) {
-            return;
-        }
-        if kind == RefKind::Use && self.mod_names.contains(&name) {
-            return;
-        }
-        let Some(name) = self.resolve(&name, kind) else {
+        let Some(resolved) = self.resolve(&name, kind) else {
             return;
         };
         let span = ident.span();
@@ -217,6 +349,19 @@ impl RefVisitor<'_> {
             + 1
             + usize::from(start.line == 1 && self.lines.text.starts_with('\u{feff}'));
         let offset = self.cursor.offset(&self.lines, start.line, column);
+        // A `::name` path names an extern crate (edition 2018 on); otherwise a name the
+        // file binds where the path is written hides the crate of that name.
+        if !global && (kind.is_path() || kind == RefKind::Use) {
+            let bindings = if kind == RefKind::Use {
+                &self.scopes.mods
+            } else {
+                &self.scopes.locals
+            };
+            if self.scopes.binds(bindings, &name, offset) {
+                return;
+            }
+        }
+        let name = resolved;
         self.facts.refs.push(CrateRef {
             name,
             kind,
@@ -312,16 +457,16 @@ impl RefVisitor<'_> {
             if let Some(Some(first)) = found
                 && !super::tt::is_lint_tool(&first.to_string())
             {
-                self.record(&first, RefKind::Token);
+                self.record(&first, RefKind::Token, false);
             }
         }
     }
 
     fn use_tree(&mut self, tree: &syn::UseTree) {
         match tree {
-            syn::UseTree::Path(p) => self.record(&p.ident, RefKind::Use),
-            syn::UseTree::Name(n) => self.record(&n.ident, RefKind::Use),
-            syn::UseTree::Rename(r) => self.record(&r.ident, RefKind::Use),
+            syn::UseTree::Path(p) => self.record(&p.ident, RefKind::Use, self.global),
+            syn::UseTree::Name(n) => self.record(&n.ident, RefKind::Use, self.global),
+            syn::UseTree::Rename(r) => self.record(&r.ident, RefKind::Use, self.global),
             syn::UseTree::Glob(_) => {}
             syn::UseTree::Group(g) => {
                 for t in &g.items {
@@ -374,7 +519,9 @@ impl<'ast> Visit<'ast> for RefVisitor<'_> {
     fn visit_item_use(&mut self, u: &'ast syn::ItemUse) {
         // Inside an inline module `super` is this file, whose names are its own.
         self.facts.glob_super |= self.inline.is_empty() && is_glob_super(&u.tree);
+        self.global = u.leading_colon.is_some();
         self.use_tree(&u.tree);
+        self.global = false;
     }
 
     fn visit_item_extern_crate(&mut self, e: &'ast syn::ItemExternCrate) {
@@ -382,7 +529,7 @@ impl<'ast> Visit<'ast> for RefVisitor<'_> {
         if let Some((_, alias)) = &e.rename {
             self.aliases.push((alias.to_string(), target.clone()));
         }
-        self.record(&e.ident, RefKind::ExternCrate);
+        self.record(&e.ident, RefKind::ExternCrate, false);
     }
 
     fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
@@ -432,7 +579,7 @@ impl<'ast> Visit<'ast> for RefVisitor<'_> {
         if (p.segments.len() >= 2 || p.leading_colon.is_some())
             && let Some(first) = p.segments.first()
         {
-            self.record(&first.ident, RefKind::Path);
+            self.record(&first.ident, RefKind::Path, p.leading_colon.is_some());
         }
         visit::visit_path(self, p);
     }

@@ -265,6 +265,88 @@ fn names_the_file_binds_shadow_crate_names_in_paths() {
     );
 }
 
+/// A name binds in its own module or block only (issue 37, item 8): a `mod` or `use … as`
+/// in one module hides nothing in another, or in an inline module inside it; a `::name`
+/// path always names an extern crate. Both scans find the same.
+#[test]
+fn a_binding_shadows_a_crate_only_in_its_own_scope() {
+    let cands: Candidates = ["acme_infra", "acme_apps", "acme_om"]
+        .into_iter()
+        .map(String::from)
+        .collect();
+    for (src, want) in [
+        // A rename in another module: the function's path is the crate.
+        (
+            "mod a { use x::y as acme_om; }\nfn f() { acme_om::z(); }\n",
+            vec![(2, "acme_om")],
+        ),
+        // A module inside a block binds in that block only.
+        (
+            "fn f() { mod acme_om {} acme_om::q(); }\nfn g() { acme_om::z(); }\n",
+            vec![(2, "acme_om")],
+        ),
+        // `::name` is an extern crate whatever the file binds.
+        (
+            "mod acme_om {}\nfn f() { ::acme_om::z(); acme_om::w(); }\n",
+            vec![(2, "acme_om")],
+        ),
+        (
+            "mod acme_om {}\nuse ::acme_om::x;\nuse acme_om::y;\n",
+            vec![(2, "acme_om")],
+        ),
+        // A child module does not see its parent's imports.
+        (
+            "use crate::acme_infra;\nmod inner { fn g() { acme_infra::y(); } }\nfn h() { acme_infra::y(); }\n",
+            vec![(2, "acme_infra")],
+        ),
+        // A block's import: its own block, and blocks within it.
+        (
+            "fn f() { use x::acme_om; { acme_om::z(); } }\nfn g() { acme_om::w(); }\n",
+            vec![(2, "acme_om")],
+        ),
+        // An inline module's own module still shadows, in its body.
+        (
+            "mod outer { mod acme_apps {} fn f() { acme_apps::x(); } }\n",
+            vec![],
+        ),
+        // A `use` of a module declared in another module imports from the crate.
+        (
+            "mod acme_om {}\nmod b { use acme_om::X; }\n",
+            vec![(2, "acme_om")],
+        ),
+        // `use super::*;` brings the parent module's names in, level by level (as
+        // rust-analyzer's parser/src/grammar.rs does), and only where it is written.
+        (
+            "mod acme_om;\nmod entry { use super::*; mod prefix { use super::*; fn f() { acme_om::x(); } } }\n\
+             mod other { fn g() { acme_om::y(); } }\nmod third { use super::*; mod deep { fn h() { acme_om::z(); } } }\n",
+            vec![(3, "acme_om"), (4, "acme_om")],
+        ),
+    ] {
+        let fast = extract(src, &cands).expect("parses");
+        let slow = syn_scan::extract(src, &cands).expect("parses");
+        let lines = |f: &RustFacts| -> Vec<(usize, String)> {
+            f.refs.iter().map(|r| (r.line, r.name.clone())).collect()
+        };
+        let want: Vec<(usize, String)> = want.into_iter().map(|(l, n)| (l, n.to_owned())).collect();
+        assert_eq!(lines(&fast), want, "fast: {src}");
+        assert_eq!(lines(&slow), want, "syn: {src}");
+    }
+}
+
+/// What a child's `use super::*` brings in is the names bound at the top of the file only.
+#[test]
+fn only_the_files_top_level_names_are_brought_in_by_a_glob() {
+    let cands: Candidates = ["acme_om", "acme_apps"]
+        .into_iter()
+        .map(String::from)
+        .collect();
+    let src = "mod acme_om;\nmod inner { use x::acme_apps; }\nfn f() { use y::acme_apps; }\n";
+    let fast = extract(src, &cands).expect("parses");
+    let slow = syn_scan::extract(src, &cands).expect("parses");
+    assert_eq!(fast.binds, ["acme_om"]);
+    assert_eq!(slow.binds, ["acme_om"]);
+}
+
 #[test]
 fn offsets_are_the_files_own_with_a_bom_or_a_shebang() {
     let cands: Candidates = ["acme_om"].into_iter().map(String::from).collect();

@@ -11,6 +11,7 @@ impl<'t> Scanner<'t> {
         };
         let depth = self.stack.len();
         let parent = self.stack.last().copied();
+        self.open_scopes.pop_if(|(d, _)| *d == depth);
         match kind {
             K::PATH => {
                 if let Some(p) = self.paths.pop_if(|p| p.depth == depth) {
@@ -80,7 +81,7 @@ impl<'t> Scanner<'t> {
                 if t.top
                     && let Some(first) = p.first
                 {
-                    self.push_ref(first, RefKind::Use);
+                    self.push_ref(first, RefKind::Use, p.leading_colon);
                 }
             }
             return;
@@ -113,7 +114,7 @@ impl<'t> Scanner<'t> {
         if (p.segments >= 2 || p.leading_colon)
             && let Some(first) = p.first
         {
-            self.push_ref(first, RefKind::Path);
+            self.push_ref(first, RefKind::Path, p.leading_colon);
         }
     }
 
@@ -121,20 +122,21 @@ impl<'t> Scanner<'t> {
         if !t.leaf {
             return;
         }
+        let scope = self.scope();
         if let Some(rename) = t.rename {
-            self.locals.push(rename);
+            self.locals.push((rename, scope));
         } else if let Some((segments, Some(last))) = t.path
             && t.prefix + segments >= 2
         {
             if last.text != "self" {
                 // `use a::b::c;` binds `c`; `use a;` (a crate as itself) binds nothing new.
-                self.locals.push(last.text);
+                self.locals.push((last.text, scope));
             } else if t.prefix >= 2
                 && let Some(owner) = self.trees.last()
                 && let Some((_, Some(owner_last))) = owner.path
             {
                 // `use a::b::{self, c};` binds `b` (and `use a::{self}`, `a` as itself).
-                self.locals.push(owner_last.text);
+                self.locals.push((owner_last.text, scope));
             }
         }
     }
@@ -177,12 +179,23 @@ impl<'t> Scanner<'t> {
         }
     }
 
-    pub(super) fn push_ref(&mut self, tok: Tok<'t>, kind: RefKind) {
+    pub(super) fn push_ref(&mut self, tok: Tok<'t>, kind: RefKind, global: bool) {
         self.refs.push(RawRef {
             tok,
             kind,
             test: self.test_depth > 0,
+            scope: self.scope(),
+            global,
         });
+    }
+
+    /// Whether `name`, written in scope `at`, is a name the file binds there (from `names`).
+    fn bound(&self, names: &[(&'t str, usize)], name: &str, at: usize) -> bool {
+        let from = names.partition_point(|(n, _)| *n < name);
+        names[from..]
+            .iter()
+            .take_while(|(n, _)| *n == name)
+            .any(|(_, scope)| self.sees(at, *scope))
     }
 
     /// Resolves aliases, drops names the file binds itself and names that are not
@@ -197,14 +210,21 @@ impl<'t> Scanner<'t> {
         self.refs.sort_by_key(|r| r.tok.offset);
         self.locals.sort_unstable();
         self.locals.dedup();
+        self.module_names.sort_unstable();
+        self.module_names.dedup();
         let mut lines = LineCursor::new(text);
         let mut refs = Vec::new();
         for r in &self.refs {
             let written = r.tok.text;
-            if r.kind.is_path() && self.locals.binary_search(&written).is_ok() {
+            // A `::name` path names an extern crate (edition 2018 on); otherwise a name
+            // the file binds where the path is written hides the crate of that name.
+            if !r.global && r.kind.is_path() && self.bound(&self.locals, written, r.scope) {
                 continue;
             }
-            if r.kind == RefKind::Use && self.module_names.contains(&written) {
+            if !r.global
+                && r.kind == RefKind::Use
+                && self.bound(&self.module_names, written, r.scope)
+            {
                 continue;
             }
             // An `extern crate` line names its own crate, whatever another line's alias says.
@@ -241,12 +261,15 @@ impl<'t> Scanner<'t> {
                 len: written.len(),
             });
         }
-        let binds = self
+        // What a child module's `use super::*` brings in: the names bound at the top of
+        // the file (its module's own), not in its inline modules or blocks.
+        let mut binds: Vec<String> = self
             .locals
             .iter()
-            .filter(|l| candidates.contains(l))
-            .map(|l| (*l).to_owned())
+            .filter(|(l, scope)| *scope == 0 && candidates.contains(l))
+            .map(|(l, _)| (*l).to_owned())
             .collect();
+        binds.dedup();
         RustFacts {
             refs,
             mods: self.mods,

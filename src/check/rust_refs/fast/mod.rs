@@ -278,6 +278,19 @@ struct RawRef<'t> {
     tok: Tok<'t>,
     kind: RefKind,
     test: bool,
+    /// The innermost scope it is written in.
+    scope: usize,
+    /// Written after a leading `::`: an extern crate, whatever the file binds.
+    global: bool,
+}
+
+/// A scope names are bound in: the file, an inline module's body, or a block.
+struct ScopeRec {
+    parent: Option<usize>,
+    /// A module's scope: names bound outside it are not seen inside...
+    module: bool,
+    /// ...unless it says `use super::*;`: then its parent module's are.
+    glob_super: bool,
 }
 
 struct Scanner<'t> {
@@ -292,10 +305,13 @@ struct Scanner<'t> {
     test_depth: usize,
     extern_target: Option<&'t str>,
     refs: Vec<RawRef<'t>>,
-    /// Names the file binds: modules and what `use` brings in. They shadow crate names.
-    /// Sorted once in `finish` and searched there (hashing each name cost more than the
-    /// lookups save at the usual handful of names).
-    locals: Vec<&'t str>,
+    /// Names the file binds — modules and what `use` brings in — each with the scope it is
+    /// bound in: it shadows a crate of that name in paths written in that scope and the
+    /// blocks inside it, not across a module's boundary.
+    locals: Vec<(&'t str, usize)>,
+    /// Every scope of the file (0: the file itself), and the open ones by node depth.
+    scopes: Vec<ScopeRec>,
+    open_scopes: Vec<(usize, usize)>,
     /// `extern crate x as y`: (y, x, where y is written). An alias names its crate in the
     /// references after it, as in syn's scan.
     aliases: Vec<(&'t str, &'t str, usize)>,
@@ -304,9 +320,9 @@ struct Scanner<'t> {
     /// The last segment of the last macro call's path (`println`, `quote`).
     macro_name: Option<&'t str>,
     modules: Vec<ModRec<'t>>,
-    /// Every module the file declares: a `use` of that name imports from it (`mod nu;
-    /// pub use nu::X;`), not from a crate.
-    module_names: Vec<&'t str>,
+    /// Every module the file declares, with the scope it is declared in: a `use` there of
+    /// that name imports from it (`mod nu; pub use nu::X;`), not from a crate.
+    module_names: Vec<(&'t str, usize)>,
     mods: Vec<ModDecl>,
     includes: Vec<String>,
     glob_super: bool,
@@ -350,6 +366,8 @@ impl<'t> Scanner<'t> {
             extern_target: None,
             refs: Vec::new(),
             locals: Vec::new(),
+            scopes: Vec::new(),
+            open_scopes: Vec::new(),
             aliases: Vec::new(),
             tt: None,
             macro_name: None,
@@ -362,6 +380,51 @@ impl<'t> Scanner<'t> {
         }
     }
 
+    /// The innermost open scope.
+    fn scope(&self) -> usize {
+        self.open_scopes.last().map_or(0, |(_, id)| *id)
+    }
+
+    /// Opens a scope at node depth `depth`.
+    fn open_scope(&mut self, depth: usize, module: bool) {
+        let parent = self.open_scopes.last().map(|(_, id)| *id);
+        self.scopes.push(ScopeRec {
+            parent,
+            module,
+            glob_super: false,
+        });
+        self.open_scopes.push((depth, self.scopes.len() - 1));
+    }
+
+    /// Whether a name bound in scope `bound` is seen in scope `at`: `bound` is `at` or
+    /// encloses it with no module's boundary between — or past the boundary of a module
+    /// that says `use super::*;`, in the module around it (its own names, not its blocks').
+    fn sees(&self, at: usize, bound: usize) -> bool {
+        let mut s = at;
+        loop {
+            if s == bound {
+                return true;
+            }
+            let Some(rec) = self.scopes.get(s) else {
+                return false;
+            };
+            match rec.parent {
+                Some(p) if !rec.module => s = p,
+                Some(mut p) if rec.glob_super => {
+                    // `super` is the nearest module around, past any block.
+                    while let Some(r) = self.scopes.get(p)
+                        && !r.module
+                        && let Some(up) = r.parent
+                    {
+                        p = up;
+                    }
+                    s = p;
+                }
+                _ => return false,
+            }
+        }
+    }
+
     /// The kind of the node `up` levels above the innermost open one (0 = innermost).
     fn up(&self, up: usize) -> Option<K> {
         self.stack.len().checked_sub(up + 1).map(|i| self.stack[i])
@@ -371,6 +434,12 @@ impl<'t> Scanner<'t> {
         let parent = self.stack.last().copied();
         let depth = self.stack.len();
         self.stack.push(kind);
+        match kind {
+            K::SOURCE_FILE => self.open_scope(depth, true),
+            K::ITEM_LIST if parent == Some(K::MODULE) => self.open_scope(depth, true),
+            K::STMT_LIST => self.open_scope(depth, false),
+            _ => {}
+        }
         match kind {
             K::PATH if parent != Some(K::PATH) => self.paths.push(PathRec {
                 depth,

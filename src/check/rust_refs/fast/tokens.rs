@@ -57,15 +57,16 @@ impl<'t> Scanner<'t> {
 
         match (top, parent) {
             (Some(K::NAME), Some(K::MODULE)) => {
-                self.locals.push(text);
-                self.module_names.push(text);
+                let scope = self.scope();
+                self.locals.push((text, scope));
+                self.module_names.push((text, scope));
                 if let Some(m) = self.modules.last_mut() {
                     m.name = Some(text);
                 }
             }
             (Some(K::NAME_REF), Some(K::EXTERN_CRATE)) => {
                 self.extern_target = Some(text);
-                self.push_ref(tok, RefKind::ExternCrate);
+                self.push_ref(tok, RefKind::ExternCrate, false);
             }
             (Some(K::NAME), Some(K::RENAME)) => self.rename(grand, tok),
             (Some(K::RENAME), _) if kind == K::UNDERSCORE => self.rename(parent, tok),
@@ -74,12 +75,20 @@ impl<'t> Scanner<'t> {
                     t.leaf = false;
                     // `use super::super::*;` of the file's own module (inside an inline module
                     // `super` is this file).
-                    if t.top
+                    let super_glob = t.top
                         && t.prefix == 0
-                        && matches!(t.path, Some((1, Some(last))) if last.text == "super")
-                        && !self.modules.iter().any(|m| m.inline)
-                    {
+                        && matches!(t.path, Some((1, Some(last))) if last.text == "super");
+                    if super_glob && !self.modules.iter().any(|m| m.inline) {
                         self.glob_super = true;
+                    }
+                    // In an inline module, its parent's names come in with it.
+                    let scope = self.scope();
+                    if super_glob
+                        && scope != 0
+                        && let Some(rec) = self.scopes.get_mut(scope)
+                        && rec.module
+                    {
+                        rec.glob_super = true;
                     }
                 }
             }
@@ -171,7 +180,7 @@ impl<'t> Scanner<'t> {
         if let Some(first) = first
             && !tt::is_lint_tool(first.text)
         {
-            self.push_ref(first, RefKind::Token);
+            self.push_ref(first, RefKind::Token, false);
         }
     }
 }
