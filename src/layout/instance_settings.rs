@@ -29,12 +29,7 @@ pub struct Instance {
 /// The `module` blocks of one `.tf` file that instantiate the `service` module, each with
 /// its worker and the settings it is given.
 pub fn instances(text: &str) -> Result<Vec<Instance>, ParseError> {
-    let body = hcl_edit::parser::parse_body(text).map_err(|e| ParseError {
-        message: e.message().lines().next().unwrap_or_default().to_owned(),
-        line: e.location().line(),
-        column: e.location().column(),
-        offset: e.location().offset(),
-    })?;
+    let body = super::terraform::parse(text)?;
     let locals = locals(&body);
     let mut out = Vec::new();
     for block in body.iter().filter_map(|s| match s {

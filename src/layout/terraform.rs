@@ -38,12 +38,7 @@ pub struct WorkerBlock {
 
 /// The blocks of one `.tf` file that run a worker, in order.
 pub fn worker_blocks(text: &str) -> Result<Vec<WorkerBlock>, ParseError> {
-    let body = hcl_edit::parser::parse_body(text).map_err(|e| ParseError {
-        message: e.message().lines().next().unwrap_or_default().to_owned(),
-        line: e.location().line(),
-        column: e.location().column(),
-        offset: e.location().offset(),
-    })?;
+    let body = parse(text)?;
     Ok(top_blocks(&body)
         .filter_map(|block| {
             let module = block.ident.as_str() == "module";
@@ -67,6 +62,16 @@ pub fn worker_blocks(text: &str) -> Result<Vec<WorkerBlock>, ParseError> {
                 .then_some(WorkerBlock { worker, lane })
         })
         .collect())
+}
+
+/// Parses a `.tf` file (hcl-edit bounds its nesting).
+pub fn parse(text: &str) -> Result<Body, ParseError> {
+    hcl_edit::parser::parse_body(text).map_err(|e| ParseError {
+        message: e.message().lines().next().unwrap_or_default().to_owned(),
+        line: e.location().line(),
+        column: e.location().column(),
+        offset: e.location().offset(),
+    })
 }
 
 /// The worker a block runs, as far as it says: its `worker` attribute, else its `name`,

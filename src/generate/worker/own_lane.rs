@@ -9,6 +9,7 @@
 
 use syn::visit::Visit;
 
+use crate::check::workqueue::str_lit;
 use crate::layout::markers;
 
 use super::super::GenerateError;
@@ -111,16 +112,6 @@ fn spec_lane(text: &str, kind: &str) -> Option<Option<String>> {
     let mut specs = Specs { kind, found: None };
     specs.visit_file(&file);
     specs.found
-}
-
-fn str_lit(e: &syn::Expr) -> Option<String> {
-    match e {
-        syn::Expr::Lit(syn::ExprLit {
-            lit: syn::Lit::Str(s),
-            ..
-        }) => Some(s.value()),
-        _ => None,
-    }
 }
 
 #[cfg(test)]
