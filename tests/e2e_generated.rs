@@ -46,8 +46,39 @@ fn cargo(dir: &Path, args: &[&str]) {
     );
 }
 
+/// Describes each kind the step added in its namespace's README, as its author would:
+/// until then `kind-undescribed` warns of each (and only of those).
+fn describe_kinds(dir: &Path, step: &str) {
+    let r = run_in(dir, &["check", "--format", "json"]);
+    let undescribed = r
+        .findings()
+        .iter()
+        .filter(|f| f["rule"] == "kind-undescribed")
+        .count();
+    let om = dir.join("om/src");
+    let mut placeholders = 0;
+    for entry in std::fs::read_dir(&om).expect("om/src") {
+        let readme = entry.expect("entry").path().join("README.md");
+        let Ok(text) = std::fs::read_to_string(&readme) else {
+            continue;
+        };
+        placeholders += text.matches(scaffold::layout::KIND_PLACEHOLDER).count();
+        let described = text.replace(
+            scaffold::layout::KIND_PLACEHOLDER,
+            "The customer sees it done within a minute of asking.",
+        );
+        std::fs::write(&readme, described).expect("write the README");
+    }
+    assert_eq!(
+        undescribed, placeholders,
+        "kind-undescribed after {step}: {}",
+        r.stdout
+    );
+}
+
 /// Formatting, tests and the checker all pass; returns the test run's output.
 fn green(dir: &Path, step: &str) {
+    describe_kinds(dir, step);
     cargo(dir, &["fmt", "--all", "--check"]);
     cargo(dir, &["test", "--workspace", "--locked", "--quiet"]);
     let r = run_in(dir, &["check", "--format", "json"]);

@@ -17,6 +17,10 @@ pub mod tree_hash;
 pub const ROOT_RS: &str = "om/src/root.rs";
 /// The `om` crate's root, where `scaffold namespace` declares each namespace.
 pub const OM_LIB: &str = "om/src/lib.rs";
+/// The sentence `scaffold worker` ends a kind's namespace README entry with, for its author
+/// to replace (rule `kind-undescribed`).
+pub const KIND_PLACEHOLDER: &str =
+    "Say here, in the product's words, what happens for the user when it runs.";
 /// The lane a spec rides when it names none (`..WorkKindSpec::DEFAULT`).
 pub const DEFAULT_LANE: &str = "default";
 /// The local launch script: one worker process per line.

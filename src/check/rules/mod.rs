@@ -18,6 +18,7 @@ pub mod import_forbidden;
 pub mod import_undeclared;
 pub mod kind_duplicate;
 pub mod kind_requires_mismatch;
+pub mod kind_undescribed;
 pub mod kind_unhandled;
 pub mod kind_unregistered_handler;
 pub mod kind_untested;
@@ -127,6 +128,7 @@ pub static RULES: &[Rule] = &[
     rule!(kind_requires_mismatch, Some(kind_requires_mismatch::run)),
     rule!(kind_untested, Some(kind_untested::run)),
     rule!(kind_duplicate, Some(kind_duplicate::run)),
+    rule!(kind_undescribed, Some(kind_undescribed::run)),
     rule!(lane_undeployed, Some(lane_undeployed::run)),
     rule!(setting_undeployed, Some(setting_undeployed::run)),
     rule!(manager_enqueues, Some(manager_enqueues::run)),
