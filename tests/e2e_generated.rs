@@ -123,6 +123,27 @@ fn the_generated_repository_stays_green_as_it_grows() {
         "the producer path: ShippingManager::record → outbox → relay → the handler, once"
     );
 
+    // The write outside the tests, as the README says (issue 37, item 5): it creates the
+    // records table itself, and its work row waits in the outbox for the relay.
+    cargo(
+        &dir,
+        &[
+            "run",
+            "--quiet",
+            "--locked",
+            "-p",
+            "acme-shipping-service",
+            "--example",
+            "record",
+            "--",
+            "r-1",
+        ],
+    );
+    let status = run_in(&dir, &["queue", "status", "--format", "json"]);
+    assert_eq!(status.code, 0, "{}{}", status.stdout, status.stderr);
+    let v: serde_json::Value = serde_json::from_str(&status.stdout).expect("JSON");
+    assert_eq!(v["outbox"]["pending"], 1, "the write's work row: {v:#}");
+
     run_ok(
         &dir,
         &[

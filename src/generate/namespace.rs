@@ -26,6 +26,7 @@ const SERVICE_FILES: &[&str] = &[
     "src/manager.rs",
     "src/records.rs",
     "tests/manager.rs",
+    "examples/record.rs",
 ];
 
 /// The workspace packages a service depends on (dev-dependencies included), besides the
@@ -162,6 +163,10 @@ pub fn namespace(
         ),
         format!(
             "edit services/{ns}/src/manager.rs: the namespace's writes; each lists the work it starts below `// scaffold:work-rows`"
+        ),
+        format!(
+            "cargo run -p {} --example record -- r-1: the write, outside the tests (it creates the records table)",
+            service_package(&name, ns)
         ),
         format!("scaffold worker maintenance <KIND> --namespace {ns}"),
         "cargo test --workspace".to_owned(),
