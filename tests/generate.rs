@@ -633,7 +633,7 @@ fn an_integrations_settings_reach_every_deployment_of_its_worker() {
         &dir,
         &["worker", "maintenance", "REINDEX", "--lane", "bulk"],
     ));
-    ok(&run_in(
+    let r = run_in(
         &dir,
         &[
             "worker",
@@ -642,7 +642,16 @@ fn an_integrations_settings_reach_every_deployment_of_its_worker() {
             "--integration",
             "carrier",
         ],
-    ));
+    );
+    ok(&r);
+    // What the operator must set before the next deploy, with its real names.
+    assert!(
+        r.stdout
+            .contains("CARRIER_BASE_URL and CARRIER_TOKEN_SECRET_ARN")
+            && r.stdout.contains("ACME_CARRIER_IMPL=http"),
+        "{}",
+        r.stdout
+    );
     ok(&run_in(
         &dir,
         &["worker", "maintenance", "ARCHIVE", "--lane", "cold"],

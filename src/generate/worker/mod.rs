@@ -344,9 +344,12 @@ pub fn worker(
     }
     if let Some(provider) = &opts.integration {
         next.push(format!(
-            "edit integrations/{provider}/src/http.rs if the provider's API is not JSON POSTs; set {}_{}_IMPL (and _BASE_URL, _TOKEN) where the worker is deployed: it does not start without it",
-            names::shouty(&name),
-            names::shouty(provider)
+            "edit integrations/{provider}/src/http.rs if the provider's API is not JSON POSTs"
+        ));
+        let up = names::shouty(provider);
+        next.push(format!(
+            "before the next deploy, set the repository variables {up}_BASE_URL and {up}_TOKEN_SECRET_ARN (a Secrets Manager secret holding the token): Terraform gives every instance of the worker {}_{up}_IMPL=http with them, and it does not start without them",
+            names::shouty(&name)
         ));
     }
     next.push(format!("cargo test -p {name}-{worker}"));
