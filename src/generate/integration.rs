@@ -205,13 +205,11 @@ pub fn providers(plan: &Plan, name: &str, worker: &str) -> Result<Vec<String>, G
         .text(&format!("workers/{worker}/src/work_loop.rs"))?
         .unwrap_or_default();
     let prefix = format!("{}_", names::snake(name));
-    Ok(work_loop
-        .lines()
-        .filter(|l| l.contains("Client::from_env"))
-        .filter_map(|l| {
-            let start = l.find(&prefix)? + prefix.len();
-            let end = l[start..].find("_integration::")? + start;
-            Some(l[start..end].to_owned())
+    Ok(crate::layout::work_loop::client_crates(&work_loop)
+        .into_iter()
+        .filter_map(|krate| {
+            let provider = krate.strip_prefix(&prefix)?.strip_suffix("_integration")?;
+            Some(provider.to_owned())
         })
         .collect())
 }

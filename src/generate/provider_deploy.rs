@@ -19,13 +19,9 @@ use hcl_edit::structure::{Block, Body, Structure};
 use super::GenerateError;
 use super::names;
 use super::plan::Plan;
-use crate::layout::{PRODUCTION, STAGING, TF_ENVIRONMENT};
-
-/// The environment module's variables.
-pub const TF_ENVIRONMENT_VARS: &str = "deployment/terraform/modules/environment/variables.tf";
-/// The account (root) module, and its variables.
-pub const TF_ACCOUNT: &str = "deployment/terraform/modules/account/main.tf";
-pub const TF_ACCOUNT_VARS: &str = crate::layout::TF_ACCOUNT_VARS;
+use crate::layout::{
+    PRODUCTION, STAGING, TF_ACCOUNT, TF_ACCOUNT_VARS, TF_ENVIRONMENT, TF_ENVIRONMENT_VARS,
+};
 
 /// Wires the settings of every provider `worker`'s loop builds a client of into each place
 /// the worker is deployed.

@@ -18,32 +18,25 @@ pub struct DevProcess {
 /// The worker processes dev.sh starts, in order, each with the lane settings it runs with.
 pub fn dev_sh_processes(text: &str) -> Vec<DevProcess> {
     let mut processes = Vec::new();
-    let mut exported: Vec<(String, String)> = Vec::new();
+    // The lane variables exported so far (`export ACME_WORKER_LANE=fast`).
+    let mut exported = super::lane::LaneSettings::default();
     for cmd in shell_commands(text) {
         let words: Vec<&str> = cmd.iter().map(String::as_str).collect();
         let skip = usize::from(words.first() == Some(&"export"));
-        let assignments: Vec<(String, String)> = words[skip..]
-            .iter()
-            .take_while(|w| is_assignment(w))
-            .filter_map(|a| lane_var_assignment(a))
-            .collect();
         let leading = words[skip..]
             .iter()
             .take_while(|w| is_assignment(w))
             .count();
         if leading + skip == words.len() {
-            // Only assignments (`export ACME_WORKER_LANE=fast`): later commands inherit them.
-            for (k, v) in assignments {
-                exported.retain(|(e, _)| *e != k);
-                exported.push((k, v));
+            // Only assignments: later commands inherit them.
+            for (k, v) in words[skip..].iter().filter_map(|a| lane_var_assignment(a)) {
+                exported.set(&k, v);
             }
             continue;
         }
         if let Some(flag) = serve_lane(&words) {
-            let mut lane = super::lane::LaneSettings {
-                flag,
-                vars: exported.clone(),
-            };
+            let mut lane = exported.clone();
+            lane.flag = flag;
             // Assignments anywhere on the command (`env X_LANE=l cargo …` too) win.
             for (k, v) in words.iter().filter_map(|w| lane_var_assignment(w)) {
                 lane.set(&k, v);
@@ -54,8 +47,9 @@ pub fn dev_sh_processes(text: &str) -> Vec<DevProcess> {
     processes
 }
 
-/// `X_LANE=v` → (`X_LANE`, v).
-fn lane_var_assignment(w: &str) -> Option<(String, String)> {
+/// `X_WORKER_LANE=v` (or any `…_LANE=v`, such as a worker's own `ACME_BILLING_LANE`) →
+/// (`X_WORKER_LANE`, v).
+pub fn lane_var_assignment(w: &str) -> Option<(String, String)> {
     let (k, v) = w.split_once('=')?;
     is_lane_var(k).then(|| (k.to_owned(), v.to_owned()))
 }
@@ -80,12 +74,9 @@ pub fn runs_package(words: &[String], package: &str, manifest: &str) -> bool {
             || w.strip_prefix("--manifest-path=").is_some_and(is_manifest)
     });
     // The program: the first word that is not an assignment or a wrapper.
-    let program = words.iter().find(|w| {
-        !matches!(w.as_str(), "exec" | "env" | "nohup")
-            && !w.split_once('=').is_some_and(|(k, _)| {
-                !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-            })
-    });
+    let program = words
+        .iter()
+        .find(|w| !matches!(w.as_str(), "exec" | "env" | "nohup") && !is_assignment(w));
     let binary = program.is_some_and(|p| p.rsplit('/').next() == Some(package));
     flagged || joined || binary
 }
@@ -94,13 +85,6 @@ pub(crate) fn is_assignment(w: &str) -> bool {
     w.split_once('=').is_some_and(|(k, _)| {
         !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
     })
-}
-
-/// `X_WORKER_LANE=v` (or any `…_LANE=v`, such as a worker's own `ACME_MAINTENANCE_LANE`)
-/// → v.
-pub fn lane_assignment(w: &str) -> Option<String> {
-    let (k, v) = w.split_once('=')?;
-    is_lane_var(k).then(|| v.to_owned())
 }
 
 /// `<NAME>_WORKER_LANE`, or a worker's own `<NAME>_<WORKER>_LANE` setting.

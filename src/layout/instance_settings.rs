@@ -9,7 +9,7 @@ use hcl_edit::Span;
 use hcl_edit::expr::{Expression, ObjectKey, TraversalOperator};
 use hcl_edit::structure::{Body, Structure};
 
-use super::terraform::{ParseError, block_worker};
+use super::terraform::{ParseError, block_worker, is_service_module};
 
 /// How deep `local.a` → `local.b` → … is followed.
 const MAX_DEPTH: usize = 16;
@@ -36,11 +36,7 @@ pub fn instances(text: &str) -> Result<Vec<Instance>, ParseError> {
         Structure::Block(b) if b.ident.as_str() == "module" => Some(b),
         _ => None,
     }) {
-        let service = block.body.get_attribute("source").is_some_and(|a| {
-            matches!(&a.value, Expression::String(s)
-                if s.as_str().trim_end_matches('/').ends_with("/service"))
-        });
-        let (Some(worker), true) = (block_worker(block), service) else {
+        let (Some(worker), true) = (block_worker(block), is_service_module(block)) else {
             continue;
         };
         let mut settings = Some(BTreeSet::new());

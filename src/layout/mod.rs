@@ -12,6 +12,7 @@ pub mod roles;
 pub mod runtime;
 pub mod terraform;
 pub mod tree_hash;
+pub mod work_loop;
 
 /// The registry of every namespace's kinds.
 pub const ROOT_RS: &str = "om/src/root.rs";
@@ -21,6 +22,12 @@ pub const OM_LIB: &str = "om/src/lib.rs";
 /// to replace (rule `kind-undescribed`).
 pub const KIND_PLACEHOLDER: &str =
     "Say here, in the product's words, what happens for the user when it runs.";
+/// The `<worker>` of a crate folder `workers/<worker>`.
+pub fn worker_folder(dir: &str) -> Option<&str> {
+    dir.strip_prefix("workers/")
+        .filter(|w| !w.is_empty() && !w.contains('/'))
+}
+
 /// The lane a spec rides when it names none (`..WorkKindSpec::DEFAULT`).
 pub const DEFAULT_LANE: &str = "default";
 /// The local launch script: one worker process per line.
@@ -29,7 +36,11 @@ pub const DEV_SH: &str = dev_sh::PATH;
 pub const COMPOSE: &str = compose::PATH;
 /// The Terraform module that instantiates the workers of an environment.
 pub const TF_ENVIRONMENT: &str = "deployment/terraform/modules/environment/main.tf";
-/// The account's variables (one image per worker).
+/// The environment module's variables.
+pub const TF_ENVIRONMENT_VARS: &str = "deployment/terraform/modules/environment/variables.tf";
+/// The account (the root module, one per AWS account), and its variables (one image per
+/// worker).
+pub const TF_ACCOUNT: &str = "deployment/terraform/modules/account/main.tf";
 pub const TF_ACCOUNT_VARS: &str = "deployment/terraform/modules/account/variables.tf";
 /// The image registry's repositories.
 pub const TF_REGISTRY: &str = "deployment/terraform/modules/registry/main.tf";

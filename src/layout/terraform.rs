@@ -41,18 +41,13 @@ pub fn worker_blocks(text: &str) -> Result<Vec<WorkerBlock>, ParseError> {
     let body = parse(text)?;
     Ok(top_blocks(&body)
         .filter_map(|block| {
-            let module = block.ident.as_str() == "module";
             let mut scan = Scan::default();
             visit::visit_body(&mut scan, &block.body);
             let serve = scan
                 .strings
                 .iter()
                 .any(|s| s.split_whitespace().any(|w| w == "serve"));
-            let service_module = module
-                && block.body.get_attribute("source").is_some_and(|a| {
-                    string_of(&a.value)
-                        .is_some_and(|s| s.trim_end_matches('/').ends_with("/service"))
-                });
+            let service_module = is_service_module(block);
             let lane = super::lane::LaneSettings {
                 flag: scan.flag(),
                 vars: scan.lane_values.clone(),
@@ -72,6 +67,14 @@ pub fn parse(text: &str) -> Result<Body, ParseError> {
         column: e.location().column(),
         offset: e.location().offset(),
     })
+}
+
+/// Whether `block` is an instance of the `service` module (`source = "…/service"`).
+pub fn is_service_module(block: &Block) -> bool {
+    block.ident.as_str() == "module"
+        && block.body.get_attribute("source").is_some_and(|a| {
+            string_of(&a.value).is_some_and(|s| s.trim_end_matches('/').ends_with("/service"))
+        })
 }
 
 /// The worker a block runs, as far as it says: its `worker` attribute, else its `name`,

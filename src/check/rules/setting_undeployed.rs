@@ -177,17 +177,15 @@ fn required(ctx: &Context<'_>) -> BTreeMap<String, Vec<(String, String)>> {
     }
     let mut out: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
     for c in &ws.crates {
-        let Some(worker) = c.dir.strip_prefix("workers/").filter(|w| !w.contains('/')) else {
+        let Some(worker) = crate::layout::worker_folder(&c.dir) else {
             continue;
         };
         let Some(work_loop) = source_text(ctx, &format!("{}/src/work_loop.rs", c.dir)) else {
             continue;
         };
+        let built = crate::layout::work_loop::client_crates(&work_loop);
         for (lib, provider, impls) in &providers {
-            let builds = work_loop
-                .lines()
-                .any(|l| l.contains(&format!("{lib}::")) && l.contains("Client::from_env"));
-            if builds {
+            if built.contains(lib) {
                 let needed = out.entry(worker.to_owned()).or_default();
                 needed.extend(impls.iter().map(|s| (s.clone(), provider.clone())));
             }
@@ -199,7 +197,9 @@ fn required(ctx: &Context<'_>) -> BTreeMap<String, Vec<(String, String)>> {
 /// The text of source `path`, as the run read it (or, in a partial run that did not, from
 /// the disk; one that cannot be read is the engine's finding).
 fn source_text(ctx: &Context<'_>, path: &str) -> Option<String> {
-    match ctx.sources.iter().find(|s| s.path == path) {
+    // The sources are sorted by path (then crate).
+    let at = ctx.sources.partition_point(|s| s.path.as_str() < path);
+    match ctx.sources.get(at).filter(|s| s.path == path) {
         Some(s) => Some(s.file().text.to_string()),
         None if ctx
             .repo

@@ -31,9 +31,11 @@ use std::collections::BTreeSet;
 
 use crate::check::finding::Location;
 use crate::layout::compose::{get, is_compose_file, scalar, service_worker, words_of};
-use crate::layout::dev_sh::{dev_sh_processes, is_lane_var, runs_package, serve_lane};
+use crate::layout::dev_sh::{
+    dev_sh_processes, is_lane_var, lane_var_assignment, runs_package, serve_lane,
+};
 use crate::layout::lane::LaneSettings;
-use crate::layout::{DEFAULT_LANE, DEV_SH, terraform};
+use crate::layout::{DEFAULT_LANE, DEV_SH, terraform, worker_folder};
 use crate::repo::yaml::{self, Node, Value};
 use crate::repo::{Repo, TEXT_LIMIT, Unread};
 
@@ -131,12 +133,6 @@ impl Place {
             }
         }
     }
-}
-
-/// The `<w>` of a crate folder `workers/<w>`.
-fn worker_folder(dir: &str) -> Option<&str> {
-    dir.strip_prefix("workers/")
-        .filter(|w| !w.is_empty() && !w.contains('/'))
 }
 
 /// Whether `workers/<worker>/` is a crate of the workspace.
@@ -262,10 +258,12 @@ fn compose_service(repo: &Repo, svc: &Node, worker: Option<&str>, place: &mut Pl
             }
         }
         Some(Value::Seq(items)) => {
-            for item in items.iter().filter_map(scalar) {
-                if let Some((k, v)) = item.split_once('=').filter(|(k, _)| is_lane_var(k)) {
-                    lane.set(k, v.to_owned());
-                }
+            for (k, v) in items
+                .iter()
+                .filter_map(scalar)
+                .filter_map(|item| lane_var_assignment(&item))
+            {
+                lane.set(&k, v);
             }
         }
         _ => {}

@@ -263,7 +263,8 @@ pub fn worker(
     )?;
     // A scheduler worker schedules every kind it handles.
     let schedule = format!("workers/{worker}/src/schedule.rs");
-    if plan.text(&schedule)?.is_some() {
+    let scheduler = plan.text(&schedule)?.is_some();
+    if scheduler {
         insert_snippet(
             &mut plan,
             &templates,
@@ -336,7 +337,7 @@ pub fn worker(
         "start one by hand: scaffold queue enqueue {} --payload '{{\"id\":\"<record id>\"}}' (then bash scripts/dev.sh runs it)",
         opts.kind
     ));
-    if plan.text(&schedule)?.is_some() {
+    if scheduler {
         next.push(format!(
             "{schedule} enqueues {} once a slot of EVERY (60 s; change it there), deduplicated per slot",
             opts.kind
