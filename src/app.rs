@@ -37,14 +37,6 @@ pub enum AppError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Check(#[from] check::run::RunError),
-    #[error("this command has no {} output", format_name(*format))]
-    #[diagnostic(
-        code(scaffold::format),
-        help(
-            "--format sarif and --format github are `scaffold check`'s; `completions` prints only a shell script (--format human); the others take --format human or --format json"
-        )
-    )]
-    FormatUnsupported { format: Format },
     #[error("unknown rule(s)")]
     #[diagnostic(code(scaffold::unknown_rule))]
     UnknownRules {
@@ -89,15 +81,6 @@ impl AppError {
     }
 }
 
-fn format_name(f: Format) -> &'static str {
-    match f {
-        Format::Human => "--format human",
-        Format::Json => "--format json",
-        Format::Sarif => "--format sarif",
-        Format::Github => "--format github",
-    }
-}
-
 /// The directory the command runs in (`-C`), made absolute.
 pub fn working_dir(global: &GlobalArgs) -> Result<PathBuf, AppError> {
     global
@@ -125,13 +108,11 @@ pub fn style(global: &GlobalArgs) -> Style {
 pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, AppError> {
     let global = cli.global;
     match cli.command {
-        Command::Rules => {
-            refuse_check_formats(global.format)?;
+        Command::Rules { .. } => {
             write_or_quiet(report::rule_list(out, global.format))?;
             Ok(ExitCode::from(EXIT_OK))
         }
-        Command::Explain { rule } => {
-            refuse_check_formats(global.format)?;
+        Command::Explain { rule, .. } => {
             check::validate_rule_ids(std::slice::from_ref(&rule))
                 .map_err(|errors| AppError::UnknownRules { errors })?;
             write_or_quiet(report::explain(out, global.format, &rule))?;
@@ -140,9 +121,8 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, AppError> {
         Command::Check(args) => run_check(&global, &args, out),
         Command::Gates(args) => run_gates(&global, &args, out),
         Command::Hook {
-            command: HookCommand::Install { force },
+            command: HookCommand::Install { force, .. },
         } => {
-            refuse_check_formats(global.format)?;
             let root = repo::discover(&working_dir(&global)?)?;
             refuse_pending(&root, "hook install")?;
             let path = crate::hook::install(&root, force)?;
@@ -150,7 +130,6 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, AppError> {
             Ok(ExitCode::from(EXIT_OK))
         }
         Command::Schema { manifest } => {
-            refuse_check_formats(global.format)?;
             let schema = match manifest {
                 SchemaKind::Codemap => crate::schema::codemap(),
                 SchemaKind::GateMatrix => crate::schema::gate_matrix(),
@@ -159,12 +138,6 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, AppError> {
             Ok(ExitCode::from(EXIT_OK))
         }
         Command::Completions { shell } => {
-            // A shell script: no JSON of it either.
-            if global.format != Format::Human {
-                return Err(AppError::FormatUnsupported {
-                    format: global.format,
-                });
-            }
             let mut cmd = <Cli as clap::CommandFactory>::command();
             let mut buf = Vec::new();
             clap_complete::generate(shell, &mut cmd, "scaffold", &mut buf);
@@ -173,7 +146,6 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, AppError> {
         }
         Command::Queue(args) => Ok(crate::queue::run(args, &global, out)?),
         Command::Init(args) => {
-            refuse_check_formats(global.format)?;
             let opts = crate::generate::init::InitOptions {
                 dir: args.dir,
                 name: args.name,
@@ -185,7 +157,6 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, AppError> {
             Ok(ExitCode::from(EXIT_OK))
         }
         Command::Worker(args) => {
-            refuse_check_formats(global.format)?;
             let opts = crate::generate::worker::WorkerOptions {
                 worker: args.worker,
                 kind: args.kind,
@@ -205,15 +176,13 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, AppError> {
             write_or_quiet(report::generated(out, global.format, &done))?;
             Ok(ExitCode::from(EXIT_OK))
         }
-        Command::Recover => {
-            refuse_check_formats(global.format)?;
+        Command::Recover { .. } => {
             let root = repo::discover(&working_dir(&global)?)?;
             let r = crate::generate::txn::recover(&root, "recover", &mut waiting)?;
             write_or_quiet(report::recovery(out, global.format, r.as_ref()))?;
             Ok(ExitCode::from(EXIT_OK))
         }
         Command::Namespace(args) => {
-            refuse_check_formats(global.format)?;
             let done = crate::generate::namespace::namespace(
                 &working_dir(&global)?,
                 &args.ns,
@@ -303,7 +272,6 @@ fn run_gates(
     args: &GatesArgs,
     out: &mut dyn Write,
 ) -> Result<ExitCode, AppError> {
-    refuse_check_formats(global.format)?;
     let cwd = working_dir(global)?;
     let root = repo::discover(&cwd)?;
     refuse_pending(&root, "gates")?;
@@ -350,13 +318,6 @@ fn run_gates(
             let _ = out.flush();
             Err(e.into())
         }
-    }
-}
-
-fn refuse_check_formats(format: Format) -> Result<(), AppError> {
-    match format {
-        Format::Sarif | Format::Github => Err(AppError::FormatUnsupported { format }),
-        Format::Human | Format::Json => Ok(()),
     }
 }
 

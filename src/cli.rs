@@ -23,9 +23,10 @@ pub struct GlobalArgs {
     /// Run as if scaffold was started in <DIR>.
     #[arg(short = 'C', value_name = "DIR", global = true)]
     pub chdir: Option<PathBuf>,
-    /// Output format: human or json; `check` also sarif and github; `completions` only
-    /// human. A command refuses a format it does not have.
-    #[arg(long, value_enum, default_value_t = Format::Human, global = true)]
+    /// The output format, read from the command's own `--format` (each command offers
+    /// the formats it has: `check` four, `schema` and `completions` none, the rest human
+    /// and json) by [`Cli::parse_args`].
+    #[arg(skip)]
     pub format: Format,
     /// When to use colour (NO_COLOR is honoured; never when not a terminal).
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto, global = true)]
@@ -70,14 +71,79 @@ impl GlobalArgs {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
 pub enum Format {
+    #[default]
     Human,
     Json,
     /// SARIF 2.1.0 (check only).
     Sarif,
     /// GitHub Actions workflow commands (check only).
     Github,
+}
+
+/// The formats of every command but `check`, `schema` and `completions`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum PlainFormat {
+    #[default]
+    Human,
+    Json,
+}
+
+impl From<PlainFormat> for Format {
+    fn from(f: PlainFormat) -> Self {
+        match f {
+            PlainFormat::Human => Format::Human,
+            PlainFormat::Json => Format::Json,
+        }
+    }
+}
+
+/// `--format human|json`.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct PlainOutput {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = PlainFormat::Human)]
+    pub format: PlainFormat,
+}
+
+/// `check`'s `--format human|json|sarif|github`.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct CheckOutput {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+}
+
+impl Cli {
+    /// Parses the command line and reads the command's `--format` into
+    /// [`GlobalArgs::format`].
+    pub fn parse_args() -> Result<Self, clap::Error> {
+        let mut cli = <Self as Parser>::try_parse()?;
+        cli.global.format = cli.command.format();
+        Ok(cli)
+    }
+}
+
+impl Command {
+    /// The format this command was asked for (human where it has no `--format`).
+    pub fn format(&self) -> Format {
+        match self {
+            Command::Check(a) => a.output.format,
+            Command::Rules { output }
+            | Command::Explain { output, .. }
+            | Command::Hook {
+                command: HookCommand::Install { output, .. },
+            }
+            | Command::Recover { output } => output.format.into(),
+            Command::Gates(a) => a.output.format.into(),
+            Command::Init(a) => a.output.format.into(),
+            Command::Namespace(a) => a.output.format.into(),
+            Command::Worker(a) => a.output.format.into(),
+            Command::Queue(a) => a.format.into(),
+            Command::Schema { .. } | Command::Completions { .. } => Format::Human,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -92,11 +158,16 @@ pub enum Command {
     /// Check the repository against its manifests and the rule catalogue.
     Check(CheckArgs),
     /// List every rule: id, default severity, summary.
-    Rules,
+    Rules {
+        #[command(flatten)]
+        output: PlainOutput,
+    },
     /// Print a rule's documentation: what it finds, why, an example, the fix.
     Explain {
         /// The rule id, e.g. import-forbidden.
         rule: String,
+        #[command(flatten)]
+        output: PlainOutput,
     },
     /// The verification gates a change must run (and, with --run, run them).
     Gates(GatesArgs),
@@ -105,12 +176,12 @@ pub enum Command {
         #[command(subcommand)]
         command: HookCommand,
     },
-    /// Print a JSON Schema of a manifest (for editors).
+    /// Print a JSON Schema of a manifest (for editors); JSON is its only output.
     Schema {
         #[arg(value_enum)]
         manifest: SchemaKind,
     },
-    /// Print shell completions.
+    /// Print shell completions (a script: no other output).
     Completions {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
@@ -126,7 +197,10 @@ pub enum Command {
     Worker(WorkerArgs),
     /// Finish (or undo) a generator run that was killed while it wrote, from its journal
     /// in .scaffold/txn/; `check`, `gates` and `hook install` stop until it is done.
-    Recover,
+    Recover {
+        #[command(flatten)]
+        output: PlainOutput,
+    },
     // scaffold:queue-wiring
     /// Operate the work queue: migrate, enqueue, status, list, show, workers, cancel,
     /// signal, release, drain, retry, discard, serve, enroll, revoke, put-artifact,
@@ -147,6 +221,8 @@ pub enum HookCommand {
         /// Replace a pre-commit hook scaffold did not write.
         #[arg(long)]
         force: bool,
+        #[command(flatten)]
+        output: PlainOutput,
     },
 }
 
@@ -182,6 +258,8 @@ pub struct CheckArgs {
     /// the files of the commit, or every file under `--all-files`.
     #[arg(value_name = "PATH", conflicts_with_all = ["since", "staged"])]
     pub paths: Vec<String>,
+    #[command(flatten)]
+    pub output: CheckOutput,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -194,6 +272,8 @@ pub struct GatesArgs {
     /// Run the gates in order, stopping at the first failure.
     #[arg(long)]
     pub run: bool,
+    #[command(flatten)]
+    pub output: PlainOutput,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -206,6 +286,8 @@ pub struct InitArgs {
     /// Print the plan as unified diffs; write nothing.
     #[arg(long)]
     pub dry_run: bool,
+    #[command(flatten)]
+    pub output: PlainOutput,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -215,6 +297,8 @@ pub struct NamespaceArgs {
     /// Print the plan as unified diffs; write nothing.
     #[arg(long)]
     pub dry_run: bool,
+    #[command(flatten)]
+    pub output: PlainOutput,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -258,4 +342,6 @@ pub struct WorkerArgs {
     /// Print the plan as unified diffs; write nothing.
     #[arg(long)]
     pub dry_run: bool,
+    #[command(flatten)]
+    pub output: PlainOutput,
 }

@@ -1,8 +1,6 @@
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use clap::Parser;
-
 use scaffold::app;
 use scaffold::cli::Cli;
 
@@ -18,7 +16,7 @@ fn main() -> ExitCode {
     let _ = rayon::ThreadPoolBuilder::new()
         .stack_size(64 << 20)
         .build_global();
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::parse_args() {
         Ok(cli) => cli,
         Err(e) => {
             // clap prints help/version to stdout (exit 0) and usage errors to stderr (exit 2).

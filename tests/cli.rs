@@ -465,21 +465,71 @@ fn the_root_help_names_every_queue_subcommand_and_the_namespace_service() {
     assert!(about.contains("services/<ns>/"), "{about}");
 }
 
-/// A command refuses a format it does not have (`completions --format sarif` exited 0
-/// with a shell script).
+/// Each command offers the formats it has, in its help as in its parser: `check` four,
+/// `schema` and `completions` none, every other command human and json. (One global
+/// `--format human|json|sarif|github` was offered by all of them, and `completions
+/// --format sarif` exited 0 with a shell script.)
 #[test]
-fn commands_refuse_the_formats_they_do_not_have() {
+fn each_command_offers_the_formats_it_has() {
+    fn formats(cmd: &clap::Command) -> Vec<String> {
+        cmd.get_arguments()
+            .find(|a| a.get_id() == "format")
+            .map(|a| {
+                a.get_possible_values()
+                    .iter()
+                    .map(|v| v.get_name().to_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+    fn walk(cmd: &mut clap::Command, path: &str, seen: &mut Vec<(String, Vec<String>)>) {
+        cmd.build();
+        let leaves: Vec<String> = cmd
+            .get_subcommands()
+            .map(|c| c.get_name().to_owned())
+            .filter(|n| n != "help")
+            .collect();
+        if leaves.is_empty() {
+            seen.push((path.trim().to_owned(), formats(cmd)));
+        }
+        for name in leaves {
+            let sub = cmd.find_subcommand_mut(&name).expect("subcommand");
+            walk(sub, &format!("{path} {name}"), seen);
+        }
+    }
+    let mut root = <scaffold::cli::Cli as clap::CommandFactory>::command();
+    assert!(formats(&root).is_empty(), "no format at the root");
+    let mut seen = Vec::new();
+    walk(&mut root, "", &mut seen);
+    assert!(seen.len() > 25, "{seen:?}");
+    for (path, offered) in &seen {
+        let expected: &[&str] = match path.as_str() {
+            "check" => &["human", "json", "sarif", "github"],
+            p if p.starts_with("schema") || p.starts_with("completions") => &[],
+            _ => &["human", "json"],
+        };
+        assert_eq!(offered, expected, "{path}");
+    }
     for args in [
         &["completions", "bash", "--format", "sarif"][..],
-        &["completions", "bash", "--format", "json"],
+        &["completions", "bash", "--format", "human"],
         &["schema", "codemap", "--format", "github"],
         &["rules", "--format", "sarif"],
+        &["queue", "status", "--format", "github"],
     ] {
         let r = run_in(&fixture("clean"), args);
         assert_eq!(r.code, 2, "{args:?}: {}", r.stdout);
         assert!(r.stdout.is_empty(), "{args:?}: {}", r.stdout);
-        assert!(r.stderr.contains("has no"), "{args:?}: {}", r.stderr);
+        assert!(r.stderr.contains("--format"), "{args:?}: {}", r.stderr);
     }
     let r = run_in(&fixture("clean"), &["completions", "bash"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
+    let help = run_in(&fixture("clean"), &["completions", "--help"]);
+    assert!(!help.stdout.contains("--format"), "{}", help.stdout);
+    let help = run_in(&fixture("clean"), &["rules", "--help"]);
+    assert!(
+        help.stdout.contains("[possible values: human, json]"),
+        "{}",
+        help.stdout
+    );
 }

@@ -219,12 +219,6 @@ pub enum QueueError {
         help("states: available, running, completed, failed, dead, parked")
     )]
     InvalidState { state: String },
-    #[error("--format {format} is not available for `scaffold queue`")]
-    #[diagnostic(
-        code(scaffold::queue::format),
-        help("use --format human or --format json")
-    )]
-    FormatUnsupported { format: &'static str },
     #[error("the coordinator cannot start")]
     #[diagnostic(
         code(scaffold::queue::serve),

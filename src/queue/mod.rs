@@ -16,7 +16,7 @@ use scaffold_runtime::{ItemState, ListFilter, NewItem, Store};
 
 pub use error::QueueError;
 
-use crate::cli::{Format, GlobalArgs};
+use crate::cli::{GlobalArgs, PlainFormat};
 use crate::report::queue as report;
 
 /// The database `--database` names unless told otherwise.
@@ -34,6 +34,9 @@ pub struct QueueArgs {
         env = "SCAFFOLD_QUEUE_DATABASE"
     )]
     pub database: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, global = true, default_value_t = PlainFormat::Human)]
+    pub format: PlainFormat,
     #[command(subcommand)]
     pub command: QueueCommand,
 }
@@ -209,12 +212,7 @@ pub fn run(
     global: &GlobalArgs,
     out: &mut dyn Write,
 ) -> Result<ExitCode, QueueError> {
-    let json = match global.format {
-        Format::Human => false,
-        Format::Json => true,
-        Format::Sarif => return Err(QueueError::FormatUnsupported { format: "sarif" }),
-        Format::Github => return Err(QueueError::FormatUnsupported { format: "github" }),
-    };
+    let json = args.format == PlainFormat::Json;
     let result = working_dir(global).and_then(|cwd| {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
