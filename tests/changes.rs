@@ -331,6 +331,64 @@ fn hook_in_a_subdirectory_changes_into_it() {
     );
 }
 
+/// A file no agent may write is a finding wherever the check runs, and only in the change
+/// set with `--staged`; an ownership finding names the path and never shows the file
+/// (it may be a `.env` nobody ignored).
+#[test]
+fn a_file_no_agent_may_write_is_found_and_its_content_never_shown() {
+    let repo = copy_fixture("rules/file-unowned");
+    commit_all(repo.path());
+    let whole = json(&run_in(repo.path(), &["check", "--format", "json"]).stdout);
+    assert_eq!(
+        rules_of(&whole),
+        [
+            ("file-unowned".to_owned(), ".env.example".to_owned()),
+            (
+                "file-unowned".to_owned(),
+                "services/billing/domain/generated/tables.json".to_owned()
+            )
+        ]
+    );
+    std::fs::write(repo.path().join(".env"), "ACME_TOKEN=hunter2-secret\n").expect("write");
+    std::fs::write(repo.path().join("workers/maintenance/notes.txt"), "fine\n").expect("write");
+    git(repo.path(), &["add", "-A"]);
+    let staged = run_in(repo.path(), &["check", "--staged", "--format", "json"]);
+    assert_eq!(
+        rules_of(&json(&staged.stdout)),
+        [("file-unowned".to_owned(), ".env".to_owned())],
+        "only the staged file no agent may write"
+    );
+    for args in [
+        &["check", "--staged"][..],
+        &["check", "--staged", "--as", "worker-agent"],
+        &["check", "--staged", "--format", "sarif"],
+        &["check", "--staged", "--format", "github"],
+    ] {
+        let r = run_in(repo.path(), args);
+        assert_eq!(r.code, 1, "{args:?}: {}", r.stdout);
+        assert!(r.stdout.contains(".env"), "{args:?}: {}", r.stdout);
+        assert!(!r.stdout.contains("hunter2"), "{args:?}: {}", r.stdout);
+    }
+    let owned = run_in(
+        repo.path(),
+        &[
+            "check",
+            "--staged",
+            "--as",
+            "worker-agent",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(
+        rules_of(&json(&owned.stdout)),
+        [
+            ("file-unowned".to_owned(), ".env".to_owned()),
+            ("ownership-outside-writable".to_owned(), ".env".to_owned())
+        ]
+    );
+}
+
 #[test]
 fn schemas_and_completions() {
     for kind in ["codemap", "gate-matrix"] {

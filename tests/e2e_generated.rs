@@ -12,6 +12,7 @@
 
 use crate::common;
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -93,24 +94,125 @@ fn green(dir: &Path, step: &str) {
         Some(0),
         "findings after {step}: {v:#}"
     );
+    commit_rest(dir, step);
 }
 
-fn run_ok(dir: &Path, args: &[&str]) {
-    let r = run_in(dir, args);
+/// Runs a generator step (JSON output) in `dir`, then checks its owners: every file it
+/// wrote has one, and each owner's part, staged alone, passes `scaffold check --as` that
+/// owner (issue 37, item 6: 5–14 `ownership-outside-writable` findings a step, and the root
+/// manifests writable by nobody). Each part is committed, so the next step's change set is
+/// its own. `repo` is the repository (for `init`, the one it creates).
+fn run_ok(dir: &Path, args: &[&str], repo: &Path) {
+    let mut with_json = args.to_vec();
+    with_json.extend(["--format", "json"]);
+    let r = run_in(dir, &with_json);
     assert_eq!(r.code, 0, "scaffold {args:?}:\n{}{}", r.stdout, r.stderr);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).expect("JSON");
+    if !repo.join(".git").exists() {
+        common::git(repo, &["init", "-q"]);
+    }
+    let owners = &v["owners"];
+    assert_eq!(
+        owners["unowned"],
+        serde_json::json!([]),
+        "{args:?} wrote files no agent may write: {owners:#}"
+    );
+    let written: BTreeSet<&str> = ["created", "changed"]
+        .iter()
+        .flat_map(|k| v[k].as_array().expect("a list"))
+        .filter_map(serde_json::Value::as_str)
+        .collect();
+    let mut owned = BTreeSet::new();
+    let agents = owners["agents"].as_object().expect("owners by agent");
+    for (agent, paths) in agents {
+        let paths: Vec<&str> = paths
+            .as_array()
+            .expect("paths")
+            .iter()
+            .filter_map(serde_json::Value::as_str)
+            .collect();
+        owned.extend(paths.iter().copied());
+        let mut add = vec!["add", "--"];
+        add.extend(&paths);
+        common::git(repo, &add);
+        let check = run_in(
+            repo,
+            &[
+                "check",
+                "--staged",
+                "--as",
+                agent,
+                "--rule",
+                "ownership-outside-writable",
+                "--rule",
+                "ownership-forbidden",
+                "--rule",
+                "file-unowned",
+                "--format",
+                "json",
+            ],
+        );
+        assert_eq!(
+            (check.code, check.findings().len()),
+            (0, 0),
+            "{args:?}: {agent}'s part {paths:?}:\n{}{}",
+            check.stdout,
+            check.stderr
+        );
+        common::git(
+            repo,
+            &[
+                "commit",
+                "-q",
+                "--allow-empty",
+                "-m",
+                &format!("{agent}'s part"),
+            ],
+        );
+    }
+    let generated: BTreeSet<&str> = owners["generated"]
+        .as_array()
+        .expect("generated")
+        .iter()
+        .filter_map(serde_json::Value::as_str)
+        .collect();
+    let unlisted: Vec<&&str> = written
+        .iter()
+        .filter(|p| !owned.contains(*p) && !generated.contains(*p))
+        .collect();
+    assert!(
+        unlisted.is_empty(),
+        "{args:?}: no owner listed for {unlisted:?}"
+    );
+}
+
+/// Commits what the step's checks left (the kinds described in the READMEs), so the next
+/// step's change set is its own.
+fn commit_rest(dir: &Path, step: &str) {
+    common::git(dir, &["add", "-A"]);
+    common::git(
+        dir,
+        &[
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            &format!("after {step}"),
+        ],
+    );
 }
 
 #[test]
 fn the_generated_repository_stays_green_as_it_grows() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    run_ok(tmp.path(), &["init", "acme"]);
     let dir = tmp.path().join("acme");
+    run_ok(tmp.path(), &["init", "acme"], &dir);
     green(&dir, "init");
 
-    run_ok(&dir, &["namespace", "shipping"]);
+    run_ok(&dir, &["namespace", "shipping"], &dir);
     green(&dir, "namespace shipping");
 
-    run_ok(&dir, &["worker", "maintenance", "NOTIFY_SHIPMENT"]);
+    run_ok(&dir, &["worker", "maintenance", "NOTIFY_SHIPMENT"], &dir);
     assert!(
         dir.join("workers/maintenance/tests/notify_shipment.rs")
             .is_file()
@@ -153,6 +255,7 @@ fn the_generated_repository_stays_green_as_it_grows() {
             "--lane",
             "bulk",
         ],
+        &dir,
     );
     green(&dir, "worker maintenance REINDEX_SHIPMENTS --lane bulk");
 
@@ -165,6 +268,7 @@ fn the_generated_repository_stays_green_as_it_grows() {
             "RECONCILE_SHIPMENTS",
             "--orchestration",
         ],
+        &dir,
     );
     assert!(
         dir.join("workers/maintenance/tests/reconcile_shipments.rs")
@@ -186,6 +290,7 @@ fn the_generated_repository_stays_green_as_it_grows() {
             "--lane",
             "bulk",
         ],
+        &dir,
     );
     green(
         &dir,
@@ -204,6 +309,7 @@ fn the_generated_repository_stays_green_as_it_grows() {
             "--integration",
             "carrier",
         ],
+        &dir,
     );
     for f in [
         "integrations/carrier/src/lib.rs",
@@ -230,6 +336,7 @@ fn the_generated_repository_stays_green_as_it_grows() {
             "--integration",
             "carrier",
         ],
+        &dir,
     );
     assert_eq!(
         std::fs::read(dir.join("integrations/carrier/src/lib.rs")).expect("lib.rs"),

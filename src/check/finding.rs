@@ -43,6 +43,9 @@ pub struct Finding {
     /// Short text shown under the span.
     pub label: String,
     pub help: String,
+    /// The finding is about the file's path, not its content: no snippet of it is shown
+    /// (it may be any file — a binary, a `.env` no one ignored).
+    pub path_only: bool,
 }
 
 impl Finding {
@@ -58,6 +61,7 @@ impl Finding {
             message: String::new(),
             label: String::new(),
             help: String::new(),
+            path_only: false,
         }
     }
 
@@ -73,6 +77,12 @@ impl Finding {
 
     pub fn help(mut self, h: impl Into<String>) -> Self {
         self.help = h.into();
+        self
+    }
+
+    /// Shows no snippet of the file: the finding is about its path.
+    pub fn path_only(mut self) -> Self {
+        self.path_only = true;
         self
     }
 

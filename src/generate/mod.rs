@@ -16,6 +16,7 @@ pub mod members;
 pub mod names;
 pub mod namespace;
 pub mod orchestration;
+pub mod owners;
 pub mod plan;
 pub mod producer;
 pub mod provider_deploy;
@@ -52,6 +53,8 @@ pub struct Generated {
     pub formatted: rustfmt::Formatted,
     /// What the command finished or undid of a killed run before it began.
     pub recovered: Option<txn::Recovered>,
+    /// The agents of agent/codemap.yml that own the files created and changed.
+    pub owners: owners::Owners,
 }
 
 /// Formats, validates and (unless `dry_run`) writes `plan`, ending `txn`.
@@ -64,6 +67,7 @@ pub(crate) fn finish(
 ) -> Result<Generated, GenerateError> {
     let formatted = rustfmt::format(&mut plan, "2024", &txn)?;
     validate::validate(&plan)?;
+    let owners = owners::of(&plan);
     let recovered = txn.recovered.clone();
     let diff = if dry_run {
         // Dropping the transaction unplanned removes its folder and releases the lock.
@@ -83,6 +87,7 @@ pub(crate) fn finish(
         next,
         formatted,
         recovered,
+        owners,
     })
 }
 

@@ -26,6 +26,15 @@ pub struct Agent {
     pub forbidden: Vec<PathGlob>,
 }
 
+impl Agent {
+    /// Whether this agent may write `path`: one of its `writable` globs matches it and none
+    /// of its `forbidden` ones does.
+    pub fn may_write(&self, path: &str) -> bool {
+        self.writable.iter().any(|g| g.is_match(path))
+            && !self.forbidden.iter().any(|g| g.is_match(path))
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Generated {
     pub paths: Vec<PathGlob>,
@@ -55,6 +64,24 @@ impl Codemap {
         self.layers
             .iter()
             .find(|l| l.paths.iter().any(|g| g.is_match(path)))
+    }
+
+    /// The agents that may write `path` (a `writable` glob matches, no `forbidden` one
+    /// does), in name order.
+    pub fn writers(&self, path: &str) -> Vec<&str> {
+        self.agents
+            .iter()
+            .filter(|(_, a)| a.may_write(path))
+            .map(|(name, _)| name.as_str())
+            .collect()
+    }
+
+    /// Whether `path` is generated (a `generated` entry's `paths` match it): its generator
+    /// writes it from its sources, and no agent by hand.
+    pub fn is_generated(&self, path: &str) -> bool {
+        self.generated
+            .iter()
+            .any(|g| g.paths.iter().any(|p| p.is_match(path)))
     }
 
     pub fn layer(&self, name: &str) -> Option<&Layer> {

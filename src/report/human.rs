@@ -175,7 +175,10 @@ pub fn outcome(out: &mut dyn Write, style: Style, root: &Path, o: &Outcome) -> i
             };
             cache = Some((found.path.clone(), text));
         }
-        let text = cache.as_ref().and_then(|(_, t)| t.clone());
+        let text = cache
+            .as_ref()
+            .and_then(|(_, t)| t.clone())
+            .filter(|_| !f.path_only);
         let text = text.filter(|t| {
             f.span.0 + f.span.1 <= t.len()
                 && t.is_char_boundary(f.span.0)
@@ -200,6 +203,8 @@ pub fn outcome(out: &mut dyn Write, style: Style, root: &Path, o: &Outcome) -> i
                 "  at {}:{}:{} (a long line, clipped): {excerpt}",
                 f.path, f.line, f.column
             )?;
+        } else if f.path_only {
+            writeln!(out, "  at {}", f.path)?;
         } else if !has_source {
             writeln!(
                 out,

@@ -335,6 +335,68 @@ fn compact(paths: &[String]) -> Vec<String> {
     top
 }
 
+/// Which agents own the files a generator command wrote: each agent's part, which passes
+/// `scaffold check --as <agent>` on its own.
+fn owners(out: &mut dyn Write, owners: &crate::generate::owners::Owners) -> io::Result<()> {
+    use crate::generate::owners::Owners;
+    match owners {
+        Owners::NoAgents => Ok(()),
+        Owners::Unread => writeln!(
+            out,
+            "owners: unknown: agent/codemap.yml does not parse (scaffold check says why)"
+        ),
+        Owners::Known {
+            by_agent,
+            generated,
+            unowned,
+        } => {
+            writeln!(out, "owners (agent/codemap.yml):")?;
+            for (agent, paths) in by_agent {
+                writeln!(
+                    out,
+                    "  {}: {}",
+                    escape_controls(agent, false),
+                    compact(paths).join(", ")
+                )?;
+            }
+            if !generated.is_empty() {
+                writeln!(out, "  generated: {}", compact(generated).join(", "))?;
+            }
+            if !unowned.is_empty() {
+                writeln!(
+                    out,
+                    "  no agent may write (file-unowned): {}",
+                    compact(unowned).join(", ")
+                )?;
+            }
+            if by_agent.len() > 1 {
+                writeln!(
+                    out,
+                    "  each agent's part, staged alone, passes `scaffold check --staged --as <agent>`"
+                )?;
+            }
+            Ok(())
+        }
+    }
+}
+
+fn owners_json(owners: &crate::generate::owners::Owners) -> serde_json::Value {
+    use crate::generate::owners::Owners;
+    match owners {
+        Owners::NoAgents => serde_json::Value::Null,
+        Owners::Unread => serde_json::Value::from("unread"),
+        Owners::Known {
+            by_agent,
+            generated,
+            unowned,
+        } => serde_json::json!({
+            "agents": by_agent,
+            "generated": generated,
+            "unowned": unowned,
+        }),
+    }
+}
+
 /// What a generator command created and changed (with `--dry-run`: the plan's diffs first),
 /// and the commands to run next.
 pub fn generated(
@@ -350,6 +412,7 @@ pub fn generated(
             "created": done.created,
             "changed": done.changed,
             "next": done.next,
+            "owners": owners_json(&done.owners),
         });
         if let Some(diff) = &done.diff {
             v["diff"] = serde_json::Value::from(diff.as_str());
@@ -392,6 +455,7 @@ pub fn generated(
         )?,
         _ => {}
     }
+    owners(out, &done.owners)?;
     if done.dry_run {
         writeln!(out, "dry run: nothing was written")?;
     } else {

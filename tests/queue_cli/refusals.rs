@@ -204,8 +204,9 @@ fn sarif_is_refused_for_queue_commands() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains(
-            "not available for `scaffold queue`",
-        ));
+            "invalid value 'sarif' for '--format <FORMAT>'",
+        ))
+        .stderr(predicate::str::contains("[possible values: human, json]"));
 }
 
 #[test]

@@ -10,6 +10,7 @@ use super::sink::Sink;
 pub mod baseline_stale;
 pub mod crate_unlayered;
 pub mod dependency_forbidden;
+pub mod file_unowned;
 pub mod gate_pattern_dead;
 pub mod gate_unknown;
 pub mod generated_edited;
@@ -146,6 +147,7 @@ pub static RULES: &[Rule] = &[
         Some(ownership_outside_writable::run)
     ),
     rule!(generated_edited, Some(generated_edited::run)),
+    rule!(file_unowned, Some(file_unowned::run)),
     rule!(baseline_stale, None),
 ];
 

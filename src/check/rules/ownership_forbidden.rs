@@ -49,6 +49,7 @@ pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
         };
         sink.push(
             Finding::new(ID, c.path.clone(), Location::START)
+                .path_only()
                 .message(format!("agent `{name}` changed `{}`, which matches its forbidden `{}`", c.path, g.pattern))
                 .label("forbidden for this agent")
                 .help(format!("leave `{}` to the agent that owns it, or change `agents.{name}.forbidden` in agent/codemap.yml", c.path)),

@@ -51,6 +51,7 @@ pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
         let areas: Vec<&str> = agent.writable.iter().map(|g| g.pattern.as_str()).collect();
         sink.push(
             Finding::new(ID, c.path.clone(), Location::START)
+                .path_only()
                 .message(format!("agent `{name}` changed `{}`, outside its writable paths", c.path))
                 .label("outside the agent's area")
                 .help(format!("agent `{name}` may write: {}; hand this change to the owning agent or widen `writable`", areas.join(", "))),
