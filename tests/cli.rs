@@ -367,9 +367,9 @@ fn write_baseline_refuses_a_partial_run() {
 /// non-ASCII, validates against the official SARIF 2.1.0 schema (tests/sarif/) with its
 /// formats checked (`uri-reference`), by Python's jsonschema (`.ci/run` installs it; the
 /// test says SKIPPED without it).
-#[test]
-fn sarif_of_every_fixture_validates_against_the_official_schema() {
-    let tmp = tempfile::tempdir().expect("tmp");
+/// `scaffold check --format sarif` of every fixture, and of a tree whose paths hold `#`,
+/// `%`, a space and non-ASCII, written into `tmp`: the files.
+fn sarif_of_every_fixture(tmp: &std::path::Path) -> Vec<std::path::PathBuf> {
     let fixtures: Vec<tempfile::TempDir> = common::fixtures()
         .iter()
         .map(|rel| copy_fixture(rel))
@@ -402,7 +402,7 @@ fn sarif_of_every_fixture_validates_against_the_official_schema() {
             root.display(),
             r.stderr
         );
-        let file = tmp.path().join(format!("{i}.sarif"));
+        let file = tmp.join(format!("{i}.sarif"));
         std::fs::write(&file, &r.stdout).expect("write");
         files.push(file);
     }
@@ -411,6 +411,13 @@ fn sarif_of_every_fixture_validates_against_the_official_schema() {
         odd_out.contains("we%23ird%20100%25%20%C3%BC.rs"),
         "the odd path, percent-encoded: {odd_out}"
     );
+    files
+}
+
+#[test]
+fn sarif_of_every_fixture_validates_against_the_official_schema() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let files = sarif_of_every_fixture(tmp.path());
     let v = std::process::Command::new("python3")
         .arg(common::repo_root().join("tests/sarif/validate.py"))
         .arg(common::repo_root().join("tests/sarif/sarif-schema-2.1.0.json"))
@@ -428,6 +435,79 @@ fn sarif_of_every_fixture_validates_against_the_official_schema() {
         }
     };
     assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stdout));
+}
+
+/// The same SARIF passes Microsoft's SARIF multitool with GitHub's ingestion rules
+/// (`validate --rule-kind=Gh;Sarif`): no error and no warning. The one warning allowed is
+/// SARIF2005 (no `informationUri`), and only in a build whose Cargo.toml names no
+/// `repository` to link to. `.ci/run` installs the multitool from npm and names it in
+/// `SCAFFOLD_SARIF_MULTITOOL`; without it the test says SKIPPED.
+#[test]
+fn sarif_of_every_fixture_passes_githubs_ingestion_rules() {
+    let Some(tool) = std::env::var_os("SCAFFOLD_SARIF_MULTITOOL")
+        .map(std::path::PathBuf::from)
+        .filter(|p| p.is_file())
+    else {
+        common::skipped(
+            "sarif_of_every_fixture_passes_githubs_ingestion_rules: \
+             SCAFFOLD_SARIF_MULTITOOL names no SARIF multitool (.ci/run installs it from npm)",
+        );
+        return;
+    };
+    let tmp = tempfile::tempdir().expect("tmp");
+    let files = sarif_of_every_fixture(tmp.path());
+    // What the multitool says of some SARIF files: each (level, rule) it reports.
+    let validate = |name: &str, files: &[std::path::PathBuf]| -> Vec<(String, String)> {
+        let log = tmp.path().join(name);
+        let run = std::process::Command::new(&tool)
+            .args(["validate", "--rule-kind=Gh;Sarif", "-o"])
+            .arg(&log)
+            .args(files)
+            .output()
+            .expect("the multitool runs");
+        let said = String::from_utf8_lossy(&run.stdout);
+        assert!(run.status.success(), "{said}");
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&log).expect("its log")).expect("JSON");
+        v["runs"]
+            .as_array()
+            .expect("runs")
+            .iter()
+            .flat_map(|run| run["results"].as_array().into_iter().flatten())
+            .map(|r| {
+                (
+                    r["level"].as_str().unwrap_or("warning").to_owned(),
+                    r["ruleId"].as_str().unwrap_or("").to_owned(),
+                )
+            })
+            .collect()
+    };
+    // A control: a result without a location is what GitHub refuses (GH1015), so the
+    // GitHub rules ran.
+    let broken = tmp.path().join("broken.sarif");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&files[0]).expect("read")).expect("JSON");
+    if v["runs"][0]["results"].as_array().is_none_or(Vec::is_empty) {
+        v = serde_json::from_str(
+            &std::fs::read_to_string(files.last().expect("one")).expect("read"),
+        )
+        .expect("JSON");
+    }
+    v["runs"][0]["results"][0]["locations"] = serde_json::json!([]);
+    std::fs::write(&broken, v.to_string()).expect("write");
+    let control = validate("control.sarif", &[broken]);
+    assert!(
+        control
+            .iter()
+            .any(|(l, r)| l == "error" && r.starts_with("GH")),
+        "GitHub's rules did not run: {control:?}"
+    );
+    let allowed = |rule: &str| rule == "SARIF2005" && env!("CARGO_PKG_REPOSITORY").is_empty();
+    let problems: Vec<(String, String)> = validate("validation.sarif", &files)
+        .into_iter()
+        .filter(|(level, rule)| matches!(level.as_str(), "error" | "warning") && !allowed(rule))
+        .collect();
+    assert!(problems.is_empty(), "{problems:?}");
 }
 
 /// The root help's line for `queue` names every queue subcommand (it named 7 of 12), and

@@ -77,6 +77,41 @@ fn the_catalogue_and_the_readme_table_are_built_from_the_declarations() {
     );
 }
 
+/// `docs/rules/<id>.md` is each rule's page (what SARIF's `helpUri` links to, at the
+/// version's tag): the documentation `scaffold explain` prints, and no page of a rule that
+/// is gone. `SCAFFOLD_UPDATE_RULES=1` rewrites them.
+#[test]
+fn each_rule_has_its_docs_page_and_no_page_is_orphaned() {
+    let dir = repo_root().join("docs/rules");
+    let update = std::env::var_os("SCAFFOLD_UPDATE_RULES").is_some();
+    if update {
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("docs/rules");
+    }
+    let mut expected = BTreeSet::new();
+    for rule in rules::RULES {
+        let name = format!("{}.md", rule.id);
+        let path = dir.join(&name);
+        if update {
+            std::fs::write(&path, rule.doc()).expect("write the page");
+        }
+        let page = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+            panic!("{}: {e} (run with SCAFFOLD_UPDATE_RULES=1)", path.display())
+        });
+        assert_eq!(
+            page,
+            rule.doc(),
+            "{name} is stale: run with SCAFFOLD_UPDATE_RULES=1"
+        );
+        expected.insert(name);
+    }
+    let present: BTreeSet<String> = std::fs::read_dir(&dir)
+        .expect("docs/rules")
+        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect();
+    assert_eq!(present, expected, "pages of no rule in docs/rules/");
+}
+
 #[test]
 fn every_rule_has_docs_fixture_and_snapshots() {
     let mut missing = Vec::new();

@@ -32,6 +32,19 @@ fn uri(in_git: &str, path: &str) -> String {
     utf8_percent_encode(&format!("{in_git}{path}"), PATH_KEEPS).to_string()
 }
 
+/// Where scaffold's source lives (`repository` in its Cargo.toml): the driver's
+/// `informationUri`, and the base of each rule's `helpUri`. Empty in a build whose manifest
+/// names none — then neither is written, rather than a link that leads nowhere.
+const REPOSITORY: &str = env!("CARGO_PKG_REPOSITORY");
+
+/// A rule's documentation page at this version: `docs/rules/<id>.md` of the source
+/// repository at the tag `v<version>` (the page `scaffold explain <id>` prints, kept equal
+/// to it by a test). `None` without a repository.
+pub fn help_uri(repository: &str, version: &str, id: &str) -> Option<String> {
+    let base = repository.trim_end_matches('/');
+    (!base.is_empty()).then(|| format!("{base}/blob/v{version}/docs/rules/{id}.md"))
+}
+
 /// SARIF 2.1.0: every rule with its help text, every result with a physical location
 /// (line 1 of the file when a finding has no better place), so code scanning accepts it.
 /// Paths are relative to `%SRCROOT%`, git's work tree, whose folder `in_git` holds the
@@ -44,7 +57,7 @@ pub fn outcome(out: &mut dyn Write, in_git: &str, o: &Outcome) -> io::Result<()>
         .iter()
         .map(|r| {
             let doc = rules::get(r.id).map(rules::Rule::doc).unwrap_or_default();
-            json!({
+            let mut rule = json!({
                 "id": r.id,
                 "name": pascal(r.id),
                 "shortDescription": {"text": r.summary},
@@ -57,7 +70,11 @@ pub fn outcome(out: &mut dyn Write, in_git: &str, o: &Outcome) -> io::Result<()>
                     "precision": "very-high",
                     "problem.severity": level(r.severity),
                 },
-            })
+            });
+            if let Some(uri) = help_uri(REPOSITORY, env!("CARGO_PKG_VERSION"), r.id) {
+                rule["helpUri"] = Value::from(uri);
+            }
+            rule
         })
         .collect();
     let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
@@ -95,15 +112,19 @@ pub fn outcome(out: &mut dyn Write, in_git: &str, o: &Outcome) -> io::Result<()>
             })
         })
         .collect();
+    let mut driver = json!({
+        "name": "scaffold",
+        "version": env!("CARGO_PKG_VERSION"),
+        "rules": rule_objs,
+    });
+    if !REPOSITORY.is_empty() {
+        driver["informationUri"] = Value::from(REPOSITORY);
+    }
     let doc = json!({
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
         "runs": [{
-            "tool": {"driver": {
-                "name": "scaffold",
-                "version": env!("CARGO_PKG_VERSION"),
-                "rules": rule_objs,
-            }},
+            "tool": {"driver": driver},
             "originalUriBaseIds": {SRCROOT: {
                 "description": {"text": "The root of the repository's git work tree (the checkout)."},
             }},
@@ -167,4 +188,18 @@ fn full_description(summary: &str, doc: &str) -> String {
 fn tags(id: &str) -> Vec<String> {
     let family = id.split('-').next().unwrap_or(id);
     vec!["scaffold".to_owned(), family.to_owned()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::help_uri;
+
+    #[test]
+    fn a_rules_help_uri_is_its_page_at_the_version_tag_or_nothing() {
+        assert_eq!(
+            help_uri("https://git.example/org/scaffold/", "0.3.1", "file-unowned").as_deref(),
+            Some("https://git.example/org/scaffold/blob/v0.3.1/docs/rules/file-unowned.md")
+        );
+        assert_eq!(help_uri("", "0.3.1", "file-unowned"), None);
+    }
 }
