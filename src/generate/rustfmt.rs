@@ -8,7 +8,7 @@
 //! applies. Without rustfmt on PATH the templates' own formatting stands.
 //!
 //! Every rustfmt runs inside the repository (the staged copy lives in the run's
-//! transaction folder, `.scaffold/txn/fmt`), never under `$TMPDIR`: rustup picks the
+//! transaction folder, `.scaffold/txn/fmt-<pid>`), never under `$TMPDIR`: rustup picks the
 //! toolchain from the nearest `rust-toolchain.toml` above the working directory, and one
 //! planted in `/tmp` by another local user would choose the binary that runs. Inside the
 //! repository only the repository's own file (or its parents', as for cargo) applies, and
@@ -133,7 +133,9 @@ fn batch(
     jobs: &[(String, Vec<u8>)],
     txn: &Txn,
 ) -> Option<std::collections::HashMap<String, Vec<u8>>> {
-    let stage = Stage(txn.scratch("fmt").ok()?);
+    // Named for this run: a killed run's rustfmt, still writing, never touches the next
+    // run's copies.
+    let stage = Stage(txn.scratch(&format!("fmt-{}", std::process::id())).ok()?);
     // Read as every other file: regular files inside the root only (a refusal sends the
     // files to the one-by-one path, which reads nothing from disk).
     let read = |rel: &str| crate::repo::inside::read_bytes(plan.root(), rel, READ_LIMIT);

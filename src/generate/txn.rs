@@ -539,13 +539,29 @@ fn back(root: &Path, dir: &Path, j: &Journal) -> Result<(), GenerateError> {
 
 /// Removes a transaction folder, its journal first (made durable), so that a kill part
 /// way through leaves a folder with no journal: nothing the next run would redo or undo.
+///
+/// A killed run's `rustfmt` outlives it (a SIGKILL reaches no child) and may still be
+/// rewriting its staged copies while the folder goes: a file it writes back between
+/// `remove_dir_all`'s unlink and its `rmdir` fails the removal with "directory not empty".
+/// Such a writer ends within one rustfmt run, and once its folder is gone it cannot make
+/// it again (rustfmt creates no folders), so the removal is retried, for up to two seconds.
 fn discard(dir: &Path) -> io::Result<()> {
     match fs::remove_file(dir.join(JOURNAL)) {
         Ok(()) => sync_dir(dir),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(e),
     }
-    fs::remove_dir_all(dir)
+    let mut tries = 0;
+    loop {
+        match fs::remove_dir_all(dir) {
+            Err(e) if e.kind() == io::ErrorKind::DirectoryNotEmpty && tries < 200 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound && tries > 0 => return Ok(()),
+            other => return other,
+        }
+    }
 }
 
 /// Removes the folder a run made for a new repository (`init`), once nothing but an empty
@@ -602,5 +618,51 @@ pub(crate) fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), GenerateErro
 fn sync_dir(dir: &Path) {
     if let Ok(d) = fs::File::open(dir) {
         let _ = d.sync_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A killed run's rustfmt keeps rewriting its staged copies while recovery removes the
+    /// folder (seen in CI as "cannot remove .scaffold/txn: Directory not empty"): the
+    /// removal outlasts such a writer.
+    #[test]
+    fn a_folder_a_late_writer_still_fills_is_removed() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        for round in 0..20 {
+            let dir = tmp.path().join(format!("txn-{round}"));
+            let fmt = dir.join("fmt-1/src");
+            fs::create_dir_all(&fmt).expect("mkdir");
+            let files: Vec<_> = (0..50).map(|i| fmt.join(format!("{i}.rs"))).collect();
+            for f in &files {
+                fs::write(f, b"fn main() {}\n").expect("write");
+            }
+            let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let writer = {
+                let (stop, files) = (stop.clone(), files.clone());
+                std::thread::spawn(move || {
+                    // As rustfmt does: each file written back whole, its folder never made.
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        for f in &files {
+                            let _ = fs::write(f, b"fn main() {}\n");
+                        }
+                    }
+                })
+            };
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            let stopper = {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    std::thread::sleep(std::time::Duration::from_millis(30));
+                    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                })
+            };
+            discard(&dir).expect("the folder goes");
+            stopper.join().expect("joins");
+            writer.join().expect("joins");
+            assert!(!dir.exists(), "round {round}");
+        }
     }
 }
