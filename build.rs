@@ -3,8 +3,12 @@
 //! `scaffold::layout::runtime::runtime_stamp()` and compared by the `runtime-drift` rule
 //! with a repository's `platform/runtime/.scaffold-stamp`.
 
+// Cargo reads a build script's stdout.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 #[path = "src/layout/tree_hash.rs"]
-#[allow(dead_code)]
+// The library's own module, public there.
+#[allow(dead_code, unreachable_pub)]
 mod tree_hash;
 
 use std::path::Path;
@@ -56,7 +60,7 @@ fn embed(runtime_root: &Path, runtime_files: &[(String, Vec<u8>)]) {
     let mut runtime: Vec<&String> = runtime_files.iter().map(|(p, _)| p).collect();
     runtime.sort();
     let mut out = String::from("/// Every template, by its path under `templates/`.\n");
-    out.push_str("pub static TEMPLATES: &[(&str, &[u8])] = &[\n");
+    out.push_str("pub(crate) static TEMPLATES: &[(&str, &[u8])] = &[\n");
     for (rel, _) in &templates {
         let abs = templates_root.join(rel);
         out.push_str(&format!(
@@ -65,7 +69,7 @@ fn embed(runtime_root: &Path, runtime_files: &[(String, Vec<u8>)]) {
         ));
     }
     out.push_str("];\n/// The runtime's hashed files, by their path under `runtime/`.\n");
-    out.push_str("pub static RUNTIME_FILES: &[(&str, &[u8])] = &[\n");
+    out.push_str("pub(crate) static RUNTIME_FILES: &[(&str, &[u8])] = &[\n");
     let out_dir = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap_or_default());
     for rel in runtime {
         let mut abs = runtime_root.join(rel);

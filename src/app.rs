@@ -17,7 +17,7 @@ use crate::cli::{
 use crate::repo::{self, Repo, RepoError};
 use crate::report::{self, Style};
 
-/// Exit codes (DESIGN.md §4).
+/// Exit codes (docs/reference.md#commands).
 pub const EXIT_OK: u8 = 0;
 pub const EXIT_FINDINGS: u8 = 1;
 pub const EXIT_ERROR: u8 = 2;

@@ -1,3 +1,4 @@
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 use std::io::{self, Write};
 use std::process::ExitCode;
 

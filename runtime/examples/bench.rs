@@ -1,6 +1,9 @@
 //! `cargo run --release -p scaffold-runtime --example bench -- [JOBS] [CONCURRENCY]`: the
 //! queue benchmark on a fresh SQLite file in a temporary directory.
 
+// An example program reports what it measured.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);

@@ -5,6 +5,9 @@
 //! loopback until the queue is drained; prints one JSON line (`jobs_per_sec` over the drain).
 //! `benches/coordinator-load.sh` runs it beside `scaffold queue bench` on the same database.
 
+// An example program reports what it measured.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 use std::time::{Duration, Instant};
 
 use ed25519_dalek::{Signer, SigningKey};

@@ -6,6 +6,9 @@
 //! is the deletion's time (on PostgreSQL including the vacuum retention runs every 25,000
 //! purged rows); it is not part of `drain_ms`.
 
+// An example program reports what it measured.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 use std::time::Duration;
 
 #[tokio::main]

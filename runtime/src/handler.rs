@@ -1,4 +1,4 @@
-//! The handler trait generated handlers implement (DESIGN §7.1), and its type-erased form
+//! The handler trait generated handlers implement (docs/reference.md#the-work-queue-scaffold-runtime), and its type-erased form
 //! the work loop keeps in a map by kind.
 
 use std::future::Future;

@@ -4,7 +4,7 @@
 //! retries with backoff and jitter, dead letters, dedupe, checkpoints, a transactional
 //! outbox relay, orchestration steps that park and resume, graceful drain, and queue depth
 //! and lag per lane. Embedded default: SQLite (one file, zero setup); the in-memory twin runs
-//! the same semantics for tests (see DESIGN §7).
+//! the same semantics for tests (see docs/reference.md#the-work-queue-scaffold-runtime).
 //!
 //! Cargo features `sqlite` and `postgres` (both default) build the two database backends;
 //! with neither, the crate is the work loop, the memory backend and the types (how a

@@ -1,4 +1,4 @@
-//! Work kinds as the registry declares them (`om`'s `KINDS`, DESIGN §7.1).
+//! Work kinds as the registry declares them (`om`'s `KINDS`, docs/reference.md#the-work-queue-scaffold-runtime).
 
 use crate::item::{DEFAULT_LANE, DEFAULT_MAX_ATTEMPTS, NewItem};
 
@@ -39,7 +39,7 @@ impl WorkKindSpec {
     }
 }
 
-/// One long-running kind (DESIGN §7, Orchestration): a sequence of named steps, each
+/// One long-running kind (docs/reference.md#the-work-queue-scaffold-runtime): a sequence of named steps, each
 /// result checkpointed (`WorkContext::step`), parked on a time or a signal between them.
 /// Its items are `ORCHESTRATION` work items naming it (payload `{orchestration, input}`),
 /// so every orchestration kind rides that kind's lane: none has a lane of its own.

@@ -13,6 +13,10 @@
 //! once with the item's own value. Every one must be 0.
 //!
 //! The coordinator and the workers are this test binary re-executed on its ignored tests.
+
+// A test binary prints what it skipped and what it measured, and its shared modules
+// are `pub` for the files that use them.
+#![allow(clippy::print_stdout, clippy::print_stderr, unreachable_pub)]
 #![cfg(all(
     feature = "sqlite",
     feature = "postgres",

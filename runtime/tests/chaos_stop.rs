@@ -17,6 +17,10 @@
 //! fails above 0.
 //!
 //! The workers are this test binary re-executed on the ignored test `stop_worker_process`.
+
+// A test binary prints what it skipped and what it measured, and its shared modules
+// are `pub` for the files that use them.
+#![allow(clippy::print_stdout, clippy::print_stderr, unreachable_pub)]
 // The SQLite and PostgreSQL backends: left out of a build without them.
 #![cfg(all(feature = "sqlite", feature = "postgres"))]
 

@@ -3,6 +3,10 @@
 //! versions, every job call fenced and owner-checked, artifacts, the socket, the limits,
 //! malformed requests by the thousand, and two coordinators sharing one PostgreSQL.
 
+// A test binary prints what it skipped and what it measured, and its shared modules
+// are `pub` for the files that use them.
+#![allow(clippy::print_stdout, clippy::print_stderr, unreachable_pub)]
+
 #[path = "coordinator/common.rs"]
 mod common;
 #[path = "coordinator/enrollment.rs"]

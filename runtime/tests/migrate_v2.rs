@@ -3,6 +3,9 @@
 //! place to the current version on SQLite and on PostgreSQL: nothing is lost, the counters equal the
 //! items, the held item's holder can still finish it, and its attempt is recorded.
 
+// A test binary prints what it skipped and what it measured, and its shared modules
+// are `pub` for the files that use them.
+#![allow(clippy::print_stdout, clippy::print_stderr, unreachable_pub)]
 // The SQLite and PostgreSQL backends: left out of a build without them.
 #![cfg(all(feature = "sqlite", feature = "postgres"))]
 

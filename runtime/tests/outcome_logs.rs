@@ -2,6 +2,10 @@
 //! before), and none of them carries the payload. A subscriber of this test's own records
 //! every event of the process (this file holds one test, so the global default is its).
 
+// A test binary prints what it skipped and what it measured, and its shared modules
+// are `pub` for the files that use them.
+#![allow(clippy::print_stdout, clippy::print_stderr, unreachable_pub)]
+
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

@@ -1,6 +1,10 @@
 //! PostgreSQL-only behaviour: LISTEN/NOTIFY wake-ups, and a worker whose connections are cut
 //! by `pg_terminate_backend` while it runs. Each test uses a fresh schema of the database
 //! `SCAFFOLD_TEST_DATABASE_URL` names; without it each test prints that it was skipped.
+
+// A test binary prints what it skipped and what it measured, and its shared modules
+// are `pub` for the files that use them.
+#![allow(clippy::print_stdout, clippy::print_stderr, unreachable_pub)]
 // The PostgreSQL backend: left out of a build without it.
 #![cfg(feature = "postgres")]
 

@@ -27,6 +27,11 @@ pub fn rules() -> &'static [RuleInfo] {
     })
 }
 
+/// Each rule's id and default severity (what `Severities::new` starts from).
+pub fn defaults() -> impl Iterator<Item = (&'static str, Severity)> {
+    rules().iter().map(|r| (r.id, r.severity))
+}
+
 pub fn rule(id: &str) -> Option<&'static RuleInfo> {
     rules().iter().find(|r| r.id == id)
 }

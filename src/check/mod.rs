@@ -68,8 +68,10 @@ pub fn changes_are_local(root: &std::path::Path, changes: &ChangeSet) -> bool {
             let p = c.path.as_str();
             matches!(c.kind, ChangeKind::Added | ChangeKind::Modified)
                 && (p.ends_with(".rs") || p.ends_with("/README.md"))
-                && !p.starts_with("om/")
-                && !p.starts_with("platform/runtime/")
+                && !p.starts_with(crate::layout::OM_DIR)
+                && !p
+                    .strip_prefix(crate::layout::runtime::RUNTIME_DIR)
+                    .is_some_and(|rest| rest.starts_with('/'))
                 && !p.split('/').any(|seg| seg == "tests")
                 && crate::repo::read_in_within(root, p, None, crate::repo::TEXT_LIMIT)
                     .is_ok_and(|t| !mentions::Mentions::scan(&t).repo_wide())
@@ -108,7 +110,7 @@ pub fn validate_rule_ids(ids: &[String]) -> Result<(), Vec<CheckError>> {
 
 /// Runs every enabled rule over `repo`.
 pub fn run(repo: &Repo, opts: &CheckOptions) -> Outcome {
-    let mut severities = Severities::new(&repo.codemap.policy, &opts.only);
+    let mut severities = Severities::new(catalogue::defaults(), &repo.codemap.policy, &opts.only);
     if opts.restricted {
         let others: Vec<&str> = catalogue::rules()
             .iter()
@@ -175,6 +177,7 @@ pub fn run(repo: &Repo, opts: &CheckOptions) -> Outcome {
             .or_else(|| repo.read(path).map(std::sync::Arc::new))
     };
     let policy = Policy {
+        rules: &rules::BOOK,
         severities: &severities,
         suppressions: &suppressions,
         baseline: opts.baseline.as_ref(),

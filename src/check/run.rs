@@ -241,9 +241,10 @@ impl Run {
 pub fn manifest_invalid(problems: &[crate::repo::manifest::Problem]) -> Outcome {
     let mut sink = Sink::default();
     sink.extend(problems.iter().map(rules::manifest_invalid::finding));
-    let severities = Severities::new(&Default::default(), &[]);
+    let severities = Severities::new(super::catalogue::defaults(), &Default::default(), &[]);
     let read = |_: &str| None;
     let mut outcome = sink.finish(&Policy {
+        rules: &rules::BOOK,
         severities: &severities,
         suppressions: &[],
         baseline: None,

@@ -4,12 +4,33 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::baseline::{self, Baseline, Entry};
-use super::catalogue;
 use super::finding::{Finding, Severity};
-use super::rules::{baseline_stale, suppression_invalid};
 use super::suppress::Suppression;
 use crate::repo::codemap::Level;
+use crate::repo::yaml::Pos;
 use crate::source::SourceFile;
+
+/// What the sink needs to know of the rules, handed in by the caller: the sink imports no
+/// rule (the rules push into it, so an import back would tie every rule into one cycle).
+/// `check::rules::BOOK` is the one implementation.
+pub trait RuleBook: Sync {
+    /// Whether `id` names a rule.
+    fn known(&self, id: &str) -> bool;
+    /// Whether a change set limits `id`'s findings to the files it touched.
+    fn is_local(&self, id: &str) -> bool;
+    /// The finding for a suppression comment that is wrong in the way `problem` says.
+    fn bad_suppression(&self, s: &Suppression, problem: SuppressionProblem) -> Finding;
+    /// The finding for a baseline entry (in `file`, at `pos`) that matched no finding.
+    fn stale_baseline(&self, file: &str, e: &Entry, pos: Pos) -> Finding;
+}
+
+/// What is wrong with a suppression comment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SuppressionProblem {
+    UnknownRule,
+    NoReason,
+    Unused,
+}
 
 /// Collects findings while rules run.
 #[derive(Debug, Default)]
@@ -24,15 +45,20 @@ pub struct Severities {
 }
 
 impl Severities {
-    /// Catalogue defaults, overridden by `policy:`, limited to `only` when it is not empty.
-    pub fn new(policy: &BTreeMap<String, Level>, only: &[String]) -> Self {
-        let map = catalogue::rules()
-            .iter()
-            .filter(|r| only.is_empty() || only.iter().any(|o| o == r.id))
-            .filter_map(|r| match policy.get(r.id) {
+    /// The catalogue's `defaults` (each rule's id and severity), overridden by `policy:`,
+    /// limited to `only` when it is not empty.
+    pub fn new(
+        defaults: impl IntoIterator<Item = (&'static str, Severity)>,
+        policy: &BTreeMap<String, Level>,
+        only: &[String],
+    ) -> Self {
+        let map = defaults
+            .into_iter()
+            .filter(|(id, _)| only.is_empty() || only.iter().any(|o| o == id))
+            .filter_map(|(id, severity)| match policy.get(id) {
                 Some(Level::Off) => None,
-                Some(Level::On(s)) => Some((r.id, *s)),
-                None => Some((r.id, r.severity)),
+                Some(Level::On(s)) => Some((id, *s)),
+                None => Some((id, severity)),
             })
             .collect();
         Severities { map }
@@ -109,8 +135,9 @@ impl Sink {
     pub fn finish(self, p: &Policy<'_>) -> Outcome {
         let severities = p.severities;
         let suppressions = p.suppressions;
+        let book = p.rules;
         let mut used = vec![false; suppressions.len()];
-        let valid = |s: &Suppression| s.reason.is_some() && catalogue::rule(&s.rule).is_some();
+        let valid = |s: &Suppression| s.reason.is_some() && book.known(&s.rule);
         let mut suppressed = 0;
         let mut kept = Vec::new();
         // The valid suppressions of each path, in order: a finding looks at its file's
@@ -139,18 +166,19 @@ impl Sink {
             }
             kept.push(f);
         }
-        if let Some(sev) = severities.get(suppression_invalid::ID) {
-            for (s, was_used) in suppressions.iter().zip(used) {
-                let problem = if catalogue::rule(&s.rule).is_none() {
-                    Some(suppression_invalid::unknown_rule(s))
-                } else if s.reason.is_none() {
-                    Some(suppression_invalid::no_reason(s))
-                } else if !was_used && severities.is_on(&s.rule) {
-                    Some(suppression_invalid::unused(s))
-                } else {
-                    None
-                };
-                if let Some(mut f) = problem {
+        for (s, was_used) in suppressions.iter().zip(used) {
+            let problem = if !book.known(&s.rule) {
+                Some(SuppressionProblem::UnknownRule)
+            } else if s.reason.is_none() {
+                Some(SuppressionProblem::NoReason)
+            } else if !was_used && severities.is_on(&s.rule) {
+                Some(SuppressionProblem::Unused)
+            } else {
+                None
+            };
+            if let Some(problem) = problem {
+                let mut f = book.bad_suppression(s, problem);
+                if let Some(sev) = severities.get(f.rule) {
                     f.severity = sev;
                     kept.push(f);
                 }
@@ -159,7 +187,7 @@ impl Sink {
         let in_scope = |path: &str| p.scope.is_none_or(|s| s.contains(path));
         // Scope limits the rules whose findings land in the file that causes them; a
         // repo-wide rule's finding may land anywhere a change broke something.
-        kept.retain(|f| !super::rules::is_local(f.rule) || in_scope(&f.path));
+        kept.retain(|f| !book.is_local(f.rule) || in_scope(&f.path));
         kept.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
         kept.dedup();
 
@@ -204,17 +232,11 @@ impl Sink {
                         None => out.push(f),
                     }
                 }
-                if severities.is_on(baseline_stale::ID) {
-                    for (e, pos) in unmatched.into_iter().flatten() {
-                        if severities.is_on(&e.rule) && in_scope(&e.path) {
-                            let mut f = baseline_stale::finding(&b.file, e, *pos);
-                            f.severity = if p.ci {
-                                Severity::Error
-                            } else {
-                                severities
-                                    .get(baseline_stale::ID)
-                                    .unwrap_or(Severity::Warning)
-                            };
+                for (e, pos) in unmatched.into_iter().flatten() {
+                    if severities.is_on(&e.rule) && in_scope(&e.path) {
+                        let mut f = book.stale_baseline(&b.file, e, *pos);
+                        if let Some(sev) = severities.get(f.rule) {
+                            f.severity = if p.ci { Severity::Error } else { sev };
                             stale.push(f);
                         }
                     }
@@ -236,6 +258,7 @@ impl Sink {
 
 /// What `Sink::finish` applies.
 pub struct Policy<'a> {
+    pub rules: &'a dyn RuleBook,
     pub severities: &'a Severities,
     pub suppressions: &'a [Suppression],
     pub baseline: Option<&'a Baseline>,

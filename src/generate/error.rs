@@ -347,7 +347,7 @@ pub enum GenerateError {
 }
 
 impl GenerateError {
-    /// 1 for a refused request, 2 for a usage, configuration or I/O error (DESIGN §4).
+    /// 1 for a refused request, 2 for a usage, configuration or I/O error (docs/reference.md#commands).
     pub fn exit_code(&self) -> u8 {
         match self {
             GenerateError::InvalidName { .. }

@@ -1,4 +1,4 @@
-//! `scaffold init <dir> [--name acme]`: the reference repository of DESIGN §3, green from
+//! `scaffold init <dir> [--name acme]`: the reference repository (docs/reference.md#the-generator), green from
 //! its first minute (it builds, passes its tests, is rustfmt-clean and passes
 //! `scaffold check`).
 
@@ -6,10 +6,13 @@ use std::path::{Path, PathBuf};
 
 use minijinja::Value;
 
+use super::error::GenerateError;
+use super::finish::{Generated, finish};
+use super::lockfile;
 use super::names::{self, NameKind};
 use super::plan::Plan;
+use super::render::{context, create_from, project_vars};
 use super::templates::{self, Templates};
-use super::{GenerateError, Generated, context, create_from, lockfile, project_vars};
 use crate::layout::runtime::{self as stamp, runtime_stamp};
 
 /// The workers `init` creates: name, role, metrics port, and whether it is the
@@ -93,7 +96,7 @@ pub fn init(
             &mut plan,
             &templates,
             "worker-docker/Dockerfile.j2",
-            &format!("deployment/docker/{worker}.Dockerfile"),
+            &crate::layout::dockerfile(worker),
             &wctx,
         )?;
     }
@@ -119,7 +122,7 @@ pub fn init(
         "scaffold namespace <ns>".to_owned(),
         "scaffold worker maintenance <KIND> --namespace <ns>".to_owned(),
     ]);
-    super::finish("init", txn, plan, opts.dry_run, next)
+    finish("init", txn, plan, opts.dry_run, next)
 }
 
 /// Whether `dir` or a folder above it holds `.git` (a work tree the new repository joins).
@@ -182,7 +185,13 @@ pub(crate) fn render_worker_crate(
 ) -> Result<(), GenerateError> {
     for t in Templates::names_under("worker/") {
         let rel = t["worker/".len()..].trim_end_matches(".j2");
-        create_from(plan, templates, t, &format!("workers/{worker}/{rel}"), ctx)?;
+        create_from(
+            plan,
+            templates,
+            t,
+            &crate::layout::worker_file(worker, rel),
+            ctx,
+        )?;
     }
     Ok(())
 }

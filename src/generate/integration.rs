@@ -7,10 +7,13 @@
 use crate::layout::markers as marker;
 use minijinja::Value;
 
+use super::error::GenerateError;
+use super::kind_files::insert_snippet;
 use super::names;
 use super::plan::Plan;
+use super::render::create_from;
 use super::templates::Templates;
-use super::{GenerateError, create_from};
+use crate::layout::{COMPOSE, ENV_EXAMPLE};
 
 /// The crate's files, under `integrations/<provider>/`, from `templates/integration/`.
 const FILES: &[&str] = &[
@@ -37,7 +40,7 @@ const REQWEST: &str =
 pub use crate::layout::CARGO_CONFIG;
 
 pub fn dir(provider: &str) -> String {
-    format!("integrations/{provider}")
+    crate::layout::integration_dir(provider)
 }
 
 pub fn package(name: &str, provider: &str) -> String {
@@ -99,7 +102,10 @@ pub fn plan(
 
     super::members::plan_dependency(
         plan,
-        (&format!("workers/{worker}"), &format!("{name}-{worker}")),
+        (
+            &crate::layout::worker_dir(worker),
+            &format!("{name}-{worker}"),
+        ),
         &package,
         "dependencies",
     )?;
@@ -110,9 +116,9 @@ pub fn plan(
         names::snake(provider),
         names::camel(provider)
     );
-    let work_loop = format!("workers/{worker}/src/work_loop.rs");
+    let work_loop = crate::layout::work_loop(worker);
     if !plan.text(&work_loop)?.unwrap_or_default().contains(&client) {
-        super::worker::insert_snippet(
+        insert_snippet(
             plan,
             templates,
             ctx,
@@ -124,7 +130,7 @@ pub fn plan(
     }
     let var = impl_var(name, provider);
     let setting = format!("{var}=");
-    let env = plan.text(super::worker::ENV_EXAMPLE)?;
+    let env = plan.text(ENV_EXAMPLE)?;
     let cargo_setting = format!("{var} ");
     let config = plan.text(CARGO_CONFIG)?;
     if config.is_none() {
@@ -137,7 +143,7 @@ pub fn plan(
         )?;
     }
     if !config.is_some_and(|c| c.contains(&cargo_setting)) {
-        super::worker::insert_snippet(
+        insert_snippet(
             plan,
             templates,
             ctx,
@@ -150,11 +156,11 @@ pub fn plan(
     compose_settings(plan, name, worker)?;
     super::provider_deploy::plan(plan, name, worker)?;
     if env.is_some_and(|e| !e.contains(&setting)) {
-        super::worker::insert_snippet(
+        insert_snippet(
             plan,
             templates,
             ctx,
-            super::worker::ENV_EXAMPLE,
+            ENV_EXAMPLE,
             marker::SETTINGS,
             "the settings of what `scaffold worker` adds",
             "integration/env.j2",
@@ -178,7 +184,7 @@ fn layered(plan: &Plan, dir: &str, worker: &str) -> Result<(), GenerateError> {
             problem: format!("puts {dir}/ in no layer"),
         });
     };
-    if let Some(workers) = map.layer_of(&format!("workers/{worker}/src/lib.rs"))
+    if let Some(workers) = map.layer_of(&crate::layout::worker_file(worker, "src/lib.rs"))
         && workers.name != layer.name
         && !workers.may_import.contains(&layer.name)
     {
@@ -198,32 +204,16 @@ fn impl_var(name: &str, provider: &str) -> String {
     format!("{}_{}_IMPL", names::shouty(name), names::shouty(provider))
 }
 
-/// The providers whose client `worker`'s loop builds (`<name>_<provider>_integration::
-/// <Provider>Client::from_env`), by their crate's `<provider>` (snake case).
-pub fn providers(plan: &Plan, name: &str, worker: &str) -> Result<Vec<String>, GenerateError> {
-    let work_loop = plan
-        .text(&format!("workers/{worker}/src/work_loop.rs"))?
-        .unwrap_or_default();
-    let prefix = format!("{}_", names::snake(name));
-    Ok(crate::layout::work_loop::client_crates(&work_loop)
-        .into_iter()
-        .filter_map(|krate| {
-            let provider = krate.strip_prefix(&prefix)?.strip_suffix("_integration")?;
-            Some(provider.to_owned())
-        })
-        .collect())
-}
-
 /// Gives each compose service running `worker` the setting of every provider its loop
 /// registers (`<NAME>_<PROVIDER>_IMPL`, twin unless the shell says otherwise), so the local
 /// stack starts; a replica added later gets them too.
 pub fn compose_settings(plan: &mut Plan, name: &str, worker: &str) -> Result<(), GenerateError> {
-    for provider in providers(plan, name, worker)? {
+    for provider in super::provider_deploy::providers(plan, name, worker)? {
         let var = impl_var(name, &provider);
-        if let Some(compose) = plan.text(super::worker::COMPOSE)?
+        if let Some(compose) = plan.text(COMPOSE)?
             && let Some(out) = compose_env(&compose, worker, &var)
         {
-            plan.edit(super::worker::COMPOSE, out)?;
+            plan.edit(COMPOSE, out)?;
         }
     }
     Ok(())

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use fs4::FileExt;
 
-use super::GenerateError;
+use super::error::GenerateError;
 use crate::repo::inside;
 
 /// The lock file, repo-relative.

@@ -3,7 +3,7 @@
 //! aside); a missing or repeated marker is an error, never a guess. Inserted lines take the
 //! marker's indentation and the file's line ending.
 
-use super::GenerateError;
+use super::error::GenerateError;
 
 /// `text` with `lines` inserted directly below the line `marker` (each line prefixed with
 /// the marker's indentation; an empty line stays empty).

@@ -4,7 +4,7 @@
 
 use toml_edit::{Array, DocumentMut, Item, Value};
 
-use super::GenerateError;
+use super::error::GenerateError;
 
 /// `manifest` with `member` in `[workspace] members`.
 pub fn add(path: &str, manifest: &str, member: &str) -> Result<String, GenerateError> {

@@ -1,9 +1,9 @@
 //! Names the generator accepts, validated before anything reaches a path or a template
-//! (DESIGN §6), and the case conversions templates use (heck).
+//! (docs/reference.md#the-generator), and the case conversions templates use (heck).
 
 use heck::{ToShoutySnakeCase, ToSnakeCase, ToUpperCamelCase};
 
-use super::GenerateError;
+use super::error::GenerateError;
 
 /// Keywords of Rust 2024 (strict, reserved and weak ones that cannot name a module).
 const RUST_KEYWORDS: &[&str] = &[
@@ -196,6 +196,16 @@ pub fn shouty(name: &str) -> String {
     name.to_shouty_snake_case()
 }
 
+/// Whether `ident` appears in `text` as a whole identifier.
+pub(crate) fn mentions_ident(text: &str, ident: &str) -> bool {
+    text.match_indices(ident).any(|(i, _)| {
+        let before = text[..i].chars().next_back();
+        let after = text[i + ident.len()..].chars().next();
+        let is_ident = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+        !is_ident(before) && !is_ident(after)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -246,5 +256,11 @@ mod tests {
         validate(NameKind::Kind, "SEND_2FA_CODE").expect("valid kind");
         validate(NameKind::Worker, "order-sync").expect("valid worker");
         validate(NameKind::Namespace, "shipping").expect("valid namespace");
+    }
+
+    #[test]
+    fn identifiers_match_whole() {
+        assert!(mentions_ident("    SHIPPING_KINDS,\n", "SHIPPING_KINDS"));
+        assert!(!mentions_ident("    RESHIPPING_KINDS,\n", "SHIPPING_KINDS"));
     }
 }

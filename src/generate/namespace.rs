@@ -7,11 +7,13 @@ use std::path::Path;
 
 use minijinja::Value;
 
+use super::error::GenerateError;
+use super::finish::{Generated, finish};
 use super::markers;
 use super::names::{self, NameKind};
 use super::plan::Plan;
+use super::render::{context, create_from, project_name, project_vars};
 use super::templates::Templates;
-use super::{GenerateError, Generated, context, create_from, project_name, project_vars};
 
 pub use crate::layout::OM_LIB;
 
@@ -41,14 +43,14 @@ const SERVICE_DEPS: &[&str] = &[
 
 /// Where namespace `ns`'s service lives, and its package.
 pub fn service_dir(ns: &str) -> String {
-    format!("services/{ns}")
+    crate::layout::service_dir(ns)
 }
 
 pub fn service_package(name: &str, ns: &str) -> String {
     format!("{name}-{}-service", ns.replace('_', "-"))
 }
 
-/// The namespace's service (DESIGN §3): a crate under `services/` whose manager's write
+/// The namespace's service (docs/reference.md#the-generator): a crate under `services/` whose manager's write
 /// runs in one storage transaction with the work rows it starts; a workspace member and
 /// dependency, in the lock with what it depends on.
 fn plan_service(
@@ -95,7 +97,7 @@ pub fn namespace(
     let root = crate::repo::discover(cwd)?;
     let txn = super::txn::Txn::begin(&root, &format!("namespace {ns}"), false, waiting)?;
     let name = project_name(&root)?;
-    let dir = format!("om/src/{ns}");
+    let dir = crate::layout::namespace_dir(ns);
     if root.join(&dir).symlink_metadata().is_ok() {
         let kinds = format!("{dir}/kinds.rs");
         return Err(if root.join(&kinds).is_file() {
@@ -110,7 +112,7 @@ pub fn namespace(
             }
         });
     }
-    let module = format!("om/src/{ns}.rs");
+    let module = crate::layout::namespace_module(ns);
     let declared = crate::repo::inside::read_text(&root, OM_LIB, crate::repo::TEXT_LIMIT)
         .map_err(|reason| GenerateError::Refused {
             path: OM_LIB.to_owned(),
@@ -172,7 +174,7 @@ pub fn namespace(
         "cargo test --workspace".to_owned(),
         "scaffold check".to_owned(),
     ];
-    super::finish("namespace", txn, plan, dry_run, next)
+    finish("namespace", txn, plan, dry_run, next)
 }
 
 /// The namespace's variables: `ns` (`order_sync`), `Ns` (`OrderSync`), `NS` (`ORDER_SYNC`).

@@ -7,17 +7,17 @@
 use crate::layout::markers as marker;
 use minijinja::Value;
 
-use super::GenerateError;
+use super::error::GenerateError;
+use super::kind_files::{
+    HandlerFiles, NamespaceEntry, insert_snippet, plan_handler, plan_namespace_entry,
+};
 use super::names;
 use super::plan::Plan;
 use super::templates::Templates;
-use super::worker::{
-    HandlerFiles, NamespaceEntry, insert_snippet, plan_handler, plan_namespace_entry,
-};
 
 /// The worker file that maps orchestrations by name; a worker without it runs none.
 pub fn handler_path(worker: &str) -> String {
-    format!("workers/{worker}/src/handlers/orchestration.rs")
+    crate::layout::worker_file(worker, "src/handlers/orchestration.rs")
 }
 
 /// Plans the orchestration kind `ctx` describes in namespace `ns`, run by `worker`.
@@ -33,7 +33,7 @@ pub fn plan(
         plan,
         templates,
         ctx,
-        &format!("om/src/{ns}/kinds.rs"),
+        &crate::layout::namespace_file(ns, "kinds.rs"),
         marker::ORCHESTRATIONS,
         "the namespace's orchestration specs (scaffold namespace writes them)",
         "orchestration/spec.j2",

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::GenerateError;
+use super::error::GenerateError;
 
 /// One file of the plan.
 #[derive(Debug, Clone)]

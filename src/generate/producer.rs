@@ -7,7 +7,7 @@
 use crate::layout::markers as marker;
 use minijinja::Value;
 
-use super::GenerateError;
+use super::error::GenerateError;
 use super::plan::Plan;
 use super::templates::Templates;
 

@@ -16,7 +16,7 @@
 use hcl_edit::Span;
 use hcl_edit::structure::{Block, Body, Structure};
 
-use super::GenerateError;
+use super::error::GenerateError;
 use super::names;
 use super::plan::Plan;
 use crate::layout::{
@@ -26,7 +26,7 @@ use crate::layout::{
 /// Wires the settings of every provider `worker`'s loop builds a client of into each place
 /// the worker is deployed.
 pub fn plan(plan: &mut Plan, name: &str, worker: &str) -> Result<(), GenerateError> {
-    for provider in super::integration::providers(plan, name, worker)? {
+    for provider in providers(plan, name, worker)? {
         let p = names::snake(&provider);
         let var = format!("{}_{}", names::shouty(name), names::shouty(&provider));
         let Some(main) = plan.text(TF_ENVIRONMENT)? else {
@@ -284,6 +284,22 @@ fn blocks<'b>(body: &'b Body, ident: &'b str) -> impl Iterator<Item = &'b Block>
         Structure::Block(b) if b.ident.as_str() == ident => Some(b),
         _ => None,
     })
+}
+
+/// The providers whose client `worker`'s loop builds (`<name>_<provider>_integration::
+/// <Provider>Client::from_env`), by their crate's `<provider>` (snake case).
+pub fn providers(plan: &Plan, name: &str, worker: &str) -> Result<Vec<String>, GenerateError> {
+    let work_loop = plan
+        .text(&crate::layout::work_loop(worker))?
+        .unwrap_or_default();
+    let prefix = format!("{}_", names::snake(name));
+    Ok(crate::layout::work_loop::client_crates(&work_loop)
+        .into_iter()
+        .filter_map(|krate| {
+            let provider = krate.strip_prefix(&prefix)?.strip_suffix("_integration")?;
+            Some(provider.to_owned())
+        })
+        .collect())
 }
 
 #[cfg(test)]

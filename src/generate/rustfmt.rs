@@ -20,7 +20,7 @@ use std::process::{Command, Stdio};
 
 use rayon::prelude::*;
 
-use super::GenerateError;
+use super::error::GenerateError;
 use super::plan::Plan;
 use super::txn::Txn;
 
@@ -146,7 +146,7 @@ fn batch(
     }
     let mut crate_files = Vec::new();
     for dir in crate_dirs(plan, jobs) {
-        super::rust_files(plan.root(), &dir, &mut crate_files);
+        super::render::rust_files(plan.root(), &dir, &mut crate_files);
     }
     for rel in crate_files {
         let dest = stage.0.as_path().join(&rel);

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use minijinja::{AutoEscape, Environment, UndefinedBehavior, Value};
 
-use super::GenerateError;
+use super::error::GenerateError;
 
 mod embedded {
     include!(concat!(env!("OUT_DIR"), "/embedded.rs"));

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::GenerateError;
+use super::error::GenerateError;
 use super::lock::{self, RepoLock};
 use crate::repo::inside;
 

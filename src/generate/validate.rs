@@ -6,7 +6,7 @@
 use miette::{NamedSource, SourceSpan};
 use rayon::prelude::*;
 
-use super::GenerateError;
+use super::error::GenerateError;
 use super::error::InvalidOutput;
 use super::plan::{Plan, PlannedFile};
 use crate::repo::yaml;

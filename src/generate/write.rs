@@ -10,7 +10,7 @@ use std::fs;
 use std::io;
 use std::path::Path;
 
-use super::GenerateError;
+use super::error::GenerateError;
 use super::plan::Plan;
 use super::txn::{self, Entry, Txn};
 

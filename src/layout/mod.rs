@@ -1,4 +1,4 @@
-//! The shape of a scaffold repository (DESIGN §3): where each part lives, the markers the
+//! The shape of a scaffold repository (docs/reference.md#the-generator): where each part lives, the markers the
 //! generator writes below, and the readers of the places workers run (`scripts/dev.sh`, the
 //! local compose file, Terraform) and of the vendored runtime's stamp. The generator plans
 //! its edits with these and the checker's rules read the same, so the two cannot disagree
@@ -18,6 +18,8 @@ pub mod work_loop;
 pub const ROOT_RS: &str = "om/src/root.rs";
 /// The `om` crate's root, where `scaffold namespace` declares each namespace.
 pub const OM_LIB: &str = "om/src/lib.rs";
+/// The folder of the `om` crate (kinds, specs, the root registry).
+pub const OM_DIR: &str = "om/";
 /// The sentence `scaffold worker` ends a kind's namespace README entry with, for its author
 /// to replace (rule `kind-undescribed`).
 pub const KIND_PLACEHOLDER: &str =
@@ -28,12 +30,64 @@ pub fn worker_folder(dir: &str) -> Option<&str> {
         .filter(|w| !w.is_empty() && !w.contains('/'))
 }
 
+/// The folder of the `om` crate's sources: each namespace's kinds, types and README.
+pub const OM_SRC: &str = "om/src/";
+/// The folder every worker crate is in.
+pub const WORKERS_DIR: &str = "workers/";
+
+/// A worker crate's folder: `workers/<worker>`.
+pub fn worker_dir(worker: &str) -> String {
+    format!("workers/{worker}")
+}
+
+/// A file of a worker crate: `workers/<worker>/<rel>`.
+pub fn worker_file(worker: &str, rel: &str) -> String {
+    format!("workers/{worker}/{rel}")
+}
+
+/// A worker's loop, where its handlers and clients are registered.
+pub fn work_loop(worker: &str) -> String {
+    worker_file(worker, "src/work_loop.rs")
+}
+
+/// A worker's image: `deployment/docker/<worker>.Dockerfile`.
+pub fn dockerfile(worker: &str) -> String {
+    format!("deployment/docker/{worker}.Dockerfile")
+}
+
+/// Where namespace `ns`'s service lives: `services/<ns>`.
+pub fn service_dir(ns: &str) -> String {
+    format!("services/{ns}")
+}
+
+/// Where an integration's client crate lives: `integrations/<provider>`.
+pub fn integration_dir(provider: &str) -> String {
+    format!("integrations/{provider}")
+}
+
+/// A namespace's folder in `om`: `om/src/<ns>`.
+pub fn namespace_dir(ns: &str) -> String {
+    format!("om/src/{ns}")
+}
+
+/// A file of a namespace in `om`: `om/src/<ns>/<rel>` (`kinds.rs`, `types/work.rs`, …).
+pub fn namespace_file(ns: &str, rel: &str) -> String {
+    format!("om/src/{ns}/{rel}")
+}
+
+/// A namespace's module file in `om`: `om/src/<ns>.rs`.
+pub fn namespace_module(ns: &str) -> String {
+    format!("om/src/{ns}.rs")
+}
+
 /// The lane a spec rides when it names none (`..WorkKindSpec::DEFAULT`).
 pub const DEFAULT_LANE: &str = "default";
 /// The local launch script: one worker process per line.
 pub const DEV_SH: &str = dev_sh::PATH;
 /// The local compose file the generator adds worker services to.
 pub const COMPOSE: &str = compose::PATH;
+/// The folder all of the Terraform lives under.
+pub const TF_DIR: &str = "deployment/terraform/";
 /// The Terraform module that instantiates the workers of an environment.
 pub const TF_ENVIRONMENT: &str = "deployment/terraform/modules/environment/main.tf";
 /// The environment module's variables.

@@ -1,4 +1,4 @@
-//! The worker roles (DESIGN §5.2, `rules/worker-roles.yml`, embedded in the binary): the
+//! The worker roles (docs/reference.md#worker-readmes, `rules/worker-roles.yml`, embedded in the binary): the
 //! roles a worker may declare and the strategies each must document. `scaffold worker`
 //! offers the roles; the worker-role and worker-strategy rules check them.
 
@@ -48,7 +48,7 @@ fn requirement(r: RawRequirement) -> Requirement {
     }
 }
 
-/// The worker roles table of DESIGN.md §5.2.
+/// The worker roles table (docs/reference.md#worker-readmes).
 pub fn roles() -> &'static Roles {
     static ROLES: OnceLock<Roles> = OnceLock::new();
     ROLES.get_or_init(|| {

@@ -106,14 +106,14 @@ pub enum QueueError {
         #[source]
         source: serde_json::Error,
     },
-    #[error("`{kind}` is not a work kind name")]
+    #[error("`{kind}` is not a work kind name: {reason}")]
     #[diagnostic(
         code(scaffold::queue::kind_syntax),
         help(
-            "kinds are UPPER_SNAKE_CASE: a capital letter, then capitals, digits and _ (at most 64)"
+            "kinds are upper-case letters, digits and single underscores, starting with a letter, at most 64 characters (e.g. `NOTIFY_SHIPMENT`): the rule `scaffold worker` holds a new kind to"
         )
     )]
-    InvalidKind { kind: String },
+    InvalidKind { kind: String, reason: String },
     #[error("unknown kind `{kind}`: the repository's om/ registers no such kind")]
     #[diagnostic(
         code(scaffold::queue::unknown_kind),

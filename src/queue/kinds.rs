@@ -1,22 +1,27 @@
 //! Which kinds `scaffold queue enqueue` accepts: an UPPER_SNAKE name, and, inside a scaffold
 //! repository whose `om/` registers kinds, one of those (read from the `WorkKindSpec`
-//! literals, DESIGN §7.1), so a typo never lands an item no worker will take.
+//! literals, docs/reference.md#the-work-queue-scaffold-runtime), so a typo never lands an item no worker will take.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// Whether `kind` matches `^[A-Z][A-Z0-9_]{0,63}$`.
-pub fn is_kind_name(kind: &str) -> bool {
-    let mut bytes = kind.bytes();
-    matches!(bytes.next(), Some(b'A'..=b'Z'))
-        && kind.len() <= 64
-        && bytes.all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+/// `kind` held to the one kind-name rule, the generator's (`generate::names`): what
+/// `scaffold worker` would refuse to make, the queue refuses to take.
+pub(super) fn check_name(kind: &str) -> Result<(), super::QueueError> {
+    use crate::generate::names::{NameKind, validate};
+    validate(NameKind::Kind, kind).map_err(|err| super::QueueError::InvalidKind {
+        kind: kind.to_owned(),
+        reason: match err {
+            crate::generate::GenerateError::InvalidName { reason, .. } => reason,
+            other => other.to_string(),
+        },
+    })
 }
 
 /// One registered kind: the lane its spec names (`None`: the default lane) and where the
 /// spec is (`om/src/shipping/kinds.rs:2`, repo-relative).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Spec {
+pub(super) struct Spec {
     pub lane: Option<String>,
     pub at: String,
 }
@@ -26,7 +31,7 @@ pub struct Spec {
 /// under `om/` that cannot be read as a regular one inside the repository (a symlink, a
 /// FIFO, too large, too deep) is an error naming it: the list would be incomplete, and a
 /// symlink's target is never read.
-pub fn registered(cwd: &Path) -> Result<Option<BTreeMap<String, Spec>>, String> {
+pub(super) fn registered(cwd: &Path) -> Result<Option<BTreeMap<String, Spec>>, String> {
     let Ok(root) = crate::repo::discover(cwd) else {
         return Ok(None);
     };
@@ -102,12 +107,18 @@ mod tests {
 
     #[test]
     fn kind_names() {
-        assert!(is_kind_name("NOTIFY_SHIPMENT"));
-        assert!(is_kind_name("A1"));
-        assert!(!is_kind_name("notify"));
-        assert!(!is_kind_name("1A"));
-        assert!(!is_kind_name(""));
-        assert!(!is_kind_name(&"A".repeat(65)));
+        let ok = |k: &str| check_name(k).is_ok();
+        assert!(ok("NOTIFY_SHIPMENT"));
+        assert!(ok("A1"));
+        assert!(ok(&"A".repeat(64)));
+        assert!(!ok("notify"));
+        assert!(!ok("1A"));
+        assert!(!ok(""));
+        assert!(!ok(&"A".repeat(65)));
+        // The generator's rule, which the queue's own used to let through.
+        assert!(!ok("A__B"));
+        assert!(!ok("TRAILING_"));
+        assert!(!ok("TYPE"), "its handler module would be a keyword");
     }
 
     #[test]

@@ -126,7 +126,7 @@ pub enum QueueCommand {
         /// The dead item's id.
         id: i64,
     },
-    /// Run the coordinator remote workers reach (HTTPS and a WebSocket, DESIGN §8) until
+    /// Run the coordinator remote workers reach (HTTPS and a WebSocket, README.md#remote-workers-scaffold-queue-serve) until
     /// SIGTERM or ^C: enrollment, device sessions, fenced WorkerJobs, artifacts, and its own
     /// sweeper. The only process that needs the database.
     Serve(remote::ServeArgs),
@@ -446,10 +446,8 @@ async fn execute(
             report::Printed::Draining { worker }
         }
         QueueCommand::Retry { id, all_dead, kind } => {
-            if let Some(kind) = &kind
-                && !kinds::is_kind_name(kind)
-            {
-                return Err(QueueError::InvalidKind { kind: kind.clone() });
+            if let Some(kind) = &kind {
+                kinds::check_name(kind)?;
             }
             let store = open_existing(database, cwd).await?;
             match id {
@@ -520,9 +518,7 @@ async fn enqueue(
     database: &str,
     cwd: &Path,
 ) -> Result<report::Printed, QueueError> {
-    if !kinds::is_kind_name(&e.kind) {
-        return Err(QueueError::InvalidKind { kind: e.kind });
-    }
+    kinds::check_name(&e.kind)?;
     if let Some(lane) = &e.lane {
         crate::generate::names::validate(crate::generate::names::NameKind::Lane, lane).map_err(
             |err| QueueError::InvalidLane {

@@ -1,5 +1,5 @@
 //! `scaffold queue serve`, `enroll`, `revoke`, `put-artifact` and `get-artifact`: the
-//! coordinator remote workers reach (DESIGN §8) and the operator's side of it. The server
+//! coordinator remote workers reach (README.md#remote-workers-scaffold-queue-serve) and the operator's side of it. The server
 //! itself is `scaffold_runtime::coordinator`; this parses, opens the store and prints.
 
 use std::io::{Read, Write};
@@ -69,7 +69,7 @@ fn duration(s: &str) -> Result<Duration, String> {
 }
 
 /// Runs the coordinator until SIGTERM or ^C; says where it listens first.
-pub async fn serve(
+pub(super) async fn serve(
     a: ServeArgs,
     database: &str,
     cwd: &Path,
@@ -119,7 +119,7 @@ pub async fn serve(
 }
 
 /// A single-use enrollment token, printed once or written to a new 0600 file.
-pub async fn enroll(
+pub(super) async fn enroll(
     a: EnrollArgs,
     database: &str,
     cwd: &Path,
@@ -135,9 +135,7 @@ pub async fn enroll(
     }
     if let Some(kinds) = &a.kinds {
         for kind in kinds {
-            if !super::kinds::is_kind_name(kind) {
-                return Err(QueueError::InvalidKind { kind: kind.clone() });
-            }
+            super::kinds::check_name(kind)?;
         }
     }
     let store = open_existing(database, cwd).await?;
@@ -190,7 +188,7 @@ fn new_private_file(path: &Path) -> Result<std::fs::File, QueueError> {
 }
 
 /// `scaffold queue revoke <worker>`.
-pub async fn revoke(
+pub(super) async fn revoke(
     who: String,
     database: &str,
     cwd: &Path,
@@ -206,7 +204,7 @@ pub async fn revoke(
 }
 
 /// `scaffold queue put-artifact FILE`.
-pub async fn put_artifact(
+pub(super) async fn put_artifact(
     file: PathBuf,
     account: String,
     name: Option<String>,
@@ -252,7 +250,7 @@ fn read_bounded(path: &Path) -> Result<Vec<u8>, QueueError> {
 }
 
 /// `scaffold queue get-artifact SHA256 --out FILE`.
-pub async fn get_artifact(
+pub(super) async fn get_artifact(
     sha256: String,
     account: String,
     out_file: PathBuf,

@@ -5,7 +5,7 @@ use scaffold_runtime::Timestamp;
 /// Parses `--run-at`: RFC 3339 (`2026-11-30T12:00:00Z`, fractional seconds and `+HH:MM`
 /// offsets allowed), milliseconds since the Unix epoch, or a delay from `now` (`+90s`,
 /// `+15m`, `+2h`, `+1d`).
-pub fn parse_run_at(s: &str, now: Timestamp) -> Option<Timestamp> {
+pub(crate) fn parse_run_at(s: &str, now: Timestamp) -> Option<Timestamp> {
     parse_any(s, now).filter(|t| (0..=LATEST_MS).contains(&t.as_millis()))
 }
 
@@ -121,7 +121,7 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
 }
 
 /// `2026-11-30T12:00:00.000Z`; `never` for the far future a signal-parked item waits at.
-pub fn format(t: Timestamp) -> String {
+pub(crate) fn format(t: Timestamp) -> String {
     if t == Timestamp::MAX {
         return "never".to_owned();
     }

@@ -6,7 +6,7 @@ use crate::check::sink::Outcome;
 /// `::error file=…,line=…,col=…,title=<rule>::message` per finding, then a summary line
 /// (GitHub shows only the first 10 annotations of each level per step). A file is named
 /// from the checkout's root: `in_git` is the scaffold root's folder there (`platform/`).
-pub fn outcome(out: &mut dyn Write, in_git: &str, o: &Outcome) -> io::Result<()> {
+pub(super) fn outcome(out: &mut dyn Write, in_git: &str, o: &Outcome) -> io::Result<()> {
     for f in super::sorted(o) {
         let level = match f.severity {
             Severity::Error => "error",

@@ -138,7 +138,12 @@ fn long_line_excerpt(text: &str, span: (usize, usize)) -> Option<String> {
 /// The largest file whose text a finding is shown in.
 const SHOWN_LIMIT: u64 = 64 << 20;
 
-pub fn outcome(out: &mut dyn Write, style: Style, root: &Path, o: &Outcome) -> io::Result<()> {
+pub(super) fn outcome(
+    out: &mut dyn Write,
+    style: Style,
+    root: &Path,
+    o: &Outcome,
+) -> io::Result<()> {
     let theme = if style.color {
         GraphicalTheme::unicode()
     } else {

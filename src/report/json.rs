@@ -33,7 +33,7 @@ struct Summary {
     baselined: usize,
 }
 
-pub fn outcome(out: &mut dyn Write, root: &str, o: &Outcome) -> io::Result<()> {
+pub(super) fn outcome(out: &mut dyn Write, root: &str, o: &Outcome) -> io::Result<()> {
     let report = Report {
         version: 1,
         root,
@@ -67,7 +67,7 @@ struct JsonRule<'a> {
     summary: &'a str,
 }
 
-pub fn rule_list(out: &mut dyn Write, rules: &[RuleInfo]) -> io::Result<()> {
+pub(super) fn rule_list(out: &mut dyn Write, rules: &[RuleInfo]) -> io::Result<()> {
     #[derive(Serialize)]
     struct List<'a> {
         rules: Vec<JsonRule<'a>>,
@@ -86,7 +86,7 @@ pub fn rule_list(out: &mut dyn Write, rules: &[RuleInfo]) -> io::Result<()> {
     writeln!(out)
 }
 
-pub fn explain(out: &mut dyn Write, r: &RuleInfo, doc: &str) -> io::Result<()> {
+pub(super) fn explain(out: &mut dyn Write, r: &RuleInfo, doc: &str) -> io::Result<()> {
     #[derive(Serialize)]
     struct Explain<'a> {
         id: &'a str,
@@ -106,7 +106,7 @@ pub fn explain(out: &mut dyn Write, r: &RuleInfo, doc: &str) -> io::Result<()> {
     writeln!(out)
 }
 
-pub fn gates(out: &mut dyn Write, gates: &[crate::gates::PlannedGate]) -> io::Result<()> {
+pub(super) fn gates(out: &mut dyn Write, gates: &[crate::gates::PlannedGate]) -> io::Result<()> {
     #[derive(Serialize)]
     struct Gate<'a> {
         gate: &'a str,
@@ -131,7 +131,7 @@ pub fn gates(out: &mut dyn Write, gates: &[crate::gates::PlannedGate]) -> io::Re
     writeln!(out)
 }
 
-pub fn value(out: &mut dyn Write, v: &serde_json::Value) -> io::Result<()> {
+pub(super) fn value(out: &mut dyn Write, v: &serde_json::Value) -> io::Result<()> {
     super::inert::to_writer(&mut *out, v)?;
     writeln!(out)
 }

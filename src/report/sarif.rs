@@ -40,7 +40,7 @@ const REPOSITORY: &str = env!("CARGO_PKG_REPOSITORY");
 /// A rule's documentation page at this version: `docs/rules/<id>.md` of the source
 /// repository at the tag `v<version>` (the page `scaffold explain <id>` prints, kept equal
 /// to it by a test). `None` without a repository.
-pub fn help_uri(repository: &str, version: &str, id: &str) -> Option<String> {
+pub(super) fn help_uri(repository: &str, version: &str, id: &str) -> Option<String> {
     let base = repository.trim_end_matches('/');
     (!base.is_empty()).then(|| format!("{base}/blob/v{version}/docs/rules/{id}.md"))
 }
@@ -51,7 +51,7 @@ pub fn help_uri(repository: &str, version: &str, id: &str) -> Option<String> {
 /// scaffold root. Each result carries a fingerprint of its rule, path and message (and
 /// which of identical ones it is), without the line, so a moved finding stays the same
 /// alert.
-pub fn outcome(out: &mut dyn Write, in_git: &str, o: &Outcome) -> io::Result<()> {
+pub(super) fn outcome(out: &mut dyn Write, in_git: &str, o: &Outcome) -> io::Result<()> {
     let infos = catalogue::rules();
     let rule_objs: Vec<Value> = infos
         .iter()

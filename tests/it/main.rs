@@ -3,6 +3,10 @@
 //! in Cargo.toml and a `#[path]` per module). Each module is one area of the contract;
 //! snapshots are named `it__<module>__<name>`.
 
+// A test binary prints what it skipped and what it measured, and its shared modules
+// are `pub` for the files that use them.
+#![allow(clippy::print_stdout, clippy::print_stderr, unreachable_pub)]
+
 #[path = "../cache.rs"]
 mod cache;
 #[path = "../changes.rs"]
@@ -37,6 +41,8 @@ mod hostile_writes;
 mod queue_cli;
 #[path = "../real_workspace.rs"]
 mod real_workspace;
+#[path = "../references.rs"]
+mod references;
 #[path = "../rules.rs"]
 mod rules;
 #[cfg(unix)]

@@ -1,4 +1,4 @@
-//! Artifacts (DESIGN §8): content-addressed by SHA-256, per account, stored in the queue's
+//! Artifacts (README.md#remote-workers-scaffold-queue-serve): content-addressed by SHA-256, per account, stored in the queue's
 //! database. An upload is hashed while it streams in, refused past the cap (413) and when
 //! its bytes do not hash to its name (422); an account reads what it uploaded and the
 //! inputs of its jobs (both stored under it).
@@ -16,7 +16,7 @@ use super::tokens::{hex, is_sha256_hex};
 
 impl Shared {
     /// `PUT /v1/artifacts/{sha256}`.
-    pub async fn put_artifact(
+    pub(crate) async fn put_artifact(
         &self,
         a: &Authed,
         sha256: &str,
@@ -64,7 +64,11 @@ impl Shared {
     }
 
     /// `GET /v1/artifacts/{sha256}`.
-    pub async fn get_artifact(&self, a: &Authed, sha256: &str) -> Result<Response, ApiError> {
+    pub(crate) async fn get_artifact(
+        &self,
+        a: &Authed,
+        sha256: &str,
+    ) -> Result<Response, ApiError> {
         if !is_sha256_hex(sha256) {
             return Err(ApiError::bad_request("bad_digest"));
         }

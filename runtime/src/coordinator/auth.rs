@@ -47,7 +47,7 @@ pub(crate) struct Authed {
 
 impl Shared {
     /// `POST /v1/enroll`.
-    pub async fn enroll(
+    pub(crate) async fn enroll(
         &self,
         ip: IpAddr,
         headers: &HeaderMap,
@@ -115,7 +115,7 @@ impl Shared {
     }
 
     /// `POST /v1/session/challenge`.
-    pub async fn challenge(
+    pub(crate) async fn challenge(
         &self,
         ip: IpAddr,
         headers: &HeaderMap,
@@ -143,7 +143,7 @@ impl Shared {
     }
 
     /// `POST /v1/session`: the signed nonce for a session token.
-    pub async fn session(
+    pub(crate) async fn session(
         &self,
         headers: &HeaderMap,
         body: &[u8],
@@ -232,7 +232,7 @@ impl Shared {
     }
 
     /// The session a request's bearer token names; 401 for none, an expired or a revoked one.
-    pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Authed, ApiError> {
+    pub(crate) async fn authenticate(&self, headers: &HeaderMap) -> Result<Authed, ApiError> {
         let key = bearer_key(headers)?;
         let found = self
             .store
@@ -257,7 +257,10 @@ impl Shared {
     /// What a claim knows of the session a request's bearer token names: from an earlier
     /// look-up while the session has not ended (`true`: to be checked by the claim itself,
     /// see [`Sessions`]), else from [`Shared::authenticate`] (`false`).
-    pub async fn known_session(&self, headers: &HeaderMap) -> Result<(Authed, bool), ApiError> {
+    pub(crate) async fn known_session(
+        &self,
+        headers: &HeaderMap,
+    ) -> Result<(Authed, bool), ApiError> {
         let key = bearer_key(headers)?;
         if let Some(known) = self.sessions.known(&key, self.store.now()) {
             return Ok((known, true));
@@ -271,7 +274,11 @@ impl Shared {
 
     /// The worker's presence: ONLINE (never over an operator's DRAINING) on `lanes`, seen
     /// now; returns the row's state.
-    pub async fn presence(&self, id: &str, lanes: Vec<String>) -> Result<WorkerState, ApiError> {
+    pub(crate) async fn presence(
+        &self,
+        id: &str,
+        lanes: Vec<String>,
+    ) -> Result<WorkerState, ApiError> {
         let now = self.store.now();
         Ok(self
             .store

@@ -107,7 +107,7 @@ impl IntoResponse for ApiError {
 
 /// Marks a response as a refusal, for the metrics layer.
 #[derive(Debug, Clone, Copy)]
-pub struct Refusal(pub &'static str);
+pub(super) struct Refusal(pub &'static str);
 
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {

@@ -1,4 +1,4 @@
-//! WorkerJobs (DESIGN §8): the claim, and every call on a held job. Each job call names
+//! WorkerJobs (README.md#remote-workers-scaffold-queue-serve): the claim, and every call on a held job. Each job call names
 //! (item, fence) and is checked by the store for the fence, a live lease *and* the session's
 //! worker as the holder — a fence is guessable, ownership is not. `complete`, `fail`, `park`
 //! and `release` repeated with an identical body answer 204 again (the attempt on record is
@@ -64,7 +64,7 @@ impl Shared {
     /// itself (so a worker revoked while it long-polls takes nothing more); a session only
     /// `known` (not looked up for this request) is looked up in full once a claim takes
     /// nothing, so a revoked or ended one is answered 401.
-    pub async fn claim(
+    pub(crate) async fn claim(
         &self,
         a: &Authed,
         known: bool,
@@ -177,7 +177,12 @@ impl Shared {
     }
 
     /// `POST /v1/jobs/{job}/heartbeat`.
-    pub async fn heartbeat(&self, a: &Authed, job: &str, body: &[u8]) -> Result<Answer, ApiError> {
+    pub(crate) async fn heartbeat(
+        &self,
+        a: &Authed,
+        job: &str,
+        body: &[u8],
+    ) -> Result<Answer, ApiError> {
         let req: FenceBody = parse(body)?;
         let lease = self.renew(a, job, req.fence).await?;
         Ok((
@@ -196,7 +201,12 @@ impl Shared {
     }
 
     /// `POST /v1/jobs/{job}/checkpoint`.
-    pub async fn checkpoint(&self, a: &Authed, job: &str, body: &[u8]) -> Result<Answer, ApiError> {
+    pub(crate) async fn checkpoint(
+        &self,
+        a: &Authed,
+        job: &str,
+        body: &[u8],
+    ) -> Result<Answer, ApiError> {
         let req: CheckpointBody = parse(body)?;
         let held = self.held(a, job, req.fence)?;
         self.store.checkpoint(&held, req.state).await?;
@@ -206,7 +216,7 @@ impl Shared {
     /// `GET /v1/jobs/{job}/effects/{key}?fence=`: `ctx.once` over the wire — the recorded
     /// output, or (fenced, owner-checked, the lease renewed) leave to run the effect with its
     /// idempotency key.
-    pub async fn begin_effect(
+    pub(crate) async fn begin_effect(
         &self,
         a: &Authed,
         job: &str,
@@ -236,7 +246,7 @@ impl Shared {
     }
 
     /// `POST /v1/jobs/{job}/effects/{key}`: records the effect (fenced).
-    pub async fn record_effect(
+    pub(crate) async fn record_effect(
         &self,
         a: &Authed,
         job: &str,
@@ -251,7 +261,12 @@ impl Shared {
     }
 
     /// `POST /v1/jobs/{job}/complete`.
-    pub async fn complete(&self, a: &Authed, job: &str, body: &[u8]) -> Result<Answer, ApiError> {
+    pub(crate) async fn complete(
+        &self,
+        a: &Authed,
+        job: &str,
+        body: &[u8],
+    ) -> Result<Answer, ApiError> {
         let req: CompleteBody = parse(body)?;
         self.complete_one(a, job, req.fence, req.outputs).await?;
         Ok(no_content())
@@ -307,7 +322,12 @@ impl Shared {
     }
 
     /// `POST /v1/jobs/{job}/fail`: transient failures retry at the coordinator's backoff.
-    pub async fn fail(&self, a: &Authed, job: &str, body: &[u8]) -> Result<Answer, ApiError> {
+    pub(crate) async fn fail(
+        &self,
+        a: &Authed,
+        job: &str,
+        body: &[u8],
+    ) -> Result<Answer, ApiError> {
         let req: FailBody = parse(body)?;
         let held = self.held(a, job, req.fence)?;
         let code = inert(&req.code);
@@ -335,7 +355,12 @@ impl Shared {
     }
 
     /// `POST /v1/jobs/{job}/park`.
-    pub async fn park(&self, a: &Authed, job: &str, body: &[u8]) -> Result<Answer, ApiError> {
+    pub(crate) async fn park(
+        &self,
+        a: &Authed,
+        job: &str,
+        body: &[u8],
+    ) -> Result<Answer, ApiError> {
         let req: ParkBody = parse(body)?;
         let held = self.held(a, job, req.fence)?;
         let until = match &req.until {
@@ -358,7 +383,12 @@ impl Shared {
     }
 
     /// `POST /v1/jobs/{job}/release`: back to available now, the attempt given back.
-    pub async fn release(&self, a: &Authed, job: &str, body: &[u8]) -> Result<Answer, ApiError> {
+    pub(crate) async fn release(
+        &self,
+        a: &Authed,
+        job: &str,
+        body: &[u8],
+    ) -> Result<Answer, ApiError> {
         let req: FenceBody = parse(body)?;
         let held = self.held(a, job, req.fence)?;
         self.finish(&held, Outcome::Release, Repeat::Release).await
@@ -423,7 +453,7 @@ impl Shared {
     }
 
     /// `POST /v1/jobs/complete`: many completions, one answer each.
-    pub async fn complete_batch(&self, a: &Authed, body: &[u8]) -> Result<Answer, ApiError> {
+    pub(crate) async fn complete_batch(&self, a: &Authed, body: &[u8]) -> Result<Answer, ApiError> {
         let req: BatchComplete = parse(body)?;
         if req.jobs.len() > self.config.limits.claim_max as usize {
             return Err(ApiError::too_large(
@@ -482,7 +512,11 @@ impl Shared {
     }
 
     /// `POST /v1/jobs/heartbeat`: many renewals, one answer each.
-    pub async fn heartbeat_batch(&self, a: &Authed, body: &[u8]) -> Result<Answer, ApiError> {
+    pub(crate) async fn heartbeat_batch(
+        &self,
+        a: &Authed,
+        body: &[u8],
+    ) -> Result<Answer, ApiError> {
         let req: BatchHeartbeat = parse(body)?;
         if req.jobs.len() > self.config.limits.claim_max as usize {
             return Err(ApiError::too_large(

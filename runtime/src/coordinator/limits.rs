@@ -1,7 +1,7 @@
 //! The gates in front of the coordinator's work: enrollment and challenge calls per source
 //! address per minute, one open claim per (session, lane), one WebSocket per session, and a
 //! bounded number of artifact uploads in memory. In one coordinator's memory: several
-//! coordinators each keep their own (DESIGN §8 says what that allows).
+//! coordinators each keep their own (README.md#remote-workers-scaffold-queue-serve says what that allows).
 
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
@@ -27,7 +27,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Gates {
-    pub fn new(per_minute: u32, uploads: usize) -> Self {
+    pub(crate) fn new(per_minute: u32, uploads: usize) -> Self {
         Gates {
             per_minute: per_minute.max(1),
             windows: Mutex::default(),
@@ -38,7 +38,7 @@ impl Gates {
     }
 
     /// Counts one enrollment or challenge call from `ip`: a fixed one-minute window.
-    pub fn rate(&self, ip: IpAddr) -> Result<(), ApiError> {
+    pub(crate) fn rate(&self, ip: IpAddr) -> Result<(), ApiError> {
         let now = Instant::now();
         let mut w = lock(&self.windows);
         if w.len() >= ADDRESSES {
@@ -61,7 +61,7 @@ impl Gates {
     }
 
     /// Opens the one claim `session` may have open on `lane`; closed when dropped.
-    pub fn claim(&self, session: &str, lane: &str) -> Result<Held, ApiError> {
+    pub(crate) fn claim(&self, session: &str, lane: &str) -> Result<Held, ApiError> {
         let key = (session.to_owned(), lane.to_owned());
         if !lock(&self.claims).insert(key.clone()) {
             return Err(ApiError::too_many("claim_open", 1).with("lane", lane.to_owned()));
@@ -73,7 +73,7 @@ impl Gates {
     }
 
     /// Opens the one WebSocket `session` may have; closed when dropped.
-    pub fn socket(&self, session: &str) -> Result<Held, ApiError> {
+    pub(crate) fn socket(&self, session: &str) -> Result<Held, ApiError> {
         let key = session.to_owned();
         if !lock(&self.sockets).insert(key.clone()) {
             return Err(ApiError::too_many("socket_open", 5));
@@ -85,7 +85,7 @@ impl Gates {
     }
 
     /// How many sockets are open.
-    pub fn sockets_open(&self) -> usize {
+    pub(crate) fn sockets_open(&self) -> usize {
         lock(&self.sockets).len()
     }
 }

@@ -14,7 +14,7 @@ pub(crate) struct Metrics {
 }
 
 impl Metrics {
-    pub fn request(&self, route: &str, status: u16, refusal: Option<&'static str>) {
+    pub(crate) fn request(&self, route: &str, status: u16, refusal: Option<&'static str>) {
         let mut r = self
             .requests
             .lock()
@@ -31,7 +31,7 @@ impl Metrics {
         }
     }
 
-    pub fn refused(&self, reason: &'static str) {
+    pub(crate) fn refused(&self, reason: &'static str) {
         *self
             .refusals
             .lock()
@@ -40,7 +40,7 @@ impl Metrics {
             .or_default() += 1;
     }
 
-    pub fn render(&self, sessions: u64, sockets: usize) -> String {
+    pub(crate) fn render(&self, sessions: u64, sockets: usize) -> String {
         let mut out = String::new();
         out.push_str("# TYPE scaffold_coordinator_requests_total counter\n");
         for ((route, status), n) in self

@@ -1,4 +1,4 @@
-//! The coordinator (DESIGN §8, seeds 002 and 003): the HTTPS and WebSocket service remote
+//! The coordinator (README.md#remote-workers-scaffold-queue-serve, seeds 002 and 003): the HTTPS and WebSocket service remote
 //! workers reach with device keys, holding no database credentials of their own. It owns
 //! the store and keeps no state outside it but open sockets, so several coordinators may
 //! share one PostgreSQL queue (a session made on one is honoured by all; `work_available`

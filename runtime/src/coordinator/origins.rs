@@ -22,7 +22,13 @@ pub(crate) struct Origins {
 impl Origins {
     /// Keeps the origin of the job (`id`, `fence`) a claim handed out; `lease` bounds how
     /// long one whose attempt never ends here is worth keeping.
-    pub fn remember(&self, id: ItemId, fence: Fence, origin: Option<ClaimOrigin>, lease: Duration) {
+    pub(crate) fn remember(
+        &self,
+        id: ItemId,
+        fence: Fence,
+        origin: Option<ClaimOrigin>,
+        lease: Duration,
+    ) {
         let (Some(origin), Ok(mut kept)) = (origin, self.kept.lock()) else {
             return;
         };
@@ -37,7 +43,7 @@ impl Origins {
     }
 
     /// The origin of (`id`, `fence`), forgotten: its attempt is ending.
-    pub fn take(&self, id: ItemId, fence: Fence) -> Option<ClaimOrigin> {
+    pub(crate) fn take(&self, id: ItemId, fence: Fence) -> Option<ClaimOrigin> {
         self.kept.lock().ok()?.remove(&(id, fence)).map(|(o, _)| o)
     }
 }

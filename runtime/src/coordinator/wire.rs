@@ -1,4 +1,4 @@
-//! The protocol's JSON as the coordinator reads it (DESIGN §8): every request body parsed
+//! The protocol's JSON as the coordinator reads it (README.md#remote-workers-scaffold-queue-serve): every request body parsed
 //! strictly (an unknown field is a typed 400 naming it). The types are the protocol's
 //! ([`crate::protocol`]), shared with the remote backend.
 

@@ -49,7 +49,7 @@ impl Default for Notifier {
 impl Notifier {
     /// Records that `worker` works `lane`; returns its lanes when its presence is due to be
     /// written (at most once per `every`, or at once for a new lane).
-    pub fn seen(&self, worker: &str, lane: &str, every: Duration) -> Option<Vec<String>> {
+    pub(crate) fn seen(&self, worker: &str, lane: &str, every: Duration) -> Option<Vec<String>> {
         let now = Instant::now();
         let mut seen = lock(&self.seen);
         if seen.len() > 100_000 {

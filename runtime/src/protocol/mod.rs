@@ -1,4 +1,4 @@
-//! The coordinator protocol (DESIGN §8) as both ends speak it: the JSON of every call and
+//! The coordinator protocol (README.md#remote-workers-scaffold-queue-serve) as both ends speak it: the JSON of every call and
 //! answer ([`types`]), and the credentials' forms ([`tokens`]: token prefixes, base64url,
 //! SHA-256, the signed session message).
 

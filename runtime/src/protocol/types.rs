@@ -1,4 +1,4 @@
-//! The protocol's JSON (DESIGN §8), shared by the coordinator (which parses requests
+//! The protocol's JSON (README.md#remote-workers-scaffold-queue-serve), shared by the coordinator (which parses requests
 //! strictly: an unknown field is a typed 400 naming it) and the remote backend (which reads
 //! answers leniently: a newer coordinator may add fields). Every time is RFC 3339 UTC.
 

@@ -1,4 +1,4 @@
-//! What the coordinator keeps in the queue's database besides the queue (DESIGN §8), so
+//! What the coordinator keeps in the queue's database besides the queue (README.md#remote-workers-scaffold-queue-serve), so
 //! that coordinators sharing one PostgreSQL keep no state of their own but sockets:
 //! enrollment tokens, enrolled devices, challenge nonces, sessions, and artifacts. Tokens and
 //! nonces arrive here as their SHA-256 only.

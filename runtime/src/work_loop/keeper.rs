@@ -86,11 +86,11 @@ pub(crate) struct Lease {
 
 impl Lease {
     /// Stops renewing: the item's outcome is written (or it was lost).
-    pub fn release(self) {}
+    pub(crate) fn release(self) {}
 
     /// Resolves with why the lease is gone (a refused renewal, or the end passed while
     /// renewals failed); never while it is kept.
-    pub async fn lost(&mut self) -> StoreError {
+    pub(crate) async fn lost(&mut self) -> StoreError {
         match (&mut self.lost).await {
             Ok(e) => e,
             // The keeper is gone (the loop ended): nothing keeps the lease any more.
@@ -112,7 +112,7 @@ impl Drop for Lease {
 impl Keeper {
     /// Starts the keeper's thread over `store` (the loop's lease store), renewing leases of
     /// `lease`.
-    pub fn start(store: Store, lease: Duration) -> std::io::Result<Keeper> {
+    pub(super) fn start(store: Store, lease: Duration) -> std::io::Result<Keeper> {
         let state = Arc::new(State::default());
         state.pending().looks_at = i64::MAX;
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -132,7 +132,7 @@ impl Keeper {
 
     /// Keeps `held`'s lease, which the store granted until `expires`: first renewed when a
     /// third of what is left of it has passed.
-    pub fn keep(&self, held: Held, expires: Timestamp) -> Lease {
+    pub(super) fn keep(&self, held: Held, expires: Timestamp) -> Lease {
         let (lost_tx, lost_rx) = oneshot::channel();
         let (stop_tx, stop_rx) = oneshot::channel();
         let from = self.clock.now();
@@ -287,7 +287,7 @@ pub(crate) struct KeeperSlot(std::sync::OnceLock<Keeper>);
 
 impl KeeperSlot {
     /// Starts the keeper unless it runs already.
-    pub fn start(&self, store: Store, lease: Duration) -> std::io::Result<()> {
+    pub(crate) fn start(&self, store: Store, lease: Duration) -> std::io::Result<()> {
         if self.0.get().is_none() {
             let keeper = Keeper::start(store, lease)?;
             let _ = self.0.set(keeper);
@@ -297,7 +297,7 @@ impl KeeperSlot {
 
     /// Keeps `held`'s lease (see [`Keeper::keep`]). Outside a running loop there is no
     /// keeper: the lease is then not renewed, and its writes stay fenced.
-    pub fn keep(&self, held: Held, expires: Timestamp) -> Lease {
+    pub(crate) fn keep(&self, held: Held, expires: Timestamp) -> Lease {
         match self.0.get() {
             Some(k) => k.keep(held, expires),
             None => {

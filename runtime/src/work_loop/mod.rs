@@ -1,4 +1,4 @@
-//! The work loop (DESIGN §7.2): claims items of its lanes in batches, runs their handlers
+//! The work loop (docs/reference.md#the-work-queue-scaffold-runtime): claims items of its lanes in batches, runs their handlers
 //! with bounded concurrency under heartbeated leases, writes outcomes in batched fenced
 //! transactions, sweeps expired leases, and drains on a shutdown signal.
 //!

@@ -76,7 +76,7 @@ pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
 
 /// `om/src/<namespace>/README.md`.
 fn is_namespace_readme(path: &str) -> bool {
-    path.strip_prefix("om/src/")
+    path.strip_prefix(crate::layout::OM_SRC)
         .and_then(|rest| rest.strip_suffix("/README.md"))
         .is_some_and(|ns| !ns.is_empty() && !ns.contains('/'))
 }

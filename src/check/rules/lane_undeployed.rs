@@ -134,7 +134,11 @@ fn workers_handling(
             .iter()
             .filter(|h| h.kind.as_deref() == Some(name))
         {
-            let worker = h.path.strip_prefix("workers/")?.split('/').next()?;
+            let worker = h
+                .path
+                .strip_prefix(crate::layout::WORKERS_DIR)?
+                .split('/')
+                .next()?;
             out.push(worker.to_owned());
             found = true;
         }

@@ -156,6 +156,45 @@ pub fn get(id: &str) -> Option<&'static Rule> {
 }
 
 /// Whether rule `id` is [`Scope::Local`].
+/// What the sink asks of the rules (it imports none of them).
+#[derive(Debug)]
+pub struct Book;
+
+/// The rule book the sink is handed.
+pub static BOOK: Book = Book;
+
+impl crate::check::sink::RuleBook for Book {
+    fn known(&self, id: &str) -> bool {
+        get(id).is_some()
+    }
+
+    fn is_local(&self, id: &str) -> bool {
+        is_local(id)
+    }
+
+    fn bad_suppression(
+        &self,
+        s: &crate::check::suppress::Suppression,
+        problem: crate::check::sink::SuppressionProblem,
+    ) -> crate::check::finding::Finding {
+        use crate::check::sink::SuppressionProblem as P;
+        match problem {
+            P::UnknownRule => suppression_invalid::unknown_rule(s),
+            P::NoReason => suppression_invalid::no_reason(s),
+            P::Unused => suppression_invalid::unused(s),
+        }
+    }
+
+    fn stale_baseline(
+        &self,
+        file: &str,
+        e: &crate::check::baseline::Entry,
+        pos: crate::repo::yaml::Pos,
+    ) -> crate::check::finding::Finding {
+        baseline_stale::finding(file, e, pos)
+    }
+}
+
 pub fn is_local(id: &str) -> bool {
     get(id).is_some_and(|r| r.decl.scope == Scope::Local)
 }
@@ -163,7 +202,7 @@ pub fn is_local(id: &str) -> bool {
 /// `rules/catalogue.yml`, as built from the declarations.
 pub fn catalogue_yml() -> String {
     let mut out = String::from(
-        "# The rule catalogue: one entry per rule id. Ids are a public contract (DESIGN.md §5.4).\n\
+        "# The rule catalogue: one entry per rule id. Ids are a public contract (docs/rules/<id>.md).\n\
          # Built from each rule's `RULE` declaration in src/check/rules/<id with _>.rs (a test\n\
          # fails when this file is stale); each rule also has a fixture repo under\n\
          # fixtures/rules/<id>/ and snapshots under tests/snapshots/.\n\

@@ -44,7 +44,7 @@ pub const ID: &str = RULE.id;
 pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
     let mut folders: BTreeMap<&str, (bool, bool, &str)> = BTreeMap::new();
     for f in &ctx.repo.files {
-        let Some(rest) = f.strip_prefix("om/src/") else {
+        let Some(rest) = f.strip_prefix(crate::layout::OM_SRC) else {
             continue;
         };
         let Some((dir, inner)) = rest.split_once('/') else {
@@ -101,7 +101,7 @@ pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
 fn mod_decls(ctx: &Context<'_>) -> Vec<(String, String, Location)> {
     let mut out = Vec::new();
     for s in &ctx.sources {
-        if s.path != "om/src/lib.rs" && s.path != "om/src/root.rs" {
+        if s.path != crate::layout::OM_LIB && s.path != crate::layout::ROOT_RS {
             continue;
         }
         if s.facts.is_err() {

@@ -4,7 +4,7 @@
 //! A deployment of a worker that does not set a setting the worker's binary cannot start
 //! without: the `…_IMPL` of each provider whose client the worker's loop builds
 //! (`<provider crate>::<Provider>Client::from_env` in `workers/<worker>/src/work_loop.rs`,
-//! the setting named in the provider crate's `src/settings.rs`). Checked in each Terraform
+//! the setting named in the provider crate's `integrations/<provider>/src/settings.rs`). Checked in each Terraform
 //! instance of the `service` module for the worker (its `environment` and `secrets`, through
 //! object literals, `merge(…)` and `local.<name>`) and each compose service of its image.
 //! An instance whose settings are written any other way (`var.settings`) could set
@@ -158,7 +158,7 @@ fn compose_env(svc: &yaml::Node) -> BTreeSet<String> {
 /// client requires it.
 fn required(ctx: &Context<'_>) -> BTreeMap<String, Vec<(String, String)>> {
     let ws = &ctx.repo.workspace;
-    // Provider crates: a crate with `src/settings.rs` naming `…_IMPL`.
+    // Provider crates: a crate with a `settings.rs` under its `src/` naming `…_IMPL`.
     let mut providers: Vec<(&str, String, Vec<String>)> = Vec::new();
     for c in &ws.crates {
         let path = if c.dir.is_empty() {

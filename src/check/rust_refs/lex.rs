@@ -27,12 +27,12 @@ pub(super) struct Tokens {
 }
 
 impl Tokens {
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.starts.len()
     }
 
     /// The non-trivia tokens `LexedStr` found.
-    pub fn of(lexed: &LexedStr<'_>) -> Tokens {
+    pub(super) fn of(lexed: &LexedStr<'_>) -> Tokens {
         let n = lexed.len();
         let solid = || (0..n).filter(|&i| !lexed.kind(i).is_trivia());
         Tokens {

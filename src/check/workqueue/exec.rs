@@ -7,18 +7,13 @@ mod contexts;
 use commands::execs_in;
 pub use commands::{Exec, ExecKind, execs};
 use contexts::contexts_in;
-use std::collections::{HashMap, HashSet};
 
 use rayon::prelude::*;
-use syn::punctuated::Punctuated;
-use syn::spanned::Spanned;
-use syn::visit::{self, Visit};
 
-use super::{is_test_code, loc, peel, str_lit, type_name};
+use super::is_test_code;
 use crate::check::cfg_test::item_attrs;
 use crate::check::context::Context;
 use crate::check::finding::Location;
-use crate::source::SourceFile;
 
 /// A `WorkContext` a handler builds itself.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]

@@ -177,8 +177,12 @@ fn dev_sh(repo: &Repo) -> Place {
         .collect();
     for process in dev_sh_processes(&text) {
         let worker = workers.iter().find_map(|(package, w)| {
-            runs_package(&process.words, package, &format!("workers/{w}/Cargo.toml"))
-                .then_some(w.as_str())
+            runs_package(
+                &process.words,
+                package,
+                &crate::layout::worker_file(w, "Cargo.toml"),
+            )
+            .then_some(w.as_str())
         });
         place.add(worker, &process.lane);
     }
@@ -313,7 +317,7 @@ fn terraform(repo: &Repo) -> Place {
     let files: Vec<&String> = repo
         .files
         .iter()
-        .filter(|f| f.starts_with("deployment/terraform/") && f.ends_with(".tf"))
+        .filter(|f| f.starts_with(crate::layout::TF_DIR) && f.ends_with(".tf"))
         .collect();
     let mut place = Place {
         name: "deployment/terraform".to_owned(),
@@ -323,7 +327,7 @@ fn terraform(repo: &Repo) -> Place {
     // A linked `.tf` file, or a linked folder (Terraform would read the files in it),
     // told by its name: the link is not followed, not even to ask what it points at.
     place.links(repo, |l| {
-        l.strip_prefix("deployment/terraform/").is_some_and(|rest| {
+        l.strip_prefix(crate::layout::TF_DIR).is_some_and(|rest| {
             rest.ends_with(".tf") || !rest.rsplit('/').next().unwrap_or(rest).contains('.')
         })
     });

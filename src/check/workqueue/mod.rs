@@ -1,5 +1,5 @@
 //! The work-queue model the `kind-*`, `lane-*` and work-queue architecture rules read
-//! (DESIGN §7.1): the root registry (`om/src/root.rs` → each namespace's `<NS>_KINDS`),
+//! (docs/reference.md#the-work-queue-scaffold-runtime): the root registry (`om/src/root.rs` → each namespace's `<NS>_KINDS`),
 //! every `impl WorkHandler for X` in a worker, the workers' handler tests, and where lanes
 //! are deployed.
 //!
@@ -102,7 +102,7 @@ pub(crate) fn worker_sources<'c>(ctx: &'c Context<'_>, needles: &[&str]) -> Vec<
         .collect()
 }
 
-/// `NotifyShipment` → `NOTIFY_SHIPMENT` (DESIGN §7.1).
+/// `NotifyShipment` → `NOTIFY_SHIPMENT` (docs/reference.md#the-work-queue-scaffold-runtime).
 pub fn upper_snake(camel: &str) -> String {
     let mut out = String::new();
     let chars: Vec<char> = camel.chars().collect();

@@ -48,7 +48,9 @@ pub fn find(ctx: &Context<'_>) -> Orchestrations {
     let spec_files: Vec<&Source> = ctx
         .sources
         .iter()
-        .filter(|s| s.path.starts_with("om/src/") && s.mentions("OrchestrationKindSpec"))
+        .filter(|s| {
+            s.path.starts_with(crate::layout::OM_SRC) && s.mentions("OrchestrationKindSpec")
+        })
         .collect();
     let specs = collect(ctx, &spec_files, "orchestration-specs", specs_in);
     let model = Model::of(ctx);

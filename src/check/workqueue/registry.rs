@@ -248,7 +248,7 @@ fn inputs(files: &[&crate::check::context::Source]) -> u128 {
 }
 
 pub fn build(ctx: &Context<'_>) -> Registry {
-    let files = super::sources_under(ctx, "om/src/", &[]);
+    let files = super::sources_under(ctx, crate::layout::OM_SRC, &[]);
     let root_exists = ctx.repo.files.binary_search(&ROOT_PATH.to_owned()).is_ok();
     let facts: Vec<(&str, OmFacts)> = files
         .par_iter()

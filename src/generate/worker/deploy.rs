@@ -1,6 +1,17 @@
 //! Where a worker runs: a new worker's crate, container, compose service, Terraform instance and dev.sh line, a replica on another lane, and the lanes and ports dev.sh already has.
 
-use super::*;
+use minijinja::Value;
+
+use crate::generate::error::GenerateError;
+use crate::generate::init::render_worker_crate;
+use crate::generate::kind_files::insert_snippet;
+use crate::generate::plan::Plan;
+use crate::generate::render::create_from;
+use crate::generate::templates::Templates;
+use crate::layout::markers as marker;
+use crate::layout::{
+    COMPOSE, DEV_SH, ENV_EXAMPLE, PRODUCTION, STAGING, TF_ACCOUNT_VARS, TF_ENVIRONMENT, TF_REGISTRY,
+};
 
 /// A new worker: its crate, workspace member, processes, settings, image and deployment.
 pub(super) fn plan_new_worker(
@@ -16,7 +27,13 @@ pub(super) fn plan_new_worker(
         // What its README's `## Dedupe` promises: the schedule, and its test.
         for t in Templates::names_under("worker-scheduler/") {
             let rel = t["worker-scheduler/".len()..].trim_end_matches(".j2");
-            create_from(plan, templates, t, &format!("workers/{worker}/{rel}"), ctx)?;
+            create_from(
+                plan,
+                templates,
+                t,
+                &crate::layout::worker_file(worker, rel),
+                ctx,
+            )?;
         }
     }
     // The new crate depends on what the maintenance worker's template depends on, so the
@@ -34,12 +51,12 @@ pub(super) fn plan_new_worker(
         plan,
         templates,
         "worker-docker/Dockerfile.j2",
-        &format!("deployment/docker/{worker}.Dockerfile"),
+        &crate::layout::dockerfile(worker),
         ctx,
     )?;
     let manifest = plan.text("Cargo.toml")?.unwrap_or_default();
     let manifest =
-        super::super::members::add("Cargo.toml", &manifest, &format!("workers/{worker}"))?;
+        super::super::members::add("Cargo.toml", &manifest, &crate::layout::worker_dir(worker))?;
     plan.edit("Cargo.toml", manifest)?;
     let workers_place = "the list of workers in this file";
     for (path, template) in [
@@ -124,7 +141,7 @@ pub(super) fn plan_replica(
             place,
             "deploy/compose-service.j2",
         )?;
-        super::super::integration::compose_settings(plan, name, worker)?;
+        crate::generate::integration::compose_settings(plan, name, worker)?;
     }
     insert_snippet(
         plan,
@@ -136,7 +153,7 @@ pub(super) fn plan_replica(
         "deploy/terraform-module.j2",
     )?;
     // The replica is an instance of the worker: it needs its providers' settings too.
-    super::super::provider_deploy::plan(plan, name, worker)
+    crate::generate::provider_deploy::plan(plan, name, worker)
 }
 
 /// Whether the compose file has a top-level service named `worker`.
@@ -169,7 +186,7 @@ pub(super) fn served_lanes(
     own: Option<&str>,
 ) -> Vec<String> {
     let package = format!("{name}-{worker}");
-    let manifest = format!("workers/{worker}/Cargo.toml");
+    let manifest = crate::layout::worker_file(worker, "Cargo.toml");
     crate::layout::dev_sh::dev_sh_processes(dev_sh)
         .into_iter()
         .filter(|p| crate::layout::dev_sh::runs_package(&p.words, &package, &manifest))

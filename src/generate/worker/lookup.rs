@@ -1,31 +1,32 @@
 //! What the repository already holds that a new kind must agree with: its namespaces, where a kind is registered, a kind's variant.
 
-use super::*;
+use std::path::Path;
 
-/// Whether `ident` appears in `text` as a whole identifier.
-pub(super) fn mentions_ident(text: &str, ident: &str) -> bool {
-    text.match_indices(ident).any(|(i, _)| {
-        let before = text[..i].chars().next_back();
-        let after = text[i + ident.len()..].chars().next();
-        let is_ident = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
-        !is_ident(before) && !is_ident(after)
-    })
-}
+use crate::generate::error::GenerateError;
+use crate::generate::names::{self, mentions_ident};
 
 /// The file and line that already register or handle `kind`: a spec's `name: "KIND"` under
 /// `om/src/`, or a handler's `KIND … = "KIND"` under `workers/*/src/`.
 pub(super) fn registered_at(root: &Path, kind: &str) -> Option<(String, usize)> {
     let literal = format!("\"{kind}\"");
     let mut files = Vec::new();
-    super::super::rust_files(root, "om/src", &mut files);
-    if let Ok(entries) = std::fs::read_dir(root.join("workers")) {
+    crate::generate::render::rust_files(
+        root,
+        crate::layout::OM_SRC.trim_end_matches('/'),
+        &mut files,
+    );
+    if let Ok(entries) = std::fs::read_dir(root.join(crate::layout::WORKERS_DIR)) {
         let mut workers: Vec<String> = entries
             .flatten()
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .collect();
         workers.sort();
         for w in workers {
-            super::super::rust_files(root, &format!("workers/{w}/src"), &mut files);
+            crate::generate::render::rust_files(
+                root,
+                &crate::layout::worker_file(&w, "src"),
+                &mut files,
+            );
         }
     }
     for rel in files {
@@ -51,7 +52,7 @@ pub(super) fn registered_at(root: &Path, kind: &str) -> Option<(String, usize)> 
 
 /// The namespaces of `om/src/` (folders with a kinds.rs), except `work`.
 pub(super) fn namespaces(root: &Path) -> Vec<String> {
-    let mut out: Vec<String> = std::fs::read_dir(root.join("om/src"))
+    let mut out: Vec<String> = std::fs::read_dir(root.join(crate::layout::OM_SRC))
         .map(|entries| {
             entries
                 .flatten()
@@ -112,7 +113,7 @@ pub(super) fn variant_at(root: &Path, ns: &str, kind: &str) -> Option<String> {
         ("kinds.rs", camel.as_str()),
         ("types/work.rs", payload.as_str()),
     ] {
-        let rel = format!("om/src/{ns}/{file}");
+        let rel = crate::layout::namespace_file(ns, file);
         // Regular files only (a FIFO here hung the generator). A refused file is refused
         // again, with its reason, when the plan reads it to edit.
         let Ok(Some(text)) = crate::repo::inside::read_text(root, &rel, 64 << 20) else {

@@ -1,24 +1,29 @@
-//! `scaffold worker <worker> <KIND>`: every file of a new kind of work (DESIGN §6, seed
+//! `scaffold worker <worker> <KIND>`: every file of a new kind of work (docs/reference.md#the-generator, seed
 //! 001), and the worker itself when it does not exist yet — all or nothing.
 
 mod deploy;
 mod lookup;
 mod own_lane;
 
-use crate::layout::markers as marker;
-use deploy::*;
-use lookup::*;
 use std::path::Path;
 
 use minijinja::Value;
 
-use super::init::{render_worker_crate, worker_vars};
-use super::markers;
+use deploy::{next_metrics_port, plan_new_worker, plan_replica, served_lane, served_lanes};
+use lookup::{registered_at, resolve_namespace, variant_at};
+
+use super::error::GenerateError;
+use super::finish::{Generated, finish};
+use super::init::worker_vars;
+use super::kind_files::{
+    HandlerFiles, NamespaceEntry, insert_snippet, plan_handler, plan_namespace_entry,
+};
 use super::names::{self, NameKind};
 use super::namespace::namespace_vars;
 use super::plan::Plan;
+use super::render::{context, project_name, project_vars};
 use super::templates::Templates;
-use super::{GenerateError, Generated, context, create_from, project_name, project_vars};
+use crate::layout::markers as marker;
 
 /// What `scaffold worker` was asked for.
 #[derive(Debug, Clone, Default)]
@@ -40,10 +45,8 @@ pub struct WorkerOptions {
     pub dry_run: bool,
 }
 
-pub use crate::layout::{
-    COMPOSE, DEV_SH, ENV_EXAMPLE, PRODUCTION, ROOT_RS, STAGING, TF_ACCOUNT_VARS, TF_ENVIRONMENT,
-    TF_REGISTRY,
-};
+use crate::layout::DEV_SH;
+
 /// Worker names whose package the workspace already has (`<name>-om`, …).
 const RESERVED_WORKERS: &[&str] = &["om", "verification", "runtime"];
 
@@ -100,7 +103,7 @@ pub fn worker(
         });
     }
     let worker = opts.worker.as_str();
-    let worker_dir = format!("workers/{worker}");
+    let worker_dir = crate::layout::worker_dir(worker);
     let is_new = !root.join(&worker_dir).join("Cargo.toml").is_file();
     if is_new && root.join(&worker_dir).symlink_metadata().is_ok() {
         return Err(GenerateError::FileExists {
@@ -240,7 +243,7 @@ pub fn worker(
             format!("cargo test -p {name}-{worker}"),
             "scaffold check".to_owned(),
         ];
-        return super::finish("worker", txn, plan, opts.dry_run, next);
+        return finish("worker", txn, plan, opts.dry_run, next);
     }
     plan_kind(&mut plan, &templates, &ctx, &ns)?;
     if is_new {
@@ -262,7 +265,7 @@ pub fn worker(
         &work_kind_handler(worker, opts.long_held),
     )?;
     // A scheduler worker schedules every kind it handles.
-    let schedule = format!("workers/{worker}/src/schedule.rs");
+    let schedule = crate::layout::worker_file(worker, "src/schedule.rs");
     let scheduler = plan.text(&schedule)?.is_some();
     if scheduler {
         insert_snippet(
@@ -355,7 +358,7 @@ pub fn worker(
     }
     next.push(format!("cargo test -p {name}-{worker}"));
     next.push("scaffold check".to_owned());
-    super::finish("worker", txn, plan, opts.dry_run, next)
+    finish("worker", txn, plan, opts.dry_run, next)
 }
 
 /// The kind's variables: `KIND`, `Kind`, `kind_snake`, `kind_words`, `permission`, `lane`.
@@ -383,29 +386,6 @@ fn lane_var(name: &str, worker: &str) -> String {
     }
 }
 
-/// Renders snippet `template` and inserts its lines below `marker` in `path`.
-pub(super) fn insert_snippet(
-    plan: &mut Plan,
-    templates: &Templates,
-    ctx: &Value,
-    path: &str,
-    marker: &str,
-    place: &'static str,
-    template: &str,
-) -> Result<(), GenerateError> {
-    let text = plan
-        .text(path)?
-        .ok_or_else(|| GenerateError::MarkerMissing {
-            path: path.to_owned(),
-            marker: marker.to_owned(),
-            place,
-        })?;
-    let snippet = templates.render(template, ctx)?.text;
-    let lines: Vec<String> = snippet.lines().map(str::to_owned).collect();
-    let out = markers::insert_below(path, &text, marker, place, &lines)?;
-    plan.edit(path, out)
-}
-
 /// The spec, variant, payload, README line and (for the namespace's first kind) the root
 /// registration.
 fn plan_kind(
@@ -414,7 +394,7 @@ fn plan_kind(
     ctx: &Value,
     ns: &str,
 ) -> Result<(), GenerateError> {
-    let kinds = format!("om/src/{ns}/kinds.rs");
+    let kinds = crate::layout::namespace_file(ns, "kinds.rs");
     let place = "the namespace's kinds.rs (scaffold namespace writes it)";
     for (marker, template) in [
         (marker::VARIANTS, "kind/variant.j2"),
@@ -439,69 +419,6 @@ fn plan_kind(
     )
 }
 
-/// What a kind adds to its namespace besides its spec: its payload (or input) type, its
-/// README line and, with the namespace's first kind of its sort, the root's registration
-/// of the namespace's slice.
-pub(super) struct NamespaceEntry<'a> {
-    pub payload: &'a str,
-    pub readme: &'a str,
-    pub slice: String,
-    pub root_marker: &'a str,
-    pub root_place: &'static str,
-    pub root_template: &'a str,
-}
-
-pub(super) fn plan_namespace_entry(
-    plan: &mut Plan,
-    templates: &Templates,
-    ctx: &Value,
-    ns: &str,
-    entry: &NamespaceEntry<'_>,
-) -> Result<(), GenerateError> {
-    insert_snippet(
-        plan,
-        templates,
-        ctx,
-        &format!("om/src/{ns}/types/work.rs"),
-        marker::PAYLOADS,
-        "the namespace's types/work.rs",
-        entry.payload,
-    )?;
-    insert_snippet(
-        plan,
-        templates,
-        ctx,
-        &format!("om/src/{ns}/README.md"),
-        "<!-- scaffold:kinds -->",
-        "the namespace README's list of kinds",
-        entry.readme,
-    )?;
-    let root_rs = plan.text(ROOT_RS)?.unwrap_or_default();
-    if !mentions_ident(&root_rs, &entry.slice) {
-        insert_snippet(
-            plan,
-            templates,
-            ctx,
-            ROOT_RS,
-            entry.root_marker,
-            entry.root_place,
-            entry.root_template,
-        )?;
-    }
-    Ok(())
-}
-
-/// A kind's code in its worker: the module under `src/handlers/` (from template `module`),
-/// its test (from `test`), and the snippet that registers it below `marker` in `register_in`.
-pub(super) struct HandlerFiles<'a> {
-    pub module: &'a str,
-    pub test: &'a str,
-    pub register_in: String,
-    pub marker: &'a str,
-    pub place: &'static str,
-    pub register: &'a str,
-}
-
 /// A work kind's handler (or a long-held one), registered in the worker's loop.
 fn work_kind_handler(worker: &str, long_held: bool) -> HandlerFiles<'static> {
     let (module, test) = if long_held {
@@ -512,56 +429,11 @@ fn work_kind_handler(worker: &str, long_held: bool) -> HandlerFiles<'static> {
     HandlerFiles {
         module,
         test,
-        register_in: format!("workers/{worker}/src/work_loop.rs"),
+        register_in: crate::layout::work_loop(worker),
         marker: marker::HANDLERS,
         place: "the handler list of the worker's work loop",
         register: "kind/register.j2",
     }
-}
-
-/// The kind's module and its line in `handlers/mod.rs`, its test, and its registration.
-pub(super) fn plan_handler(
-    plan: &mut Plan,
-    templates: &Templates,
-    ctx: &Value,
-    worker: &str,
-    kind: &str,
-    files: &HandlerFiles<'_>,
-) -> Result<(), GenerateError> {
-    let snake = names::snake(kind);
-    let dir = format!("workers/{worker}");
-    create_from(
-        plan,
-        templates,
-        files.module,
-        &format!("{dir}/src/handlers/{snake}.rs"),
-        ctx,
-    )?;
-    create_from(
-        plan,
-        templates,
-        files.test,
-        &format!("{dir}/tests/{snake}.rs"),
-        ctx,
-    )?;
-    insert_snippet(
-        plan,
-        templates,
-        ctx,
-        &format!("{dir}/src/handlers/mod.rs"),
-        marker::HANDLERS,
-        "the worker's list of handler modules",
-        "kind/handler-mod.j2",
-    )?;
-    insert_snippet(
-        plan,
-        templates,
-        ctx,
-        &files.register_in,
-        files.marker,
-        files.place,
-        files.register,
-    )
 }
 
 #[cfg(test)]
@@ -628,11 +500,5 @@ mod tests {
             served_lanes(dev, "acme", "maintenance", None),
             ["no2", "no3"]
         );
-    }
-
-    #[test]
-    fn identifiers_match_whole() {
-        assert!(mentions_ident("    SHIPPING_KINDS,\n", "SHIPPING_KINDS"));
-        assert!(!mentions_ident("    RESHIPPING_KINDS,\n", "SHIPPING_KINDS"));
     }
 }

@@ -12,26 +12,30 @@ use syn::visit::Visit;
 use crate::check::workqueue::str_lit;
 use crate::layout::markers;
 
-use super::super::GenerateError;
 use super::super::plan::Plan;
+use crate::generate::error::GenerateError;
 
 /// The lane of the spec of worker `worker`'s first kind; `None` when its loop, its handler
 /// or the spec cannot be found, or the spec names its lane by anything but a string.
 pub(super) fn own_lane(plan: &Plan, worker: &str) -> Result<Option<String>, GenerateError> {
-    let Some(lp) = plan.text(&format!("workers/{worker}/src/work_loop.rs"))? else {
+    let Some(lp) = plan.text(&crate::layout::work_loop(worker))? else {
         return Ok(None);
     };
     let Some(module) = oldest_handler_module(&lp) else {
         return Ok(None);
     };
-    let Some(handler) = plan.text(&format!("workers/{worker}/src/handlers/{module}.rs"))? else {
+    let Some(handler) = plan.text(&crate::layout::worker_file(
+        worker,
+        &format!("src/handlers/{module}.rs"),
+    ))?
+    else {
         return Ok(None);
     };
     let Some(kind) = handler_kind(&handler) else {
         return Ok(None);
     };
     for ns in super::lookup::namespaces(plan.root()) {
-        if let Some(text) = plan.text(&format!("om/src/{ns}/kinds.rs"))?
+        if let Some(text) = plan.text(&crate::layout::namespace_file(&ns, "kinds.rs"))?
             && let Some(lane) = spec_lane(&text, &kind)
         {
             return Ok(lane);

@@ -21,12 +21,12 @@ pub(crate) struct Disk<'a> {
 }
 
 impl Disk<'_> {
-    pub fn listed(&self, rel: &str) -> bool {
+    pub(crate) fn listed(&self, rel: &str) -> bool {
         self.files.binary_search_by(|f| f.as_str().cmp(rel)).is_ok()
     }
 
     /// What is at `rel`: a listed file without a look at the disk.
-    pub fn probe(&self, rel: &str) -> Probe {
+    pub(crate) fn probe(&self, rel: &str) -> Probe {
         if self.listed(rel) {
             return Probe::File;
         }
@@ -35,16 +35,16 @@ impl Disk<'_> {
 
     /// Whether cargo would find a file at `rel` (one that cannot be read counts: what
     /// reaches it reports it).
-    pub fn has(&self, rel: &str) -> bool {
+    pub(crate) fn has(&self, rel: &str) -> bool {
         !matches!(self.probe(rel), Probe::Missing)
     }
 
     /// A manifest's text: `Ok(None)` when it does not exist.
-    pub fn read(&self, rel: &str) -> Result<Option<String>, Refusal> {
+    pub(crate) fn read(&self, rel: &str) -> Result<Option<String>, Refusal> {
         inside::read_text(self.root, rel, crate::repo::MANIFEST_LIMIT)
     }
 
-    pub fn list(&self, rel: &str) -> Result<Option<Vec<(String, EntryKind)>>, Refusal> {
+    pub(crate) fn list(&self, rel: &str) -> Result<Option<Vec<(String, EntryKind)>>, Refusal> {
         inside::list_dir(self.root, rel, LIST_LIMIT)
     }
 
@@ -52,7 +52,7 @@ impl Disk<'_> {
     /// wildcard) as deep as the pattern reaches, each with whether it is a real folder:
     /// `false` for an entry cargo's glob would follow and scaffold does not (a symlink).
     /// What cannot be listed is a refusal.
-    pub fn glob_dirs(&self, pattern: &str) -> Result<Vec<(String, bool)>, Refusal> {
+    pub(crate) fn glob_dirs(&self, pattern: &str) -> Result<Vec<(String, bool)>, Refusal> {
         let parts: Vec<&str> = pattern.split('/').collect();
         let literal = parts
             .iter()

@@ -26,7 +26,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
 ];
 
 /// The schema version this runtime writes.
-pub const LATEST_VERSION: i64 = crate::store::SCHEMA_VERSION;
+pub(super) const LATEST_VERSION: i64 = crate::store::SCHEMA_VERSION;
 
 /// The schema version in force; 0 before the first migration (or when the schema does not
 /// exist yet).

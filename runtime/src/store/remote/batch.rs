@@ -30,7 +30,7 @@ pub(crate) struct Heartbeats {
 impl Heartbeats {
     /// Renews `held`'s lease; the new end on this store's clock: `now` (when it was asked)
     /// plus what the coordinator says is left.
-    pub async fn beat(
+    pub(super) async fn beat(
         &self,
         client: &Client,
         held: Held,

@@ -58,7 +58,7 @@ pub(crate) struct Reply {
 
 impl Reply {
     /// The body's `error` code.
-    pub fn code(&self) -> String {
+    pub(super) fn code(&self) -> String {
         self.body
             .get("error")
             .and_then(Value::as_str)
@@ -68,7 +68,7 @@ impl Reply {
             .collect()
     }
 
-    pub fn parse<T: DeserializeOwned>(self, call: &str) -> Result<T, StoreError> {
+    pub(super) fn parse<T: DeserializeOwned>(self, call: &str) -> Result<T, StoreError> {
         serde_json::from_value(self.body).map_err(|e| StoreError::Refused {
             call: call.to_owned(),
             status: self.status.as_u16(),
@@ -138,7 +138,7 @@ pub(crate) fn backoff(attempt: u32) -> Duration {
 }
 
 impl Client {
-    pub fn new(shared: Arc<Shared>) -> Result<Client, StoreError> {
+    pub(super) fn new(shared: Arc<Shared>) -> Result<Client, StoreError> {
         let http = reqwest::Client::builder()
             .use_preconfigured_tls((*shared.tls).clone())
             .redirect(reqwest::redirect::Policy::none())
@@ -153,7 +153,7 @@ impl Client {
     }
 
     /// The path of effect `key` of `held`'s job, the key percent-encoded as one segment.
-    pub fn effect_path(&self, held: &crate::item::Held, key: &str) -> String {
+    pub(super) fn effect_path(&self, held: &crate::item::Held, key: &str) -> String {
         let job = crate::protocol::job_name(held.id, held.fence);
         match reqwest::Url::parse("http://x/") {
             Ok(mut u) => {
@@ -217,7 +217,7 @@ impl Client {
     /// A request made until it has an answer that is not transient, for at most the
     /// configured retry time. Without `bearer`, the call carries no session (enrollment,
     /// the challenge).
-    pub async fn request_unauthenticated(
+    pub(super) async fn request_unauthenticated(
         &self,
         method: Method,
         path: &str,
@@ -302,7 +302,7 @@ impl Client {
 
     /// A call under the session (opened or renewed first when due); a 401 other than
     /// `revoked` drops the session and the call is made once more under a new one.
-    pub async fn request(
+    pub(super) async fn request(
         &self,
         method: Method,
         path: &str,
@@ -340,7 +340,7 @@ impl Client {
 
     /// [`Client::request`] with a JSON body, expecting a 2xx; anything else but 409 is a
     /// refusal (logged and counted), 409 is `StoreError::StaleLease` for `held`.
-    pub async fn call<B: Serialize>(
+    pub(super) async fn call<B: Serialize>(
         &self,
         method: Method,
         path: &str,
@@ -352,7 +352,7 @@ impl Client {
     }
 
     /// Counts and logs a refusal that means this worker sent what it should not have.
-    pub fn refused(&self, path: &str, reply: &Reply) -> StoreError {
+    pub(super) fn refused(&self, path: &str, reply: &Reply) -> StoreError {
         self.shared.refused.fetch_add(1, Ordering::Relaxed);
         let code = reply.code();
         tracing::error!(call = %path, status = reply.status.as_u16(), code = %code, "the coordinator refused a call; not retried");
@@ -364,7 +364,7 @@ impl Client {
     }
 
     /// The session, opened or renewed when due.
-    pub async fn session(&self) -> Result<Session, StoreError> {
+    pub(super) async fn session(&self) -> Result<Session, StoreError> {
         let mut slot = self.shared.session.lock().await;
         if let Some(s) = slot.as_ref()
             && Instant::now() < s.renew_at
@@ -377,7 +377,7 @@ impl Client {
     }
 
     /// Forgets the session `token` (the coordinator no longer takes it).
-    pub async fn drop_session(&self, token: &str) {
+    pub(super) async fn drop_session(&self, token: &str) {
         let mut slot = self.shared.session.lock().await;
         if slot.as_ref().is_some_and(|s| s.token == token) {
             *slot = None;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::protocol::PROTOCOL;
 
-/// A remote store's settings (DESIGN §8 "The remote backend"). Built by the worker from its
+/// A remote store's settings (README.md#the-workers-side-the-remote-backend). Built by the worker from its
 /// own settings (`<NAME>_<WORKER>_COORDINATOR_URL`, `…_STATE_DIR`, `…_CA_FILE`,
 /// `…_TOKEN_FILE`), never from a database URL.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,4 +1,4 @@
-//! The remote backend (DESIGN §8 "The remote backend", the runtime's `remote` feature): a
+//! The remote backend (README.md#the-workers-side-the-remote-backend, the runtime's `remote` feature): a
 //! worker's store that speaks the coordinator's protocol instead of holding a database. It
 //! implements the worker's calls — claim, heartbeat, checkpoint, effects, finish, presence —
 //! in batches where the protocol has them; every producer or operator call answers

@@ -48,11 +48,11 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Notices {
     /// `lane`'s wake-up (one permit kept: a notice before the claimer waits is not lost).
-    pub fn lane(&self, lane: &str) -> Arc<Notify> {
+    pub(super) fn lane(&self, lane: &str) -> Arc<Notify> {
         Arc::clone(lock(&self.lanes).entry(lane.to_owned()).or_default())
     }
 
-    pub fn standing(&self) -> Standing {
+    pub(super) fn standing(&self) -> Standing {
         match self.standing.load(Ordering::SeqCst) {
             1 => Standing::Drain,
             2 => Standing::UpgradeRequired,
@@ -62,7 +62,7 @@ impl Notices {
     }
 
     /// Raises the standing (never lowers it: a drain heard stays heard).
-    pub fn raise(&self, s: Standing) {
+    pub(super) fn raise(&self, s: Standing) {
         let prev = self.standing.fetch_max(s as u8, Ordering::SeqCst);
         if prev < s as u8 {
             self.changed.notify_waiters();
@@ -74,7 +74,7 @@ impl Notices {
     }
 
     /// Announces `lanes` (sent now when connected, and on every reconnect).
-    pub fn present(&self, lanes: &[String]) {
+    pub(super) fn present(&self, lanes: &[String]) {
         let lanes: BTreeSet<String> = lanes.iter().cloned().collect();
         let changed = {
             let mut a = lock(&self.announced);
@@ -94,7 +94,7 @@ impl Notices {
 
     /// Sends `frame` when the socket is up (dropped otherwise: presence is sent again on
     /// connect); whether it was.
-    pub fn send(&self, frame: Value) -> bool {
+    pub(super) fn send(&self, frame: Value) -> bool {
         lock(&self.out)
             .as_ref()
             .is_some_and(|tx| tx.send(frame).is_ok())

@@ -1,7 +1,12 @@
 //! The scan's node ends: a closed path, use tree or attribute becomes a reference, and
 //! the finished scan its facts.
 
-use super::*;
+use ra_ap_parser::SyntaxKind as K;
+
+use super::{AttrRec, LineCursor, PathRec, RawRef, Scanner, Tok, TreeRec, is_item, string_value};
+use crate::check::cfg_test::{CfgTok, requires_test};
+use crate::check::rust_refs::{CrateRef, ModDecl, RefKind, RustFacts};
+use crate::repo::workspace::DepKind;
 
 impl<'t> Scanner<'t> {
     pub(super) fn exit(&mut self) {

@@ -28,9 +28,8 @@ use ra_ap_parser::{Edition, LexedStr, Step, SyntaxKind as K, TopEntryPoint};
 
 use super::lex::{self, Tokens};
 use super::tt;
-use super::{CrateRef, ModDecl, RefKind, RustFacts};
-use crate::check::cfg_test::{CfgTok, requires_test};
-use crate::repo::workspace::DepKind;
+use super::{ModDecl, RefKind, RustFacts};
+use crate::check::cfg_test::CfgTok;
 
 /// The edition the lexer and parser read with. A file that only parses under another
 /// edition (`async` as a 2015 identifier, say) reports an error and goes to syn.

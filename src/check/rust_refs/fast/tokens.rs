@@ -1,7 +1,11 @@
 //! The scan's tokens: what each non-trivia token adds to the paths, use trees and
 //! attributes open around it.
 
-use super::*;
+use ra_ap_parser::SyntaxKind as K;
+
+use super::{EDITION, Scanner, Tok, string_value};
+use crate::check::cfg_test::CfgTok;
+use crate::check::rust_refs::{ModDecl, RefKind, tt};
 
 impl<'t> Scanner<'t> {
     /// A non-trivia token at `start..end` of the body.

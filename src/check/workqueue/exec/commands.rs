@@ -1,7 +1,18 @@
 //! Processes workers start with `Command::new`: a shell with `-c`, or a program the worker
 //! did not build from literals.
 
-use super::*;
+use std::collections::{HashMap, HashSet};
+
+use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
+use syn::visit::{self, Visit};
+
+use super::worker_code;
+use crate::check::cfg_test::item_attrs;
+use crate::check::context::Context;
+use crate::check::finding::Location;
+use crate::check::workqueue::{is_test_code, loc, peel, str_lit, type_name};
+use crate::source::SourceFile;
 
 /// A process a worker starts that it should not.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]

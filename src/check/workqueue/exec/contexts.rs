@@ -1,7 +1,13 @@
 //! `WorkContext`s a handler builds itself (`WorkContext::new(…)`, `WorkContext { … }`).
 
-use super::*;
+use std::collections::HashSet;
+
+use syn::visit::{self, Visit};
+
+use super::{BuiltContext, all_impls};
 use crate::check::workqueue::handlers::handler_impl;
+use crate::check::workqueue::{is_test_code, loc, peel, type_name};
+use crate::source::SourceFile;
 
 pub(super) fn contexts_in(file: &SourceFile, tree: &syn::File) -> Vec<BuiltContext> {
     let mut impls = Vec::new();

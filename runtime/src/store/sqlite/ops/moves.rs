@@ -49,12 +49,12 @@ impl Before {
         })
     }
 
-    pub fn running(&self) -> bool {
+    pub(super) fn running(&self) -> bool {
         self.state == "running"
     }
 
     /// The state the counters hold it under: a running item's claimed-from state.
-    pub fn counted_as(&self) -> &str {
+    pub(super) fn counted_as(&self) -> &str {
         if self.running() {
             self.claimed_from.as_deref().unwrap_or("available")
         } else {
