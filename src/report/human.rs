@@ -170,7 +170,8 @@ pub(super) fn outcome(
         } else {
             found
         };
-        if cache.as_ref().is_none_or(|(p, _)| *p != found.path) {
+        // A path-only finding shows no text: its file is not read for it.
+        if !f.path_only && cache.as_ref().is_none_or(|(p, _)| *p != found.path) {
             // Only a real file inside the root is shown: a finding on a path that is (or
             // is reached through) a symlink never prints what the link points at.
             let text = match o.texts.get(&found.path) {
@@ -182,8 +183,8 @@ pub(super) fn outcome(
         }
         let text = cache
             .as_ref()
-            .and_then(|(_, t)| t.clone())
-            .filter(|_| !f.path_only);
+            .filter(|(p, _)| !f.path_only && *p == found.path)
+            .and_then(|(_, t)| t.clone());
         let text = text.filter(|t| {
             f.span.0 + f.span.1 <= t.len()
                 && t.is_char_boundary(f.span.0)
