@@ -169,34 +169,19 @@ fn github_anchors_are_made_as_github_makes_them() {
 #[test]
 fn every_path_a_comment_names_exists() {
     let root = root();
-    let mut files = vec![
-        root.join("Cargo.toml"),
-        root.join("runtime/Cargo.toml"),
-        root.join("build.rs"),
-    ];
-    rust_files(&root.join("src"), &mut files);
-    rust_files(&root.join("runtime/src"), &mut files);
     let mut missing = Vec::new();
     let mut seen = 0;
-    for file in &files {
-        let text = std::fs::read_to_string(file).expect("reads the file");
-        let toml = file.extension().is_some_and(|e| e == "toml");
+    for (at, comment) in comments(&root) {
         // A crate's own paths may be written from the crate (`src/…` in runtime/).
-        let base = file
-            .strip_prefix(&root)
-            .ok()
-            .filter(|rel| rel.starts_with("runtime"))
-            .map_or_else(|| root.clone(), |_| root.join("runtime"));
-        for (n, line) in text.lines().enumerate() {
-            let Some(comment) = comment(line, toml) else {
-                continue;
-            };
-            for path in named_paths(comment) {
-                seen += 1;
-                if !root.join(&path).exists() && !base.join(&path).exists() {
-                    let rel = file.strip_prefix(&root).unwrap_or(file);
-                    missing.push(format!("{}:{}: {path}", rel.display(), n + 1));
-                }
+        let base = if at.starts_with("runtime/") {
+            root.join("runtime")
+        } else {
+            root.clone()
+        };
+        for path in named_paths(&comment) {
+            seen += 1;
+            if !root.join(&path).exists() && !base.join(&path).exists() {
+                missing.push(format!("{at}: {path}"));
             }
         }
     }

@@ -183,8 +183,20 @@ pub(crate) fn render_worker_crate(
     worker: &str,
     ctx: &Value,
 ) -> Result<(), GenerateError> {
-    for t in Templates::names_under("worker/") {
-        let rel = t["worker/".len()..].trim_end_matches(".j2");
+    render_into_worker(plan, templates, "worker/", worker, ctx)
+}
+
+/// Renders every template under `folder` (`worker/`, `worker-scheduler/`) into worker
+/// `worker`'s crate, at the same relative path without `.j2`.
+pub(crate) fn render_into_worker(
+    plan: &mut Plan,
+    templates: &Templates,
+    folder: &str,
+    worker: &str,
+    ctx: &Value,
+) -> Result<(), GenerateError> {
+    for t in Templates::names_under(folder) {
+        let rel = t[folder.len()..].trim_end_matches(".j2");
         create_from(
             plan,
             templates,

@@ -3,7 +3,7 @@
 use minijinja::Value;
 
 use crate::generate::error::GenerateError;
-use crate::generate::init::render_worker_crate;
+use crate::generate::init::{render_into_worker, render_worker_crate};
 use crate::generate::kind_files::insert_snippet;
 use crate::generate::plan::Plan;
 use crate::generate::render::create_from;
@@ -25,16 +25,7 @@ pub(super) fn plan_new_worker(
     render_worker_crate(plan, templates, worker, ctx)?;
     if role == "scheduler" {
         // What its README's `## Dedupe` promises: the schedule, and its test.
-        for t in Templates::names_under("worker-scheduler/") {
-            let rel = t["worker-scheduler/".len()..].trim_end_matches(".j2");
-            create_from(
-                plan,
-                templates,
-                t,
-                &crate::layout::worker_file(worker, rel),
-                ctx,
-            )?;
-        }
+        render_into_worker(plan, templates, "worker-scheduler/", worker, ctx)?;
     }
     // The new crate depends on what the maintenance worker's template depends on, so the
     // lock gains its package and stays `--locked`-buildable.
