@@ -1,6 +1,9 @@
-//! Which kinds `scaffold queue enqueue` accepts: an UPPER_SNAKE name, and, inside a scaffold
-//! repository whose `om/` registers kinds, one of those (read from the `WorkKindSpec`
-//! literals, docs/reference.md#the-work-queue-scaffold-runtime), so a typo never lands an item no worker will take.
+//! Which kinds `scaffold queue enqueue` accepts: a name the one kind-name rule allows, and,
+//! inside a scaffold repository whose `om/src/root.rs` registers kinds, one of those —
+//! read by the checker's own registry reader (`check::workqueue::registry`: the root's
+//! `KINDS`, each namespace's slice, consts and `Kind::Variant.as_str()` resolved;
+//! docs/reference.md#the-work-queue-scaffold-runtime), so a typo never lands an item no
+//! worker will take.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -35,9 +38,39 @@ pub(super) fn registered(cwd: &Path) -> Result<Option<BTreeMap<String, Spec>>, S
     let Ok(root) = crate::repo::discover(cwd) else {
         return Ok(None);
     };
-    let mut kinds = BTreeMap::new();
+    let mut files = Vec::new();
     if root.join("om").is_dir() {
-        collect(&root, "om", &mut kinds, 0)?;
+        collect(&root, "om", &mut files, 0)?;
+    }
+    let reg = crate::check::workqueue::registry::from_texts(files);
+    if !reg.found {
+        return Ok(None);
+    }
+    // A registry read in part could refuse a kind it does register: say which element
+    // could not be read rather than guess.
+    if let Some(e) = reg.entries.iter().find(|e| e.specs.is_none()) {
+        return Err(format!(
+            "{}:{}: the KINDS element `{}` names no slice scaffold can find",
+            crate::layout::ROOT_RS,
+            e.at.line,
+            e.text
+        ));
+    }
+    let mut kinds = BTreeMap::new();
+    for kind in reg.kinds() {
+        let Some(name) = kind.name else {
+            return Err(format!(
+                "{}:{}: a kind whose name scaffold cannot resolve",
+                kind.spec.path, kind.spec.name_at.line
+            ));
+        };
+        kinds.insert(
+            name,
+            Spec {
+                lane: kind.lane,
+                at: format!("{}:{}", kind.spec.path, kind.spec.name_at.line),
+            },
+        );
     }
     Ok((!kinds.is_empty()).then_some(kinds))
 }
@@ -45,7 +78,12 @@ pub(super) fn registered(cwd: &Path) -> Result<Option<BTreeMap<String, Spec>>, S
 /// How deep under `om/` folders are read.
 const MAX_DEPTH: usize = 12;
 
-fn collect(root: &Path, rel: &str, kinds: &mut Kinds, depth: usize) -> Result<(), String> {
+fn collect(
+    root: &Path,
+    rel: &str,
+    files: &mut Vec<(String, String)>,
+    depth: usize,
+) -> Result<(), String> {
     if depth > MAX_DEPTH {
         return Err(format!(
             "{rel} is nested deeper than {MAX_DEPTH} folders under om/"
@@ -63,42 +101,16 @@ fn collect(root: &Path, rel: &str, kinds: &mut Kinds, depth: usize) -> Result<()
         let kind = entry.file_type().map_err(|e| format!("{child}: {e}"))?;
         if kind.is_dir() {
             if name != "target" {
-                collect(root, &child, kinds, depth + 1)?;
+                collect(root, &child, files, depth + 1)?;
             }
-        } else if name.ends_with(".rs") {
+        } else if name.ends_with(".rs") && child.starts_with(crate::layout::OM_SRC) {
             let text = crate::repo::inside::read_text(root, &child, crate::repo::TEXT_LIMIT)
                 .map_err(|r| r.to_string())?
                 .unwrap_or_default();
-            spec_names(&text, &child, kinds);
+            files.push((child, text));
         }
     }
     Ok(())
-}
-
-type Kinds = BTreeMap<String, Spec>;
-
-/// The `name` (and `lane`) of every `WorkKindSpec { … }` literal in `text` (the file `rel`).
-fn spec_names(text: &str, rel: &str, kinds: &mut Kinds) {
-    for (at, _) in text.match_indices("WorkKindSpec {") {
-        let body = &text[at..];
-        let body = &body[..body.find('}').unwrap_or(body.len())];
-        if let Some(name) = field(body, "name:") {
-            let line = text[..at].matches('\n').count() + 1;
-            kinds.insert(
-                name.to_owned(),
-                Spec {
-                    lane: field(body, "lane:").map(str::to_owned),
-                    at: format!("{rel}:{line}"),
-                },
-            );
-        }
-    }
-}
-
-/// The string literal after `key` in `body`.
-fn field<'a>(body: &'a str, key: &str) -> Option<&'a str> {
-    let rest = body.split(key).nth(1)?.trim_start().strip_prefix('"')?;
-    rest.find('"').map(|end| &rest[..end])
 }
 
 #[cfg(test)]
@@ -121,32 +133,50 @@ mod tests {
         assert!(!ok("TYPE"), "its handler module would be a keyword");
     }
 
+    /// The kinds are the ones the root registers, read as the checker reads them: a name
+    /// written as a const or as `Kind::Variant.as_str()` counts, a spec no `KINDS` element
+    /// reaches does not (the substring reader this replaced saw only literals, anywhere).
     #[test]
-    fn reads_spec_literals() {
-        let mut kinds = Kinds::new();
-        spec_names(
-            r#"pub const S: &[WorkKindSpec] = &[
-                WorkKindSpec { name: "NOTIFY_SHIPMENT", permission: "shipping.notify", lane: "default",
-                               ..WorkKindSpec::DEFAULT },
-                WorkKindSpec {
-                    name: "SEND_INVOICE", ..WorkKindSpec::DEFAULT },
-            ];"#,
-            "om/src/k.rs",
-            &mut kinds,
-        );
-        assert_eq!(
-            kinds
-                .into_iter()
-                .map(|(k, s)| (k, s.lane, s.at))
-                .collect::<Vec<_>>(),
-            vec![
-                (
-                    "NOTIFY_SHIPMENT".to_owned(),
-                    Some("default".to_owned()),
-                    "om/src/k.rs:2".to_owned()
-                ),
-                ("SEND_INVOICE".to_owned(), None, "om/src/k.rs:4".to_owned())
-            ]
-        );
+    fn the_registered_kinds_are_read_as_the_checker_reads_them() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("agent")).expect("mkdir");
+        std::fs::write(root.join("agent/codemap.yml"), "{}\n").expect("write");
+        std::fs::create_dir_all(root.join("om/src/shipping")).expect("mkdir");
+        std::fs::write(
+            root.join("om/src/root.rs"),
+            "use crate::shipping::kinds::SHIPPING_KINDS;\n\npub const KINDS: Registry = &[SHIPPING_KINDS];\n",
+        )
+        .expect("write");
+        std::fs::write(
+            root.join("om/src/shipping/kinds.rs"),
+            r#"const BOOK: &str = "BOOK_PICKUP";
+pub const SHIPPING_KINDS: &[WorkKindSpec] = &[
+    WorkKindSpec { name: "NOTIFY_SHIPMENT", lane: "notify", ..WorkKindSpec::DEFAULT },
+    WorkKindSpec { name: BOOK, ..WorkKindSpec::DEFAULT },
+    WorkKindSpec { name: ShippingKind::SendInvoice.as_str(), ..WorkKindSpec::DEFAULT },
+];
+pub const NOT_REGISTERED: &[WorkKindSpec] = &[
+    WorkKindSpec { name: "ORPHAN", ..WorkKindSpec::DEFAULT },
+];
+"#,
+        )
+        .expect("write");
+        let kinds = registered(root).expect("reads").expect("registers kinds");
+        let names: Vec<&str> = kinds.keys().map(String::as_str).collect();
+        assert_eq!(names, ["BOOK_PICKUP", "NOTIFY_SHIPMENT", "SEND_INVOICE"]);
+        assert_eq!(kinds["NOTIFY_SHIPMENT"].lane.as_deref(), Some("notify"));
+        assert_eq!(kinds["NOTIFY_SHIPMENT"].at, "om/src/shipping/kinds.rs:3");
+        // `..WorkKindSpec::DEFAULT` with no lane: the default lane, named.
+        assert_eq!(kinds["BOOK_PICKUP"].lane.as_deref(), Some("default"));
+
+        // A KINDS element that names no slice: refused, naming it, not guessed around.
+        std::fs::write(
+            root.join("om/src/root.rs"),
+            "pub const KINDS: Registry = &[SHIPPING_KINDS, ELSEWHERE_KINDS];\n",
+        )
+        .expect("write");
+        let err = registered(root).expect_err("refused");
+        assert!(err.contains("ELSEWHERE_KINDS"), "{err}");
     }
 }

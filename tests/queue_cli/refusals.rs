@@ -158,6 +158,11 @@ fn an_unknown_kind_is_refused() {
     std::fs::write(dir.path().join("agent/codemap.yml"), "{}\n").expect("write");
     std::fs::create_dir_all(dir.path().join("om/src/shipping")).expect("mkdir");
     std::fs::write(
+        dir.path().join("om/src/root.rs"),
+        "use crate::shipping::kinds::SHIPPING_KINDS;\n\npub const KINDS: Registry = &[SHIPPING_KINDS];\n",
+    )
+    .expect("write");
+    std::fs::write(
         dir.path().join("om/src/shipping/kinds.rs"),
         r#"pub const SHIPPING_KINDS: &[WorkKindSpec] = &[
     WorkKindSpec { name: "NOTIFY_SHIPMENT", permission: "shipping.notify", lane: "notify",

@@ -250,7 +250,7 @@ fn inputs(files: &[&crate::check::context::Source]) -> u128 {
 pub fn build(ctx: &Context<'_>) -> Registry {
     let files = super::sources_under(ctx, crate::layout::OM_SRC, &[]);
     let root_exists = ctx.repo.files.binary_search(&ROOT_PATH.to_owned()).is_ok();
-    let facts: Vec<(&str, OmFacts)> = files
+    let facts: Vec<(String, OmFacts)> = files
         .par_iter()
         .filter(|s| {
             s.path == ROOT_PATH
@@ -262,17 +262,39 @@ pub fn build(ctx: &Context<'_>) -> Registry {
             let is_root = s.path == ROOT_PATH;
             ctx.memo
                 .parsed("om", s, 0, |tree| om_facts(s.file(), tree, is_root))
-                .map(|f| (s.path.as_str(), f))
+                .map(|f| (s.path.clone(), f))
         })
         .collect();
+    assemble(facts, root_exists, inputs(&files))
+}
+
+/// The registry read from the text of the files under `om/src/` (repo-relative path, text),
+/// for a caller without a check run (`scaffold queue enqueue`): the same reader, without
+/// the cache. A file that does not parse contributes nothing, as in [`build`].
+pub fn from_texts(files: Vec<(String, String)>) -> Registry {
+    let root_exists = files.iter().any(|(p, _)| p == ROOT_PATH);
+    let facts: Vec<(String, OmFacts)> = files
+        .into_par_iter()
+        .filter_map(|(path, text)| {
+            let is_root = path == ROOT_PATH;
+            let file = SourceFile::new(path.clone(), text);
+            super::with_parsed(&file, |tree| om_facts(&file, tree, is_root)).map(|f| (path, f))
+        })
+        .collect();
+    assemble(facts, root_exists, 0)
+}
+
+/// The registry from what each om file contributes.
+fn assemble(facts: Vec<(String, OmFacts)>, root_exists: bool, inputs: u128) -> Registry {
     let mut reg = Registry {
         root_exists,
-        inputs: inputs(&files),
+        inputs,
         ..Registry::default()
     };
     let mut root_kinds = None;
     let mut root_renames = Strings::default();
     for (path, f) in facts {
+        let path = path.as_str();
         for (n, v) in f.strings {
             reg.strings.add_const(n, v);
         }
