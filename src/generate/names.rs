@@ -146,6 +146,16 @@ pub fn validate(kind: NameKind, name: &str) -> Result<(), GenerateError> {
     Ok(())
 }
 
+/// Why `name` breaks the rule for `kind`, for a caller with errors of its own (the queue
+/// CLI); `None` when it keeps it.
+pub fn why_invalid(kind: NameKind, name: &str) -> Option<String> {
+    match validate(kind, name) {
+        Ok(()) => None,
+        Err(GenerateError::InvalidName { reason, .. }) => Some(reason),
+        Err(other) => Some(other.to_string()),
+    }
+}
+
 fn is_letter(c: char, upper: bool) -> bool {
     if upper {
         c.is_ascii_uppercase()

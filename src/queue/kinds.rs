@@ -11,14 +11,14 @@ use std::path::Path;
 /// `kind` held to the one kind-name rule, the generator's (`generate::names`): what
 /// `scaffold worker` would refuse to make, the queue refuses to take.
 pub(super) fn check_name(kind: &str) -> Result<(), super::QueueError> {
-    use crate::generate::names::{NameKind, validate};
-    validate(NameKind::Kind, kind).map_err(|err| super::QueueError::InvalidKind {
-        kind: kind.to_owned(),
-        reason: match err {
-            crate::generate::GenerateError::InvalidName { reason, .. } => reason,
-            other => other.to_string(),
-        },
-    })
+    use crate::generate::names::{NameKind, why_invalid};
+    match why_invalid(NameKind::Kind, kind) {
+        None => Ok(()),
+        Some(reason) => Err(super::QueueError::InvalidKind {
+            kind: kind.to_owned(),
+            reason,
+        }),
+    }
 }
 
 /// One registered kind: the lane its spec names (`None`: the default lane) and where the

@@ -520,15 +520,13 @@ async fn enqueue(
 ) -> Result<report::Printed, QueueError> {
     kinds::check_name(&e.kind)?;
     if let Some(lane) = &e.lane {
-        crate::generate::names::validate(crate::generate::names::NameKind::Lane, lane).map_err(
-            |err| QueueError::InvalidLane {
+        use crate::generate::names::{NameKind, why_invalid};
+        if let Some(reason) = why_invalid(NameKind::Lane, lane) {
+            return Err(QueueError::InvalidLane {
                 lane: lane.clone(),
-                reason: match err {
-                    crate::generate::GenerateError::InvalidName { reason, .. } => reason,
-                    other => other.to_string(),
-                },
-            },
-        )?;
+                reason,
+            });
+        }
     }
     let mut spec_lane = None;
     let registered =
