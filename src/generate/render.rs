@@ -43,8 +43,21 @@ pub(crate) fn project_name(root: &std::path::Path) -> Result<String, GenerateErr
             reason,
         })?
         .ok_or(GenerateError::NoCodemapName)?;
-    let codemap =
-        crate::repo::codemap::Codemap::parse(&text).map_err(|_| GenerateError::NoCodemapName)?;
+    let codemap = crate::repo::codemap::Codemap::parse(&text).map_err(|problems| {
+        // The first problem, at its line: the one `scaffold check` would list first.
+        let first = problems.into_iter().next();
+        GenerateError::Manifest {
+            path: rel.to_owned(),
+            message: first.as_ref().map_or_else(
+                || "it does not parse".to_owned(),
+                |p| format!("line {}: {}", p.pos.line, p.message),
+            ),
+            help: first.map_or_else(
+                || "run `scaffold check` to see what is wrong with it".to_owned(),
+                |p| p.help,
+            ),
+        }
+    })?;
     codemap.name.ok_or(GenerateError::NoCodemapName)
 }
 

@@ -469,8 +469,9 @@ fn forward(
                     reason: format!("{staged_rel} does not hold what the journal says"),
                 });
             }
-            inside::no_links(root, &e.path).map_err(|_| GenerateError::PathEscapes {
+            inside::no_links(root, &e.path).map_err(|reason| GenerateError::Refused {
                 path: e.path.clone(),
+                reason,
             })?;
             todo.push((e, staged));
         } else if now.as_deref() != Some(e.after.as_str()) {
@@ -486,8 +487,9 @@ fn forward(
             return Err(changed(&e.path));
         }
         fault(&e.path).map_err(|err| GenerateError::io("replace", &target, err))?;
-        inside::no_links(root, &e.path).map_err(|_| GenerateError::PathEscapes {
+        inside::no_links(root, &e.path).map_err(|reason| GenerateError::Refused {
             path: e.path.clone(),
+            reason,
         })?;
         fs::rename(&staged, &target).map_err(|err| GenerateError::io("replace", &target, err))?;
     }
