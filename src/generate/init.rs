@@ -103,7 +103,7 @@ pub fn init(
     vendor_runtime(&mut plan)?;
     // The lock resolved for `acme` (templates/Cargo.lock.acme), renamed for this project.
     if let Some(lock) = templates::embedded_file(lockfile::EMBEDDED_LOCK) {
-        let lock = lockfile::rename(&String::from_utf8_lossy(lock), &name);
+        let lock = lockfile::rename(&String::from_utf8_lossy(lock), &name)?;
         plan.create("Cargo.lock", lock.into_bytes(), None)?;
     }
     let shown = shell_word(&opts.dir.display().to_string());

@@ -309,30 +309,15 @@ fn plan_crate(
     let with = embedded(INTEGRATION_LOCK)?;
     // The member first, so the merge pins its bare names where a crate gains a version.
     let lock =
-        super::lockfile::add_member_like(&lock, &with, package, LOCK_PACKAGE).unwrap_or(lock);
+        super::lockfile::add_member_like(&lock, &with, package, LOCK_PACKAGE)?.unwrap_or(lock);
     // An earlier provider merged what reqwest needs already (the runtime's own optional
     // reqwest is in every lock, so its presence says nothing).
-    let earlier = lock.lines().any(|l| {
-        l.strip_prefix("name = \"")
-            .and_then(|n| n.strip_suffix('"'))
-            .is_some_and(|n| n.ends_with("-integration") && n != package)
-    });
+    let earlier =
+        super::lockfile::has_package(&lock, |n| n.ends_with("-integration") && n != package)?;
     if earlier {
         return plan.edit("Cargo.lock", lock);
     }
-    let lock = match super::lockfile::merge_registry(&lock, &base, &with) {
-        Ok(merged) => merged.unwrap_or(lock),
-        Err(packages) => {
-            return Err(GenerateError::LockDiverged {
-                first: packages
-                    .first()
-                    .and_then(|p| p.split(' ').next())
-                    .unwrap_or_default()
-                    .to_owned(),
-                packages: packages.join(", "),
-            });
-        }
-    };
+    let lock = super::lockfile::merge_registry(&lock, &base, &with)?.unwrap_or(lock);
     plan.edit("Cargo.lock", lock)
 }
 

@@ -1,161 +1,228 @@
-//! The generated repository's `Cargo.lock`. The embedded lock was resolved for the project
-//! name `acme`; for another name its workspace packages (no `source`) are renamed and the
-//! packages re-sorted the way cargo writes them, so `cargo build --locked` accepts it.
+//! The generated repository's `Cargo.lock`, edited through toml_edit: what a change leaves
+//! alone keeps its bytes, what it adds is written the way cargo writes it (packages sorted
+//! by name then version, a dependency list one entry per line). The embedded lock was
+//! resolved for the project name `acme`; for another name its workspace packages (no
+//! `source`) are renamed, so `cargo build --locked` accepts it.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use toml_edit::{Array, ArrayOfTables, DocumentMut, Item, Table, Value};
+
+use super::error::GenerateError;
 
 /// The name the embedded lock was resolved with.
 pub const LOCK_NAME: &str = "acme";
 /// The embedded lock, under `templates/`.
 pub const EMBEDDED_LOCK: &str = "Cargo.lock.acme";
 
-use std::collections::BTreeMap;
+/// The lock's path in the generated repository, as errors name it.
+const LOCK_PATH: &str = "Cargo.lock";
 
-#[derive(Debug, Clone)]
-struct Package {
-    name: String,
-    /// Every line of the block except `name = …` and the dependency entries.
-    lines: Vec<String>,
-    dependencies: Option<Vec<String>>,
-    is_local: bool,
-    /// Taken from the lock merged in by [`merge_registry`] (its bare names mean its versions).
-    from_with: bool,
-}
-
-impl Package {
-    fn version(&self) -> &str {
-        self.lines
-            .iter()
-            .find_map(|l| l.strip_prefix("version = "))
-            .map_or("", |v| v.trim_matches('"'))
+/// One `[[package]]` entry of a lock.
+trait Package {
+    fn field(&self, key: &str) -> &str;
+    fn name(&self) -> &str {
+        self.field("name")
     }
-
+    fn version(&self) -> &str {
+        self.field("version")
+    }
+    /// A workspace member: cargo records no `source` for one.
+    fn is_local(&self) -> bool;
+    /// Its `dependencies` entries (`name`, or `name version` where the name is ambiguous);
+    /// `None` when it has no such list.
+    fn dependencies(&self) -> Option<Vec<String>>;
     /// `name version`, how cargo names one of several versions.
     fn id(&self) -> String {
-        format!("{} {}", self.name, self.version())
+        format!("{} {}", self.name(), self.version())
+    }
+}
+
+impl Package for Table {
+    fn field(&self, key: &str) -> &str {
+        self.get(key).and_then(Item::as_str).unwrap_or("")
+    }
+    fn is_local(&self) -> bool {
+        !self.contains_key("source")
+    }
+    fn dependencies(&self) -> Option<Vec<String>> {
+        let list = self.get("dependencies")?.as_array()?;
+        Some(
+            list.iter()
+                .map(|v| v.as_str().unwrap_or_default().to_owned())
+                .collect(),
+        )
     }
 }
 
 /// `lock` with the workspace packages `acme-*` renamed to `<name>-*`, sorted by name.
-pub fn rename(lock: &str, name: &str) -> String {
+pub fn rename(lock: &str, name: &str) -> Result<String, GenerateError> {
     if name == LOCK_NAME {
-        return lock.to_owned();
+        return Ok(lock.to_owned());
     }
     let from = format!("{LOCK_NAME}-");
     let to = format!("{name}-");
-    let (header, mut packages) = parse(lock);
-    let renamed: Vec<String> = packages
-        .iter()
-        .filter(|p| p.is_local && p.name.starts_with(&from))
-        .map(|p| p.name.clone())
-        .collect();
-    let rename_one = |n: &str| -> String {
-        if renamed.iter().any(|r| r == n) {
-            format!("{to}{}", &n[from.len()..])
-        } else {
-            n.to_owned()
-        }
-    };
-    for p in &mut packages {
-        p.name = rename_one(&p.name);
-        if let Some(deps) = &mut p.dependencies {
-            for d in deps.iter_mut() {
-                let (dep_name, rest) = match d.split_once(' ') {
-                    Some((n, r)) => (n.to_owned(), format!(" {r}")),
-                    None => (d.clone(), String::new()),
-                };
-                *d = format!("{}{rest}", rename_one(&dep_name));
+    let renamed = edit(lock, |packages| {
+        let local: BTreeSet<String> = packages
+            .iter()
+            .filter(|p| p.is_local() && p.name().starts_with(&from))
+            .map(|p| p.name().to_owned())
+            .collect();
+        let rename_one = |n: &str| -> Option<String> {
+            local
+                .contains(n)
+                .then(|| format!("{to}{}", &n[from.len()..]))
+        };
+        for p in packages.iter_mut() {
+            if let Some(new) = rename_one(p.name()) {
+                set_str(p, "name", &new);
+            }
+            let deps = p.get_mut("dependencies").and_then(Item::as_array_mut);
+            for d in deps.into_iter().flat_map(Array::iter_mut) {
+                let entry = d.as_str().unwrap_or_default();
+                let (dep, rest) = entry.split_once(' ').map_or((entry, ""), |(n, r)| (n, r));
+                if let Some(new) = rename_one(dep) {
+                    let new = if rest.is_empty() {
+                        new
+                    } else {
+                        format!("{new} {rest}")
+                    };
+                    replace_keeping_decor(d, &new);
+                }
             }
         }
-    }
-    render(&header, packages)
+        Ok(!local.is_empty())
+    })?;
+    Ok(renamed.unwrap_or_else(|| lock.to_owned()))
 }
 
 /// `lock` with workspace package `new` added, with the entry workspace package `like` has in
 /// `template` (a new worker's crate renders from the same template as the maintenance
 /// worker's, so it depends on the same packages); `None` when `template` has no `like` or
 /// `lock` already has `new`.
-pub fn add_member_like(lock: &str, template: &str, new: &str, like: &str) -> Option<String> {
-    let (_, template) = parse(&template.replace("\r\n", "\n"));
-    let mut copy = template
+pub fn add_member_like(
+    lock: &str,
+    template: &str,
+    new: &str,
+    like: &str,
+) -> Result<Option<String>, GenerateError> {
+    let template = packages_of(template)?;
+    let Some(mut copy) = template
         .into_iter()
-        .find(|p| p.is_local && p.name == like)?;
-    copy.name = new.to_owned();
+        .find(|p| p.is_local() && p.name() == like)
+    else {
+        return Ok(None);
+    };
+    set_str(&mut copy, "name", new);
     edit(lock, |packages| {
-        if packages.iter().any(|p| p.name == new) {
-            return false;
+        if packages.iter().any(|p| p.name() == new) {
+            return Ok(false);
         }
         packages.push(copy);
-        true
+        Ok(true)
     })
 }
 
-/// `lock` with workspace package `new` added, depending on `deps`, with the other lines
+/// `lock` with workspace package `new` added, depending on `deps`, with the other fields
 /// (the version) of workspace package `like` in `lock`; `None` when `lock` has no `like`
 /// or already has `new`.
-pub fn add_member(lock: &str, new: &str, like: &str, deps: &[String]) -> Option<String> {
+pub fn add_member(
+    lock: &str,
+    new: &str,
+    like: &str,
+    deps: &[String],
+) -> Result<Option<String>, GenerateError> {
     edit(lock, |packages| {
-        if packages.iter().any(|p| p.name == new) {
-            return false;
+        if packages.iter().any(|p| p.name() == new) {
+            return Ok(false);
         }
-        let Some(like) = packages.iter().find(|p| p.is_local && p.name == like) else {
-            return false;
+        let Some(like) = packages.iter().find(|p| p.is_local() && p.name() == like) else {
+            return Ok(false);
         };
         let mut copy = like.clone();
-        copy.name = new.to_owned();
-        copy.dependencies = (!deps.is_empty()).then(|| deps.to_vec());
+        set_str(&mut copy, "name", new);
+        if deps.is_empty() {
+            copy.remove("dependencies");
+        } else {
+            copy.insert("dependencies", Item::Value(Value::Array(cargo_list(deps))));
+        }
         packages.push(copy);
-        true
+        Ok(true)
     })
 }
 
 /// `lock` with `dep` among the dependencies of workspace package `package`; `None` when
 /// `lock` has no such package or it has `dep` already.
-pub fn add_dependency(lock: &str, package: &str, dep: &str) -> Option<String> {
+pub fn add_dependency(
+    lock: &str,
+    package: &str,
+    dep: &str,
+) -> Result<Option<String>, GenerateError> {
     edit(lock, |packages| {
         let Some(p) = packages
             .iter_mut()
-            .find(|p| p.is_local && p.name == package)
+            .find(|p| p.is_local() && p.name() == package)
         else {
-            return false;
+            return Ok(false);
         };
-        let deps = p.dependencies.get_or_insert_with(Vec::new);
-        if deps.iter().any(|d| dep_key(d) == dep) {
-            return false;
+        if p.dependencies()
+            .unwrap_or_default()
+            .iter()
+            .any(|d| dep_key(d) == dep)
+        {
+            return Ok(false);
         }
-        deps.push(dep.to_owned());
-        true
+        match p.get_mut("dependencies").and_then(Item::as_array_mut) {
+            Some(list) => list.push_formatted(list_entry(dep)),
+            None => {
+                p.insert(
+                    "dependencies",
+                    Item::Value(Value::Array(cargo_list(&[dep.to_owned()]))),
+                );
+            }
+        }
+        Ok(true)
     })
+}
+
+/// Whether `lock` has a package whose name satisfies `is`.
+pub fn has_package(lock: &str, is: impl Fn(&str) -> bool) -> Result<bool, GenerateError> {
+    Ok(packages_of(lock)?.iter().any(|p| is(p.name())))
 }
 
 /// `lock` with the registry packages of `with` it lacks, and the dependency lists `with`
 /// changed from `without` (two locks resolved from one base: `with` adds a dependency, as
 /// the embedded integration lock adds reqwest to the embedded lock). A dependency named
 /// bare that now has two versions is pinned to the version it meant. `Ok(None)` when
-/// `lock` has them all already; `Err` names the packages whose entry in `lock` is neither
-/// `without`'s nor `with`'s, that `without` had and `lock` lacks, or that `lock` has at
-/// another version (a lock updated since: merging would guess).
+/// `lock` has them all already; [`GenerateError::LockDiverged`] names the packages whose
+/// entry in `lock` is neither `without`'s nor `with`'s, that `without` had and `lock`
+/// lacks, or that `lock` has at another version (a lock updated since: merging would
+/// guess).
 pub fn merge_registry(
     lock: &str,
     without: &str,
     with: &str,
-) -> Result<Option<String>, Vec<String>> {
-    let (_, without) = parse(&without.replace("\r\n", "\n"));
-    let (_, with) = parse(&with.replace("\r\n", "\n"));
+) -> Result<Option<String>, GenerateError> {
+    let without = packages_of(without)?;
+    let with = packages_of(with)?;
     let mut conflicts = Vec::new();
     let result = edit(lock, |packages| {
         let before = unique_versions(packages);
-        let from_with = unique_versions(&with);
+        let from_with_versions = unique_versions(&with);
         // Registry packages by (name, version), looked up once each: a lock may be large.
-        let registry = |list: &[Package]| -> BTreeMap<(String, String), usize> {
+        let registry = |list: &[Table]| -> BTreeMap<(String, String), usize> {
             list.iter()
                 .enumerate()
-                .filter(|(_, p)| !p.is_local)
-                .map(|(i, p)| ((p.name.clone(), p.version().to_owned()), i))
+                .filter(|(_, p)| !p.is_local())
+                .map(|(i, p)| ((p.name().to_owned(), p.version().to_owned()), i))
                 .collect()
         };
         let in_lock = registry(packages);
         let in_without = registry(&without);
         let in_with = registry(&with);
-        let mut changed = false;
+        // Indices into `packages` of the entries taken from `with` (its bare names mean
+        // its versions).
+        let mut from_with = BTreeSet::new();
         for (key, &wi) in &in_with {
             let w = &with[wi];
             let base = in_without.get(key).map(|&bi| &without[bi]);
@@ -164,58 +231,75 @@ pub fn merge_registry(
                 .range((key.0.clone(), String::new())..)
                 .take_while(|((name, _), _)| *name == key.0)
                 .any(|(k, _)| !in_with.contains_key(k));
-            match in_lock.get(key).map(|&i| &mut packages[i]) {
+            match in_lock.get(key).copied() {
                 // `without` had it, or the lock has the crate at a version `with` does not:
                 // the lock was updated since (a second version next to it would be one
                 // cargo never resolves).
                 None if base.is_some() || other_version => conflicts.push(w.id()),
                 None => {
-                    let mut added = w.clone();
-                    added.from_with = true;
-                    packages.push(added);
-                    changed = true;
+                    from_with.insert(packages.len());
+                    packages.push(w.clone());
                 }
-                Some(p) if p.dependencies == w.dependencies => {}
-                Some(p) if base.is_some_and(|b| b.dependencies == p.dependencies) => {
-                    p.dependencies.clone_from(&w.dependencies);
-                    p.from_with = true;
-                    changed = true;
+                Some(i) if packages[i].dependencies() == w.dependencies() => {}
+                Some(i) if base.is_some_and(|b| b.dependencies() == packages[i].dependencies()) => {
+                    match w.get("dependencies") {
+                        Some(list) => {
+                            packages[i].insert("dependencies", list.clone());
+                        }
+                        None => {
+                            packages[i].remove("dependencies");
+                        }
+                    }
+                    from_with.insert(i);
                 }
-                Some(p) => conflicts.push(p.id()),
+                Some(i) => conflicts.push(packages[i].id()),
             }
         }
-        if !conflicts.is_empty() || !changed {
-            return false;
+        if !conflicts.is_empty() || from_with.is_empty() {
+            return Ok(false);
         }
         let mut count: BTreeMap<String, usize> = BTreeMap::new();
         for p in packages.iter() {
-            *count.entry(p.name.clone()).or_default() += 1;
+            *count.entry(p.name().to_owned()).or_default() += 1;
         }
-        for p in packages.iter_mut() {
-            let meant = if p.from_with { &from_with } else { &before };
-            for d in p.dependencies.iter_mut().flatten() {
-                if !d.contains(' ')
-                    && count.get(d.as_str()).is_some_and(|n| *n > 1)
-                    && let Some(version) = meant.get(d.as_str())
+        for (i, p) in packages.iter_mut().enumerate() {
+            let meant = if from_with.contains(&i) {
+                &from_with_versions
+            } else {
+                &before
+            };
+            let deps = p.get_mut("dependencies").and_then(Item::as_array_mut);
+            for d in deps.into_iter().flat_map(Array::iter_mut) {
+                let entry = d.as_str().unwrap_or_default().to_owned();
+                if !entry.contains(' ')
+                    && count.get(&entry).is_some_and(|n| *n > 1)
+                    && let Some(version) = meant.get(&entry)
                 {
-                    *d = format!("{d} {version}");
+                    replace_keeping_decor(d, &format!("{entry} {version}"));
                 }
             }
         }
-        true
-    });
+        Ok(true)
+    })?;
     if conflicts.is_empty() {
         Ok(result)
     } else {
-        Err(conflicts)
+        Err(GenerateError::LockDiverged {
+            first: conflicts
+                .first()
+                .and_then(|p| p.split(' ').next())
+                .unwrap_or_default()
+                .to_owned(),
+            packages: conflicts.join(", "),
+        })
     }
 }
 
 /// Each crate name with a single version in `packages`, and that version.
-fn unique_versions(packages: &[Package]) -> BTreeMap<String, String> {
+fn unique_versions(packages: &[Table]) -> BTreeMap<String, String> {
     let mut seen: BTreeMap<String, Option<String>> = BTreeMap::new();
     for p in packages {
-        seen.entry(p.name.clone())
+        seen.entry(p.name().to_owned())
             .and_modify(|v| *v = None)
             .or_insert_with(|| Some(p.version().to_owned()));
     }
@@ -224,59 +308,113 @@ fn unique_versions(packages: &[Package]) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// `lock` parsed, changed by `change` (which says whether it changed anything), rendered
-/// back with its line endings.
-fn edit(lock: &str, change: impl FnOnce(&mut Vec<Package>) -> bool) -> Option<String> {
-    let (header, mut packages) = parse(&lock.replace("\r\n", "\n"));
-    if !change(&mut packages) {
-        return None;
+/// `lock` parsed, its packages changed by `change` (which says whether it changed
+/// anything), sorted as cargo sorts them and rendered back with its line endings; entries
+/// the change left alone keep their bytes.
+fn edit(
+    lock: &str,
+    change: impl FnOnce(&mut Vec<Table>) -> Result<bool, GenerateError>,
+) -> Result<Option<String>, GenerateError> {
+    let mut doc = parse(lock)?;
+    let mut packages = take_packages(&mut doc)?;
+    if !change(&mut packages)? {
+        return Ok(None);
     }
-    let out = render(&header, packages);
-    Some(if lock.contains("\r\n") {
-        out.replace('\n', "\r\n")
-    } else {
-        out
-    })
-}
-
-fn parse(lock: &str) -> (String, Vec<Package>) {
-    let mut blocks = lock.split("\n\n[[package]]\n");
-    let header = blocks.next().unwrap_or_default().to_owned();
-    (header, blocks.map(parse_package).collect())
-}
-
-fn render(header: &str, mut packages: Vec<Package>) -> String {
     for p in &mut packages {
-        if let Some(deps) = &mut p.dependencies {
-            deps.sort_by(|a, b| dep_key(a).cmp(dep_key(b)));
+        if let Some(list) = p.get_mut("dependencies").and_then(Item::as_array_mut) {
+            list.sort_by(|a, b| {
+                dep_key(a.as_str().unwrap_or_default()).cmp(dep_key(b.as_str().unwrap_or_default()))
+            });
         }
+        // Laid out in the order of the list, right after the lock's top-level keys: a
+        // table's parsed position would put it back where it was.
+        p.set_position(None);
     }
     // Cargo orders packages by name, then version.
     packages.sort_by(|a, b| {
-        a.name
-            .cmp(&b.name)
+        a.name()
+            .cmp(b.name())
             .then_with(|| version_key(a.version()).cmp(&version_key(b.version())))
     });
-    let mut out = header.to_owned();
-    for p in &packages {
-        out.push_str("\n\n[[package]]\n");
-        out.push_str(&format!("name = \"{}\"\n", p.name));
-        for l in &p.lines {
-            out.push_str(l);
-            out.push('\n');
-        }
-        if let Some(deps) = &p.dependencies {
-            out.push_str("dependencies = [\n");
-            for d in deps {
-                out.push_str(&format!(" \"{d}\",\n"));
-            }
-            out.push_str("]\n");
-        }
-        // Blocks are joined by a blank line; the last newline is re-added below.
-        out.pop();
+    let mut list = ArrayOfTables::new();
+    for p in packages {
+        list.push(p);
     }
-    out.push('\n');
-    out
+    // In the slot the list was taken from, so tables after it (`[[patch.unused]]`) stay
+    // after it.
+    doc["package"] = Item::ArrayOfTables(list);
+    let out = doc.to_string();
+    Ok(Some(if lock.contains("\r\n") {
+        out.replace('\n', "\r\n")
+    } else {
+        out
+    }))
+}
+
+/// `lock` as a document, its line endings `\n`; one that is not TOML is an error, never
+/// an edit by guesswork.
+fn parse(lock: &str) -> Result<DocumentMut, GenerateError> {
+    lock.replace("\r\n", "\n")
+        .parse::<DocumentMut>()
+        .map_err(|e| GenerateError::Manifest {
+            path: LOCK_PATH.to_owned(),
+            message: format!("it is not TOML: {}", e.message()),
+            help: "restore it (`git checkout Cargo.lock`) or let cargo write it again (`cargo generate-lockfile`); nothing was written".to_owned(),
+        })
+}
+
+/// The `[[package]]` entries of `lock`.
+fn packages_of(lock: &str) -> Result<Vec<Table>, GenerateError> {
+    take_packages(&mut parse(lock)?)
+}
+
+/// The `[[package]]` entries, taken out of `doc` (their key left in its place, empty).
+fn take_packages(doc: &mut DocumentMut) -> Result<Vec<Table>, GenerateError> {
+    let Some(slot) = doc.get_mut("package") else {
+        return Ok(Vec::new());
+    };
+    match std::mem::take(slot) {
+        Item::ArrayOfTables(list) => Ok(list.into_iter().collect()),
+        _ => Err(GenerateError::Manifest {
+            path: LOCK_PATH.to_owned(),
+            message: "`package` is not a list of `[[package]]` tables".to_owned(),
+            help: "restore it (`git checkout Cargo.lock`) or let cargo write it again (`cargo generate-lockfile`); nothing was written".to_owned(),
+        }),
+    }
+}
+
+/// Sets the string `key` of `table`, keeping the decor of the value it replaces.
+fn set_str(table: &mut Table, key: &str, to: &str) {
+    match table.get_mut(key).and_then(Item::as_value_mut) {
+        Some(v) => replace_keeping_decor(v, to),
+        None => {
+            table.insert(key, toml_edit::value(to));
+        }
+    }
+}
+
+fn replace_keeping_decor(v: &mut Value, to: &str) {
+    let decor = v.decor().clone();
+    *v = Value::from(to);
+    *v.decor_mut() = decor;
+}
+
+/// A dependency list as cargo writes one: an entry per line, each followed by a comma.
+fn cargo_list(entries: &[String]) -> Array {
+    let mut list = Array::new();
+    for e in entries {
+        list.push_formatted(list_entry(e));
+    }
+    list.set_trailing_comma(true);
+    list.set_trailing("\n");
+    list
+}
+
+fn list_entry(entry: &str) -> Value {
+    let mut v = Value::from(entry);
+    v.decor_mut().set_prefix("\n ");
+    v.decor_mut().set_suffix("");
+    v
 }
 
 /// A version as cargo orders them: its numbers compared as numbers (`0.9.0` before
@@ -294,47 +432,6 @@ fn version_key(v: &str) -> (Vec<u64>, bool, String) {
 
 fn dep_key(d: &str) -> &str {
     d.split(' ').next().unwrap_or(d)
-}
-
-fn parse_package(block: &str) -> Package {
-    let mut name = String::new();
-    let mut lines = Vec::new();
-    let mut dependencies = None;
-    let mut is_local = true;
-    let mut in_deps = false;
-    for line in block.lines() {
-        if in_deps {
-            if line.trim() == "]" {
-                in_deps = false;
-            } else if let Some(dep) = line.trim().strip_prefix('"')
-                && let Some(list) = &mut dependencies
-            {
-                let list: &mut Vec<String> = list;
-                list.push(dep.trim_end_matches(',').trim_end_matches('"').to_owned());
-            }
-            continue;
-        }
-        if let Some(v) = line.strip_prefix("name = ") {
-            name = v.trim_matches('"').to_owned();
-        } else if line.starts_with("dependencies = [") {
-            dependencies = Some(Vec::new());
-            in_deps = !line.ends_with(']');
-        } else {
-            if line.starts_with("source = ") {
-                is_local = false;
-            }
-            if !line.is_empty() {
-                lines.push(line.to_owned());
-            }
-        }
-    }
-    Package {
-        name,
-        lines,
-        dependencies,
-        is_local,
-        from_with: false,
-    }
 }
 
 #[cfg(test)]
@@ -357,35 +454,60 @@ mod tests {
 
     #[test]
     fn renames_workspace_packages_and_resorts() {
-        assert_eq!(rename(LOCK, "acme"), LOCK);
-        let out = rename(LOCK, "zeta");
+        assert_eq!(rename(LOCK, "acme").expect("renamed"), LOCK);
+        let out = rename(LOCK, "zeta").expect("renamed");
         let expected = "# This file is automatically @generated by Cargo.\n# It is not intended for manual editing.\nversion = 4\n\n[[package]]\nname = \"serde\"\nversion = \"1.0.0\"\nsource = \"registry+https://github.com/rust-lang/crates.io-index\"\nchecksum = \"ab\"\n\n[[package]]\nname = \"zeta-maintenance\"\nversion = \"0.1.0\"\ndependencies = [\n \"serde\",\n \"zeta-om\",\n]\n\n[[package]]\nname = \"zeta-om\"\nversion = \"0.1.0\"\n";
         assert_eq!(out, expected);
-        let added = add_member_like(LOCK, LOCK, "acme-billing", "acme-maintenance").expect("added");
+        let added = add_member_like(LOCK, LOCK, "acme-billing", "acme-maintenance")
+            .expect("parses")
+            .expect("added");
         assert!(added.contains("[[package]]\nname = \"acme-billing\"\nversion = \"0.1.0\"\ndependencies = [\n \"acme-om\",\n \"serde\",\n]\n\n[[package]]\nname = \"acme-maintenance\""), "{added}");
-        assert!(add_member_like(LOCK, LOCK, "acme-om", "acme-maintenance").is_none());
+        assert!(
+            add_member_like(LOCK, LOCK, "acme-om", "acme-maintenance")
+                .expect("parses")
+                .is_none()
+        );
         let crlf = LOCK.replace('\n', "\r\n");
-        let added =
-            add_member_like(&crlf, LOCK, "acme-billing", "acme-maintenance").expect("added");
+        let added = add_member_like(&crlf, LOCK, "acme-billing", "acme-maintenance")
+            .expect("parses")
+            .expect("added");
         assert!(added.contains("name = \"acme-billing\"\r\n"), "{added}");
     }
 
     #[test]
     fn adds_a_member_with_its_dependencies_and_a_dependency_to_a_member() {
         let deps = ["acme-om".to_owned(), "serde".to_owned()];
-        let added = add_member(LOCK, "acme-shipping-service", "acme-om", &deps).expect("added");
+        let added = add_member(LOCK, "acme-shipping-service", "acme-om", &deps)
+            .expect("parses")
+            .expect("added");
         assert!(added.contains("[[package]]\nname = \"acme-shipping-service\"\nversion = \"0.1.0\"\ndependencies = [\n \"acme-om\",\n \"serde\",\n]\n\n[[package]]\nname = \"serde\""), "{added}");
-        assert!(add_member(LOCK, "acme-om", "acme-maintenance", &deps).is_none());
-        assert!(add_member(LOCK, "acme-x", "acme-missing", &deps).is_none());
-        let dep = add_dependency(LOCK, "acme-maintenance", "acme-shipping-service").expect("added");
+        assert!(
+            add_member(LOCK, "acme-om", "acme-maintenance", &deps)
+                .expect("parses")
+                .is_none()
+        );
+        assert!(
+            add_member(LOCK, "acme-x", "acme-missing", &deps)
+                .expect("parses")
+                .is_none()
+        );
+        let dep = add_dependency(LOCK, "acme-maintenance", "acme-shipping-service")
+            .expect("parses")
+            .expect("added");
         assert!(
             dep.contains(
                 "dependencies = [\n \"acme-om\",\n \"acme-shipping-service\",\n \"serde\",\n]"
             ),
             "{dep}"
         );
-        assert!(add_dependency(&dep, "acme-maintenance", "acme-shipping-service").is_none());
-        let om = add_dependency(LOCK, "acme-om", "serde").expect("added");
+        assert!(
+            add_dependency(&dep, "acme-maintenance", "acme-shipping-service")
+                .expect("parses")
+                .is_none()
+        );
+        let om = add_dependency(LOCK, "acme-om", "serde")
+            .expect("parses")
+            .expect("added");
         assert!(
             om.contains(
                 "name = \"acme-om\"\nversion = \"0.1.0\"\ndependencies = [\n \"serde\",\n]"
@@ -453,8 +575,8 @@ mod tests {
         );
         assert_eq!(merged, expected);
         assert_eq!(
-            merge_registry(&merged, &without, &with),
-            Ok(None),
+            merge_registry(&merged, &without, &with).expect("no conflict"),
+            None,
             "merged once"
         );
 
@@ -463,8 +585,8 @@ mod tests {
             "dependencies = [\n \"libc\",\n \"wasi\",",
         );
         assert_eq!(
-            merge_registry(&edited, &without, &with),
-            Err(vec!["getrandom 0.2.0".to_owned()]),
+            diverged(merge_registry(&edited, &without, &with)),
+            "getrandom 0.2.0",
             "a lock edited since is not merged by guesswork"
         );
         let updated = mine.replace(
@@ -473,10 +595,73 @@ mod tests {
         );
         assert_ne!(updated, mine);
         assert_eq!(
-            merge_registry(&updated, &without, &with),
-            Err(vec!["libc 0.2.0".to_owned()]),
+            diverged(merge_registry(&updated, &without, &with)),
+            "libc 0.2.0",
             "a crate updated since is not added a second time at the old version"
         );
+    }
+
+    #[test]
+    fn entries_a_change_leaves_alone_keep_their_bytes() {
+        // A hand-touched entry (odd spacing, a comment) and a table after the packages.
+        let odd = LOCK.replace(
+            "checksum = \"ab\"\n",
+            "checksum =   \"ab\" # pinned by hand\n\n[[patch.unused]]\nname = \"zed\"\nversion = \"0.1.0\"\n",
+        );
+        let added = add_member(&odd, "acme-zz", "acme-om", &[])
+            .expect("parses")
+            .expect("added");
+        assert!(
+            added.contains("checksum =   \"ab\" # pinned by hand\n"),
+            "{added}"
+        );
+        assert!(
+            added.contains("name = \"serde\"")
+                && added.find("name = \"acme-zz\"") < added.find("name = \"serde\""),
+            "sorted among the packages: {added}"
+        );
+        assert!(
+            added.ends_with("\n[[patch.unused]]\nname = \"zed\"\nversion = \"0.1.0\"\n"),
+            "what follows the packages stays after them: {added}"
+        );
+        // A change that changes nothing writes nothing.
+        assert!(
+            add_dependency(LOCK, "acme-maintenance", "serde")
+                .expect("parses")
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn the_embedded_lock_renamed_and_back_is_itself() {
+        let lock = crate::generate::templates::embedded_file(EMBEDDED_LOCK).expect("embedded");
+        let lock = String::from_utf8_lossy(lock);
+        // `acme-` to `acme-x-`, and back: the same bytes, so nothing else moved.
+        let there = rename(&lock, "acme-x").expect("renamed");
+        assert!(there.contains("name = \"acme-x-maintenance\""));
+        assert_ne!(there, lock);
+        let back = there.replace("\"acme-x-", "\"acme-");
+        assert_eq!(
+            edit(&back, |_| Ok(true)).expect("parses").as_deref(),
+            Some(&*lock)
+        );
+    }
+
+    #[test]
+    fn a_lock_that_is_not_toml_is_refused() {
+        for broken in ["version = 4\n[[package]\nname = \"x\"\n", "package = 3\n"] {
+            match add_dependency(broken, "x", "y") {
+                Err(GenerateError::Manifest { path, .. }) => assert_eq!(path, "Cargo.lock"),
+                other => panic!("{broken:?} was not refused: {other:?}"),
+            }
+        }
+    }
+
+    fn diverged(merged: Result<Option<String>, GenerateError>) -> String {
+        match merged {
+            Err(GenerateError::LockDiverged { packages, .. }) => packages,
+            other => panic!("not diverged: {other:?}"),
+        }
     }
 
     #[test]

@@ -130,7 +130,7 @@ pub fn plan_dependency(
     let manifest = add_workspace_dependency(&path, &manifest, package, table)?;
     plan.edit(&path, manifest)?;
     if let Some(lock) = plan.text("Cargo.lock")?
-        && let Some(lock) = super::lockfile::add_dependency(&lock, member, package)
+        && let Some(lock) = super::lockfile::add_dependency(&lock, member, package)?
     {
         plan.edit("Cargo.lock", lock)?;
     }

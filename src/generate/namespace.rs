@@ -79,7 +79,7 @@ fn plan_service(
         let om = format!("{name}-om");
         let mut deps: Vec<String> = SERVICE_DEPS.iter().map(|d| (*d).to_owned()).collect();
         deps.push(om.clone());
-        if let Some(lock) = super::lockfile::add_member(&lock, &package, &om, &deps) {
+        if let Some(lock) = super::lockfile::add_member(&lock, &package, &om, &deps)? {
             plan.edit("Cargo.lock", lock)?;
         }
     }

@@ -31,10 +31,11 @@ pub(super) fn plan_new_worker(
     // lock gains its package and stays `--locked`-buildable.
     let template = super::super::templates::embedded_file(super::super::lockfile::EMBEDDED_LOCK);
     if let (Some(lock), Some(template)) = (plan.text("Cargo.lock")?, template) {
-        let template = super::super::lockfile::rename(&String::from_utf8_lossy(template), name);
+        let template = super::super::lockfile::rename(&String::from_utf8_lossy(template), name)?;
         let new = format!("{name}-{worker}");
         let like = format!("{name}-maintenance");
-        if let Some(lock) = super::super::lockfile::add_member_like(&lock, &template, &new, &like) {
+        if let Some(lock) = super::super::lockfile::add_member_like(&lock, &template, &new, &like)?
+        {
             plan.edit("Cargo.lock", lock)?;
         }
     }
