@@ -184,7 +184,7 @@ macro_rules! conformance_suite {
 /// worker calls (claims, heartbeats, fences, effects, checkpoints, outcomes, parking) go
 /// through [`TestBackend::worker`] — over the wire, to a coordinator on the direct store's
 /// database — while its operator's side (enqueue, sweep, signal, reads) uses the direct
-/// store. `$make` builds such a backend (`tests/conformance_remote.rs`) whose coordinator
+/// store. `$make` builds such a backend (`tests/it/conformance_remote.rs`) whose coordinator
 /// leases for the suite's `LEASE` (30 s) and backs off as configured; `$make_loop` one
 /// whose coordinator leases for 300 ms (the loop cases' lease: the lease is the
 /// coordinator's, never the worker's) and retries at once (the loop cases' policy).

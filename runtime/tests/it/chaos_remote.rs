@@ -14,9 +14,6 @@
 //!
 //! The coordinator and the workers are this test binary re-executed on its ignored tests.
 
-// A test binary prints what it skipped and what it measured, and its shared modules
-// are `pub` for the files that use them.
-#![allow(clippy::print_stdout, clippy::print_stderr, unreachable_pub)]
 #![cfg(all(
     feature = "sqlite",
     feature = "postgres",
@@ -24,8 +21,8 @@
     feature = "remote"
 ))]
 
-mod pg_common;
-mod worker_process;
+use crate::pg_common;
+use crate::worker_process;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -258,7 +255,7 @@ fn this_test_binary(test: &str, env: &str, value: &str) -> Command {
 /// Starts the coordinator and waits until it listens.
 fn start_coordinator(url: &str, listen: &str, origin: &str) -> Child {
     let mut child = this_test_binary(
-        "chaos_coordinator_process",
+        "chaos_remote::chaos_coordinator_process",
         COORDINATOR_ENV,
         &format!("{url} {listen} {origin}"),
     )
@@ -288,7 +285,7 @@ struct Worker {
 fn start_worker(origin: &str, w: &Worker, log: &Arc<Mutex<Log>>) -> Child {
     let log = Arc::clone(log);
     worker_process::spawn(
-        "chaos_remote_worker_process",
+        "chaos_remote::chaos_remote_worker_process",
         WORKER_ENV,
         &format!(
             "{origin} {} {} {}",

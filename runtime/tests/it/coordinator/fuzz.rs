@@ -7,7 +7,7 @@ use proptest::test_runner::{Config as PropConfig, RngAlgorithm, TestRng, TestRun
 use scaffold_runtime::NewItem;
 use serde_json::{Value, json};
 
-use crate::common::Server;
+use super::common::Server;
 
 /// One request the fuzzer makes.
 #[derive(Debug, Clone)]

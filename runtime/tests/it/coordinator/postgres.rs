@@ -5,9 +5,9 @@ use std::time::Duration;
 use scaffold_runtime::{ItemState, NewItem, Store};
 use serde_json::json;
 
-use crate::common::{Http, Server, open_session};
+use super::common::{Http, Server, open_session};
+use super::socket::{connect, next};
 use crate::pg_common;
-use crate::socket::{connect, next};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_coordinators_share_one_queue() {

@@ -1,9 +1,6 @@
 //! A producer with its own SQLite connection writes its business row and the outbox row in
 //! one transaction; the store's relay turns the row into an item with the row's id.
 
-// A test binary prints what it skipped and what it measured, and its shared modules
-// are `pub` for the files that use them.
-#![allow(clippy::print_stdout, clippy::print_stderr, unreachable_pub)]
 // The SQLite backend: left out of a build without it.
 #![cfg(feature = "sqlite")]
 

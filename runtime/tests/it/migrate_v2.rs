@@ -3,13 +3,10 @@
 //! place to the current version on SQLite and on PostgreSQL: nothing is lost, the counters equal the
 //! items, the held item's holder can still finish it, and its attempt is recorded.
 
-// A test binary prints what it skipped and what it measured, and its shared modules
-// are `pub` for the files that use them.
-#![allow(clippy::print_stdout, clippy::print_stderr, unreachable_pub)]
 // The SQLite and PostgreSQL backends: left out of a build without them.
 #![cfg(all(feature = "sqlite", feature = "postgres"))]
 
-mod pg_common;
+use crate::pg_common;
 
 use std::collections::BTreeMap;
 
@@ -17,12 +14,12 @@ use scaffold_runtime::store::SCHEMA_VERSION;
 use scaffold_runtime::{Held, ItemState, ListFilter, NewItem, Store};
 
 const SQLITE_V2: &[&str] = &[
-    include_str!("../migrations/sqlite/0001_init.sql"),
-    include_str!("../migrations/sqlite/0002_ids_dedupe_workers.sql"),
+    include_str!("../../migrations/sqlite/0001_init.sql"),
+    include_str!("../../migrations/sqlite/0002_ids_dedupe_workers.sql"),
 ];
 const POSTGRES_V2: &[&str] = &[
-    include_str!("../migrations/postgres/0001_init.sql"),
-    include_str!("../migrations/postgres/0002_ids_dedupe_workers.sql"),
+    include_str!("../../migrations/postgres/0001_init.sql"),
+    include_str!("../../migrations/postgres/0002_ids_dedupe_workers.sql"),
 ];
 
 /// Rows as v2 wrote them, valid SQL on both stores: `$NOW` is a time in ms, `$LEASE` the

@@ -1,9 +1,6 @@
 //! SIGTERM drains a worker process: it stops claiming, finishes or releases what it holds,
 //! marks itself OFFLINE and exits 0.
 
-// A test binary prints what it skipped and what it measured, and its shared modules
-// are `pub` for the files that use them.
-#![allow(clippy::print_stdout, clippy::print_stderr, unreachable_pub)]
 // The SQLite backend: left out of a build without it.
 #![cfg(feature = "sqlite")]
 
@@ -75,7 +72,7 @@ async fn sigterm_drains_and_exits_zero() {
     let mut child = Command::new(std::env::current_exe().expect("test binary"))
         .args([
             "--exact",
-            "signals_worker_process",
+            "signals::signals_worker_process",
             "--nocapture",
             "--ignored",
         ])

@@ -3,13 +3,10 @@
 //! test uses a fresh schema of `SCAFFOLD_TEST_DATABASE_URL`; without it each test prints
 //! that it was skipped.
 
-// A test binary prints what it skipped and what it measured, and its shared modules
-// are `pub` for the files that use them.
-#![allow(clippy::print_stdout, clippy::print_stderr, unreachable_pub)]
 // The PostgreSQL backend: left out of a build without it.
 #![cfg(feature = "postgres")]
 
-mod pg_common;
+use crate::pg_common;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,9 +1,5 @@
 //! `/metrics` answers in Prometheus text over a real TCP socket.
 
-// A test binary prints what it skipped and what it measured, and its shared modules
-// are `pub` for the files that use them.
-#![allow(clippy::print_stdout, clippy::print_stderr, unreachable_pub)]
-
 use std::time::Duration;
 
 use scaffold_runtime::testing::MemoryContainer;

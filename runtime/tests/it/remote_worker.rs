@@ -6,9 +6,6 @@
 //! claim, a malformed call refused and counted but never retried, and every producer or
 //! operator call answered `Unsupported`, naming the coordinator.
 
-// A test binary prints what it skipped and what it measured, and its shared modules
-// are `pub` for the files that use them.
-#![allow(clippy::print_stdout, clippy::print_stderr, unreachable_pub)]
 #![cfg(all(feature = "coordinator", feature = "remote", feature = "sqlite"))]
 
 use std::os::unix::fs::PermissionsExt;

@@ -18,14 +18,11 @@
 //!
 //! The workers are this test binary re-executed on the ignored test `stop_worker_process`.
 
-// A test binary prints what it skipped and what it measured, and its shared modules
-// are `pub` for the files that use them.
-#![allow(clippy::print_stdout, clippy::print_stderr, unreachable_pub)]
 // The SQLite and PostgreSQL backends: left out of a build without them.
 #![cfg(all(feature = "sqlite", feature = "postgres"))]
 
-mod pg_common;
-mod worker_process;
+use crate::pg_common;
+use crate::worker_process;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Child;
@@ -142,7 +139,7 @@ async fn keep_history(store: &Store, id: i64, history: &mut History) -> bool {
 fn spawn_worker(url: &str, log: &Arc<Mutex<Log>>) -> Child {
     let log = Arc::clone(log);
     worker_process::spawn(
-        "stop_worker_process",
+        "chaos_stop::stop_worker_process",
         WORKER_ENV,
         url,
         "STOP",

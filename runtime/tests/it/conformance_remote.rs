@@ -6,13 +6,7 @@
 //! both; the coordinator's own sweeper is kept out of the way (the cases sweep when they
 //! mean to).
 
-// A test binary prints what it skipped and what it measured, and its shared modules
-// are `pub` for the files that use them.
-#![allow(clippy::print_stdout, clippy::print_stderr, unreachable_pub)]
 #![cfg(all(feature = "coordinator", feature = "remote"))]
-
-#[cfg(feature = "postgres")]
-mod pg_common;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -6,7 +6,7 @@ use ed25519_dalek::{Signer, SigningKey};
 use scaffold_runtime::coordinator::{EnrollOptions, enroll, revoke, tokens};
 use serde_json::{Value, json};
 
-use crate::common::{Server, code, logs, open_session};
+use super::common::{Server, code, logs, open_session};
 
 fn enroll_body(token: &str, name: &str, key: &SigningKey) -> Value {
     json!({

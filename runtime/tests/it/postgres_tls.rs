@@ -3,9 +3,6 @@
 //! started as the `postgres` user. Where that cannot be had (not root, no `postgres` user,
 //! no server binaries) the test prints SKIPPED and why.
 
-// A test binary prints what it skipped and what it measured, and its shared modules
-// are `pub` for the files that use them.
-#![allow(clippy::print_stdout, clippy::print_stderr, unreachable_pub)]
 // The PostgreSQL backend: left out of a build without it.
 #![cfg(feature = "postgres")]
 

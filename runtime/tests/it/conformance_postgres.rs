@@ -2,13 +2,8 @@
 //! `SCAFFOLD_TEST_DATABASE_URL` names (tests run in parallel), dropped when the test ends.
 //! Without the variable every test prints that it was skipped and returns.
 
-// A test binary prints what it skipped and what it measured, and its shared modules
-// are `pub` for the files that use them.
-#![allow(clippy::print_stdout, clippy::print_stderr, unreachable_pub)]
 // The PostgreSQL backend: left out of a build without it.
 #![cfg(feature = "postgres")]
-
-mod pg_common;
 
 use std::sync::Arc;
 

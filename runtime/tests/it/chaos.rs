@@ -7,14 +7,11 @@
 //!
 //! The workers are this test binary re-executed on the ignored test `chaos_worker_process`.
 
-// A test binary prints what it skipped and what it measured, and its shared modules
-// are `pub` for the files that use them.
-#![allow(clippy::print_stdout, clippy::print_stderr, unreachable_pub)]
 // The SQLite and PostgreSQL backends: left out of a build without them.
 #![cfg(all(feature = "sqlite", feature = "postgres"))]
 
-mod pg_common;
-mod worker_process;
+use crate::pg_common;
+use crate::worker_process;
 
 use std::process::Child;
 use std::sync::{Arc, Mutex};
@@ -110,7 +107,7 @@ struct Log {
 fn spawn_worker(url: &str, log: &Arc<Mutex<Log>>) -> Child {
     let log = Arc::clone(log);
     worker_process::spawn(
-        "chaos_worker_process",
+        "chaos::chaos_worker_process",
         WORKER_ENV,
         url,
         "CHAOS",

@@ -2,10 +2,6 @@
 //! to build without a declared one, a lazily built one reads nothing at build and fails
 //! the worker at start (`init_resources`), and `run_twice` hands a twin to the handler.
 
-// A test binary prints what it skipped and what it measured, and its shared modules
-// are `pub` for the files that use them.
-#![allow(clippy::print_stdout, clippy::print_stderr, unreachable_pub)]
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;

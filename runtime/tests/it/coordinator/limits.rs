@@ -5,7 +5,7 @@ use std::time::Duration;
 use scaffold_runtime::coordinator::tokens;
 use serde_json::json;
 
-use crate::common::{Server, code};
+use super::common::{Server, code};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn oversized_bodies_and_artifacts_are_413() {
@@ -144,7 +144,7 @@ async fn tls_serves_sessions_signed_for_the_public_origin() {
         .await
         .expect("open");
     let public_url = format!("https://localhost:{port}");
-    let s = crate::common::Server::start(store, |c| {
+    let s = super::common::Server::start(store, |c| {
         c.listen = format!("127.0.0.1:{port}").parse().expect("addr");
         c.transport = scaffold_runtime::coordinator::Transport::Tls {
             cert,
@@ -165,7 +165,7 @@ async fn tls_serves_sessions_signed_for_the_public_origin() {
         .expect("TLS answers");
     assert_eq!(health.status().as_u16(), 200);
     // A device enrolls and opens a session over TLS, its signature bound to the origin.
-    let mut http = crate::common::Http::new(&public_url);
+    let mut http = super::common::Http::new(&public_url);
     http.client = client.clone();
     let token = s.token("tls", "acme", None).await;
     let key = ed25519_dalek::SigningKey::generate(&mut rand_core::OsRng);
@@ -180,7 +180,7 @@ async fn tls_serves_sessions_signed_for_the_public_origin() {
         .await;
     assert_eq!(status, 200, "{body}");
     let id = body["worker_id"].as_str().expect("id");
-    let session = crate::common::open_session(&http, &public_url, id, &key).await;
+    let session = super::common::open_session(&http, &public_url, id, &key).await;
     assert!(session.starts_with("scf_ses_"));
     // Plain HTTP to the TLS port gets no answer a client could use.
     let plain = reqwest::get(format!("http://localhost:{port}/health")).await;

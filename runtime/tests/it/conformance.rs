@@ -1,9 +1,5 @@
 //! The conformance suite on every backend this crate ships.
 
-// A test binary prints what it skipped and what it measured, and its shared modules
-// are `pub` for the files that use them.
-#![allow(clippy::print_stdout, clippy::print_stderr, unreachable_pub)]
-
 use scaffold_runtime::testing::conformance::TestBackend;
 use scaffold_runtime::{ManualClock, Store};
 

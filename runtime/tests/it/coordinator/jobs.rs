@@ -7,7 +7,7 @@ use scaffold_runtime::coordinator::tokens;
 use scaffold_runtime::{ItemState, NewItem, Store};
 use serde_json::{Value, json};
 
-use crate::common::{Device, Server, code};
+use super::common::{Device, Server, code};
 
 fn job(j: &Value) -> String {
     j["job"].as_str().expect("job").to_owned()
