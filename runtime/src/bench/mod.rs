@@ -60,16 +60,18 @@ const ENQUEUE_BATCH: usize = 50_000;
 /// batch, then drains them with one loop of `concurrency`. `jobs_per_sec` is `jobs` over the
 /// drain time.
 pub async fn run(store: &Store, jobs: u64, concurrency: usize) -> Result<BenchReport, StoreError> {
-    drain(store, store, jobs, concurrency).await
+    drain(store, store, jobs, concurrency, None).await
 }
 
 /// Enqueues `jobs` no-op items on `producer`, then drains them with one loop of
-/// `concurrency` over `worker` (the same store, or a remote worker's over its coordinator).
+/// `concurrency` over `worker` (the same store, or a remote worker's over its coordinator),
+/// each claim of at most `claim_batch` items when given.
 pub(crate) async fn drain(
     producer: &Store,
     worker: &Store,
     jobs: u64,
     concurrency: usize,
+    claim_batch: Option<usize>,
 ) -> Result<BenchReport, StoreError> {
     let store = producer;
     let items: Vec<NewItem> = (0..jobs)
@@ -89,12 +91,16 @@ pub(crate) async fn drain(
     let completed = Arc::new(AtomicU64::new(0));
     let all_done = Arc::new(tokio::sync::Notify::new());
     let (seen, wake) = (Arc::clone(&completed), Arc::clone(&all_done));
-    let loop_ = WorkLoop::builder(worker.clone(), BENCH_KINDS)
+    let mut builder = WorkLoop::builder(worker.clone(), BENCH_KINDS)
         .handler(Noop)
         .lane("bench")
         .concurrency(concurrency.max(1))
         .prefetch((concurrency * 50).clamp(64, 1000))
-        .lease(Duration::from_secs(60))
+        .lease(Duration::from_secs(60));
+    if let Some(n) = claim_batch {
+        builder = builder.claim_batch(n);
+    }
+    let loop_ = builder
         .observer(move |e| {
             if matches!(
                 e,

@@ -73,10 +73,14 @@ impl WorkHandler for Probe {
 /// Start-latency samples taken on an idle queue.
 const PROBES: usize = 31;
 
+/// The most jobs a claim over the coordinator takes, and what the direct side is held to.
+const CLAIM: usize = 100;
+
 /// A coordinator on `127.0.0.1:0` over `queue` (migrated, empty), a remote worker enrolled
 /// with it (its state in `state_dir`), `jobs` no-op items drained through it with one loop
 /// of `concurrency` (claims of up to 100), then the start latency on the idle queue; and
-/// the same drain on `direct` (another fresh queue on the same database).
+/// the same drain on `direct` (another fresh queue on the same database, claims of up to 100
+/// as well).
 pub async fn run_remote(
     queue: &Store,
     direct: &Store,
@@ -118,7 +122,7 @@ pub async fn run_remote(
             RemoteConfig::new(origin, state_dir.join("state"), "bench").token_file(&token_file),
         )
         .await?;
-        let remote = super::drain(queue, &worker, jobs, concurrency).await?;
+        let remote = super::drain(queue, &worker, jobs, concurrency, Some(CLAIM)).await?;
         let start_latency_ms = latency(queue, &worker).await?;
         Ok::<_, StoreError>((remote, start_latency_ms))
     }
@@ -126,7 +130,9 @@ pub async fn run_remote(
     let _ = stop.send(());
     let _ = server.await;
     let (remote, start_latency_ms) = result?;
-    let direct = super::run(direct, jobs, concurrency).await?;
+    // The same loop on a direct store, its claims bounded as the coordinator bounds the
+    // remote worker's: the comparison is of the transport, not of the claim size.
+    let direct = super::drain(direct, direct, jobs, concurrency, Some(CLAIM)).await?;
     Ok(RemoteBenchReport {
         backend: queue.backend_name().to_owned(),
         jobs,

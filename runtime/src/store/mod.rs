@@ -46,7 +46,7 @@ use crate::time::{Clock, MonotonicClock, SystemClock, Timestamp};
 const CLOCK_RESYNC: Duration = Duration::from_secs(30);
 
 /// The schema version this runtime writes; every backend's migrations end at it.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// Result of store operations.
 pub type StoreResult<T> = Result<T, StoreError>;

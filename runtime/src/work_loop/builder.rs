@@ -88,6 +88,16 @@ impl WorkLoopBuilder {
         self
     }
 
+    /// The most items one claim asks for (default: as many as the prefetch has room for).
+    /// A remote store's coordinator allows 100 a claim whatever this says; a direct store
+    /// given the same bound claims as a remote worker does (`scaffold queue bench --remote`
+    /// compares the two so).
+    #[must_use]
+    pub fn claim_batch(mut self, n: usize) -> Self {
+        self.config.claim_batch = Some(n.max(1));
+        self
+    }
+
     /// The lease each claim takes and each heartbeat renews (default 30 s).
     #[must_use]
     pub fn lease(mut self, lease: Duration) -> Self {

@@ -53,8 +53,9 @@ pub(crate) async fn claimer(shared: Arc<Shared>, lane: String, mut ch: Channels)
         let room_changed = shared.room.notified();
         let unfinished = shared.unfinished.load(Ordering::SeqCst);
         let inflight = shared.inflight.load(Ordering::SeqCst);
-        let want =
-            (prefetch - unfinished.min(prefetch)).min((3 * prefetch).saturating_sub(inflight));
+        let want = (prefetch - unfinished.min(prefetch))
+            .min((3 * prefetch).saturating_sub(inflight))
+            .min(shared.config.claim_batch.unwrap_or(usize::MAX));
         if unfinished > low_water || want == 0 {
             tokio::select! {
                 () = room_changed => {}

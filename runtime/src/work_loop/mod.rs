@@ -94,6 +94,8 @@ pub(crate) struct Config {
     pub retain_completed: Option<Duration>,
     /// Claim only items of these kinds (every kind of the loop's lanes when `None`).
     pub kinds: Option<Vec<String>>,
+    /// The most items one claim asks for (as many as the prefetch has room for when `None`).
+    pub claim_batch: Option<usize>,
 }
 
 impl Default for Config {
@@ -110,6 +112,7 @@ impl Default for Config {
             relay: true,
             retain_completed: None,
             kinds: None,
+            claim_batch: None,
         }
     }
 }

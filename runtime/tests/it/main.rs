@@ -21,6 +21,7 @@ mod conformance_remote;
 mod coordinator;
 mod metrics;
 mod migrate_v2;
+mod migrate_v4;
 mod outbox_sqlite;
 mod outcome_logs;
 mod postgres;

@@ -23,6 +23,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
         4,
         include_str!("../../../migrations/postgres/0004_remote_workers.sql"),
     ),
+    (
+        5,
+        include_str!("../../../migrations/postgres/0005_has_inputs.sql"),
+    ),
 ];
 
 /// The schema version this runtime writes.

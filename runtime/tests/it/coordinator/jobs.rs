@@ -274,9 +274,20 @@ async fn put(d: &Device, digest: &str, bytes: Vec<u8>) -> (u16, Value) {
         .await
 }
 
+/// On SQLite and PostgreSQL (whose claim reads inputs only for items flagged with some).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn artifacts_are_checked_by_their_digest_and_kept_per_account() {
-    let s = Server::fresh().await;
+    artifacts_kept(Server::fresh().await).await;
+    #[cfg(feature = "postgres")]
+    if crate::pg_common::database_named() {
+        let (url, _guard) = crate::pg_common::fresh_url("");
+        let pg = Store::open(&url).await.expect("open");
+        pg.migrate().await.expect("migrate");
+        artifacts_kept(Server::start(pg, |_| {}).await).await;
+    }
+}
+
+async fn artifacts_kept(s: Server) {
     let a = s.device("wa", "acme", None).await;
     let other = s.device("wo", "globex", None).await;
     let bytes = b"input bytes".to_vec();
@@ -331,11 +342,24 @@ async fn artifacts_are_checked_by_their_digest_and_kept_per_account() {
         )
         .await
         .expect("enqueue");
-    let j = a.claim("default", 1).await.remove(0);
+    // One claim of an item with inputs and one without: each has its own.
+    let bare = s
+        .store
+        .enqueue(NewItem::new("A", json!({"bare": true})).account("acme"))
+        .await
+        .expect("enqueue");
+    let mut claimed = a.claim("default", 2).await;
+    // The bare one (payload `{"bare": true}`) last.
+    claimed.sort_by_key(|j| j["payload"]["bare"].as_bool());
+    assert_eq!(claimed.len(), 2, "{claimed:?}");
+    let j = claimed.remove(0);
     assert_eq!(
         j["inputs"],
         json!([{"name": "in.txt", "sha256": digest, "size": bytes.len()}])
     );
+    assert_eq!(claimed[0]["payload"], json!({"bare": true}));
+    assert_eq!(claimed[0]["inputs"], json!([]), "{claimed:?}");
+    assert_ne!(bare, id);
     // An output never uploaded refuses the completion, which can be made once it is.
     let out = tokens::sha256_hex(b"out");
     let body = json!({"fence": j["fence"], "outputs": [{"name": "o", "sha256": out}]});

@@ -211,5 +211,13 @@ async fn attach_inputs(tx: &Transaction<'_>, id: ItemId, item: &NewItem) -> Stor
             });
         }
     }
+    if !item.inputs.is_empty() {
+        // What the claim asks before it reads the inputs (0005_has_inputs.sql).
+        tx.execute(
+            "UPDATE work_items SET has_inputs = true WHERE id = $1",
+            &[&id],
+        )
+        .await?;
+    }
     Ok(())
 }

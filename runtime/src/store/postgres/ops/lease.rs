@@ -76,10 +76,14 @@ pub(crate) async fn claim(
                 Some(state) => parse_state(&state)?,
                 None => crate::item::ItemState::Available,
             };
-            let inputs = if req.with_inputs {
-                serde_json::from_value(r.try_get::<_, Value>(CLAIMED_FROM + 1)?)?
+            let listed = if req.with_inputs {
+                r.try_get::<_, Option<Value>>(CLAIMED_FROM + 1)?
             } else {
-                Vec::new()
+                None
+            };
+            let inputs = match listed {
+                Some(list) => serde_json::from_value(list)?,
+                None => Vec::new(),
             };
             record(r).map(|item| Claimed {
                 fence: item.fence,
@@ -98,10 +102,11 @@ pub(crate) async fn claim(
 const CLAIMED_FROM: usize = 20;
 
 /// The column a claim that asks for inputs returns after `claimed_from`: the item's inputs
-/// by name, as JSON (read by the claim itself, not by a second round trip).
-const INPUTS: &str = ", (SELECT coalesce(json_agg(json_build_object('name', a.name, \
-     'sha256', a.sha256, 'size', a.size) ORDER BY a.name), '[]'::json) \
-     FROM item_artifacts AS a WHERE a.item_id = w.id AND a.role = 'input')";
+/// by name, as JSON (read by the claim itself, not by a second round trip), or NULL for an
+/// item that has none — looked up only where `has_inputs` says there are some.
+const INPUTS: &str = ", CASE WHEN w.has_inputs THEN (SELECT json_agg(json_build_object(\
+     'name', a.name, 'sha256', a.sha256, 'size', a.size) ORDER BY a.name) \
+     FROM item_artifacts AS a WHERE a.item_id = w.id AND a.role = 'input') END";
 
 /// The statement that renews `held`'s lease: `$5` = the new end; returns it, or no row.
 pub(super) const RENEW: &str = "UPDATE work_items SET lease_expires_at = $5, updated_at = $4 \
