@@ -67,7 +67,10 @@ fn assert_key_order(raw: &str, keys: &[&str]) {
 fn migrate_enqueue_status_list_round_trip() {
     let dir = tempfile::tempdir().expect("tempdir");
     let migrated = json_out(scaffold(dir.path()).args(["queue", "migrate", "--format", "json"]));
-    assert_eq!(migrated["schema_version"], 4);
+    assert_eq!(
+        migrated["schema_version"],
+        scaffold_runtime::store::SCHEMA_VERSION
+    );
     assert!(
         dir.path().join(".scaffold/queue.db").is_file(),
         "the default database lives under .scaffold/"
@@ -300,7 +303,10 @@ fn queue_commands_take_a_postgres_database() {
             .args(["queue", "migrate", "--format", "json"])
             .args(db),
     );
-    assert_eq!(migrated["schema_version"], 4);
+    assert_eq!(
+        migrated["schema_version"],
+        scaffold_runtime::store::SCHEMA_VERSION
+    );
     let enqueue = |key: &str| {
         json_out(
             scaffold(dir.path())
