@@ -29,18 +29,20 @@ pub(super) struct Spec {
     pub at: String,
 }
 
-/// The kinds registered under `<repo>/om` for the repository holding `cwd`; `None` outside
-/// a repository or when it registers none (nothing to check against). A file or folder
-/// under `om/` that cannot be read as a regular one inside the repository (a symlink, a
-/// FIFO, too large, too deep) is an error naming it: the list would be incomplete, and a
-/// symlink's target is never read.
+/// The kinds registered under `<repo>/om/src` for the repository holding `cwd`; `None`
+/// outside a repository or when it registers none (nothing to check against). A file or
+/// folder there that cannot be read as a regular one inside the repository (a symlink, a
+/// FIFO, too large, too deep, too many) is an error naming it: the list would be
+/// incomplete, and a symlink's target is never read.
 pub(super) fn registered(cwd: &Path) -> Result<Option<BTreeMap<String, Spec>>, String> {
     let Ok(root) = crate::repo::discover(cwd) else {
         return Ok(None);
     };
     let mut files = Vec::new();
-    if root.join("om").is_dir() {
-        collect(&root, "om", &mut files, 0)?;
+    // Only `om/src` holds the registry: `om/target` and the rest are never walked.
+    let src = crate::layout::OM_SRC.trim_end_matches('/');
+    if root.join(src).is_dir() {
+        collect(&root, src, &mut files, 0, &mut Budget::default())?;
     }
     let reg = crate::check::workqueue::registry::from_texts(files);
     if !reg.found {
@@ -75,18 +77,32 @@ pub(super) fn registered(cwd: &Path) -> Result<Option<BTreeMap<String, Spec>>, S
     Ok((!kinds.is_empty()).then_some(kinds))
 }
 
-/// How deep under `om/` folders are read.
+/// How deep under `om/src` folders are read.
 const MAX_DEPTH: usize = 12;
+/// The most `.rs` files, and bytes of them, read under `om/src`: a namespace crate of a
+/// thousand files is far past any real one, and a tree past either is refused by name
+/// rather than held in memory whole.
+const MAX_FILES: usize = 5_000;
+const MAX_BYTES: u64 = 64 << 20;
+
+/// What the walk has read so far.
+#[derive(Default)]
+struct Budget {
+    files: usize,
+    bytes: u64,
+}
 
 fn collect(
     root: &Path,
     rel: &str,
     files: &mut Vec<(String, String)>,
     depth: usize,
+    budget: &mut Budget,
 ) -> Result<(), String> {
     if depth > MAX_DEPTH {
         return Err(format!(
-            "{rel} is nested deeper than {MAX_DEPTH} folders under om/"
+            "{rel} is nested deeper than {MAX_DEPTH} folders under {}",
+            crate::layout::OM_SRC
         ));
     }
     crate::repo::inside::no_links(root, rel).map_err(|r| r.to_string())?;
@@ -100,13 +116,20 @@ fn collect(
         let child = format!("{rel}/{name}");
         let kind = entry.file_type().map_err(|e| format!("{child}: {e}"))?;
         if kind.is_dir() {
-            if name != "target" {
-                collect(root, &child, files, depth + 1)?;
-            }
-        } else if name.ends_with(".rs") && child.starts_with(crate::layout::OM_SRC) {
+            collect(root, &child, files, depth + 1, budget)?;
+        } else if name.ends_with(".rs") {
             let text = crate::repo::inside::read_text(root, &child, crate::repo::TEXT_LIMIT)
                 .map_err(|r| r.to_string())?
                 .unwrap_or_default();
+            budget.files += 1;
+            budget.bytes += text.len() as u64;
+            if budget.files > MAX_FILES || budget.bytes > MAX_BYTES {
+                return Err(format!(
+                    "{} holds more than {MAX_FILES} .rs files or {} MiB of them (at {child}); scaffold does not read a registry that large",
+                    crate::layout::OM_SRC,
+                    MAX_BYTES >> 20
+                ));
+            }
             files.push((child, text));
         }
     }
@@ -178,5 +201,28 @@ pub const NOT_REGISTERED: &[WorkKindSpec] = &[
         .expect("write");
         let err = registered(root).expect_err("refused");
         assert!(err.contains("ELSEWHERE_KINDS"), "{err}");
+    }
+
+    /// Only `om/src` is walked (a linked folder beside it, `om/vendor`, is never looked
+    /// at), and a tree past the file budget is refused by name rather than held whole.
+    #[test]
+    fn only_om_src_is_read_and_within_a_budget() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("agent")).expect("mkdir");
+        std::fs::write(root.join("agent/codemap.yml"), "{}\n").expect("write");
+        std::fs::create_dir_all(root.join("om/src/many")).expect("mkdir");
+        std::os::unix::fs::symlink("/usr", root.join("om/vendor")).expect("link");
+        std::fs::write(
+            root.join("om/src/root.rs"),
+            "pub const KINDS: Registry = &[];\n",
+        )
+        .expect("write");
+        assert_eq!(registered(root).expect("om/vendor is not read"), None);
+        for i in 0..MAX_FILES {
+            std::fs::write(root.join(format!("om/src/many/m{i}.rs")), "").expect("write");
+        }
+        let err = registered(root).expect_err("past the budget");
+        assert!(err.contains("more than 5000 .rs files"), "{err}");
     }
 }
