@@ -266,28 +266,7 @@ async fn a_populated_v2_postgres_schema_migrates_in_place() {
     let (url, guard) = pg_common::fresh_url("");
     let now = 1_790_000_000_000_i64;
     {
-        let (client, conn) = tokio_postgres::connect(&guard.url, tokio_postgres::NoTls)
-            .await
-            .expect("connect");
-        tokio::spawn(conn);
-        let schema = &guard.schema;
-        client
-            .batch_execute(&format!(
-                "CREATE SCHEMA \"{schema}\"; SET search_path TO \"{schema}\";
-                 CREATE TABLE schema_version (version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL)"
-            ))
-            .await
-            .expect("schema");
-        for (v, sql) in POSTGRES_V2.iter().enumerate() {
-            client.batch_execute(sql).await.expect("a v2 migration");
-            client
-                .execute(
-                    "INSERT INTO schema_version (version, applied_at) VALUES ($1, $2)",
-                    &[&(v as i64 + 1), &now],
-                )
-                .await
-                .expect("version");
-        }
+        let client = pg_common::old_schema(&guard, POSTGRES_V2, now).await;
         client
             .batch_execute(&populate_sql(now))
             .await

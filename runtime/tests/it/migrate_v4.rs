@@ -37,28 +37,7 @@ async fn items_with_inputs_are_flagged_by_the_v5_migration() {
         return;
     }
     let (url, guard) = pg_common::fresh_url("");
-    let (client, conn) = tokio_postgres::connect(&guard.url, tokio_postgres::NoTls)
-        .await
-        .expect("connect");
-    tokio::spawn(conn);
-    let schema = &guard.schema;
-    client
-        .batch_execute(&format!(
-            "CREATE SCHEMA \"{schema}\"; SET search_path TO \"{schema}\";
-             CREATE TABLE schema_version (version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL)"
-        ))
-        .await
-        .expect("schema");
-    for (v, sql) in POSTGRES_V4.iter().enumerate() {
-        client.batch_execute(sql).await.expect("a v4 migration");
-        client
-            .execute(
-                "INSERT INTO schema_version (version, applied_at) VALUES ($1, 0)",
-                &[&(v as i64 + 1)],
-            )
-            .await
-            .expect("version");
-    }
+    let client = pg_common::old_schema(&guard, POSTGRES_V4, 0).await;
     client.batch_execute(POPULATE).await.expect("populate");
     let store = Store::open(&url).await.expect("the v4 schema opens");
     assert!(store.require_migrated().await.is_err(), "v4 is not current");

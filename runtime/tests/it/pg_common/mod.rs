@@ -79,3 +79,35 @@ pub fn fresh_url(extra: &str) -> (String, SchemaGuard) {
     let url = format!("{base}{sep}schema={schema}{extra}");
     (url, SchemaGuard { url: base, schema })
 }
+
+/// A client on `guard`'s schema (made here) holding the schema an older runtime left:
+/// `migrations` applied in order as versions 1, 2, …, each recorded at `applied_at`.
+pub async fn old_schema(
+    guard: &SchemaGuard,
+    migrations: &[&str],
+    applied_at: i64,
+) -> tokio_postgres::Client {
+    let (client, conn) = tokio_postgres::connect(&guard.url, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    tokio::spawn(conn);
+    let schema = &guard.schema;
+    client
+        .batch_execute(&format!(
+            "CREATE SCHEMA \"{schema}\"; SET search_path TO \"{schema}\";
+             CREATE TABLE schema_version (version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL)"
+        ))
+        .await
+        .expect("schema");
+    for (v, sql) in migrations.iter().enumerate() {
+        client.batch_execute(sql).await.expect("an old migration");
+        client
+            .execute(
+                "INSERT INTO schema_version (version, applied_at) VALUES ($1, $2)",
+                &[&(v as i64 + 1), &applied_at],
+            )
+            .await
+            .expect("version");
+    }
+    client
+}
