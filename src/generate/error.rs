@@ -338,6 +338,16 @@ pub enum GenerateError {
         )
     )]
     JournalTracked,
+    /// The kinds a repository already has cannot be known: a file of `om/src` (or of a
+    /// worker's `src/`) cannot be read as a regular one inside the repository.
+    #[error("cannot tell which kinds exist: {reason}")]
+    #[diagnostic(
+        code(scaffold::registry_unreadable),
+        help(
+            "the generator reads om/src and every worker's src/ whole to refuse a kind that exists; replace the link or special file it names with a regular file or move it away; nothing was written"
+        )
+    )]
+    RegistryUnreadable { reason: String },
     #[error("agent/codemap.yml has no valid `name:`")]
     #[diagnostic(
         code(scaffold::manifest_invalid),

@@ -38,12 +38,7 @@ pub(super) fn registered(cwd: &Path) -> Result<Option<BTreeMap<String, Spec>>, S
     let Ok(root) = crate::repo::discover(cwd) else {
         return Ok(None);
     };
-    let mut files = Vec::new();
-    // Only `om/src` holds the registry: `om/target` and the rest are never walked.
-    let src = crate::layout::OM_SRC.trim_end_matches('/');
-    if root.join(src).is_dir() {
-        collect(&root, src, &mut files, 0, &mut Budget::default())?;
-    }
+    let files = crate::layout::om_sources::read(&root)?;
     let reg = crate::check::workqueue::registry::from_texts(files);
     if !reg.found {
         return Ok(None);
@@ -75,65 +70,6 @@ pub(super) fn registered(cwd: &Path) -> Result<Option<BTreeMap<String, Spec>>, S
         );
     }
     Ok((!kinds.is_empty()).then_some(kinds))
-}
-
-/// How deep under `om/src` folders are read.
-const MAX_DEPTH: usize = 12;
-/// The most `.rs` files, and bytes of them, read under `om/src`: a namespace crate of a
-/// thousand files is far past any real one, and a tree past either is refused by name
-/// rather than held in memory whole.
-const MAX_FILES: usize = 5_000;
-const MAX_BYTES: u64 = 64 << 20;
-
-/// What the walk has read so far.
-#[derive(Default)]
-struct Budget {
-    files: usize,
-    bytes: u64,
-}
-
-fn collect(
-    root: &Path,
-    rel: &str,
-    files: &mut Vec<(String, String)>,
-    depth: usize,
-    budget: &mut Budget,
-) -> Result<(), String> {
-    if depth > MAX_DEPTH {
-        return Err(format!(
-            "{rel} is nested deeper than {MAX_DEPTH} folders under {}",
-            crate::layout::OM_SRC
-        ));
-    }
-    crate::repo::inside::no_links(root, rel).map_err(|r| r.to_string())?;
-    let entries = std::fs::read_dir(root.join(rel)).map_err(|e| format!("{rel}: {e}"))?;
-    let mut entries: Vec<_> = entries
-        .map(|e| e.map_err(|err| format!("{rel}: {err}")))
-        .collect::<Result<_, _>>()?;
-    entries.sort_by_key(|e| e.file_name());
-    for entry in entries {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let child = format!("{rel}/{name}");
-        let kind = entry.file_type().map_err(|e| format!("{child}: {e}"))?;
-        if kind.is_dir() {
-            collect(root, &child, files, depth + 1, budget)?;
-        } else if name.ends_with(".rs") {
-            let text = crate::repo::inside::read_text(root, &child, crate::repo::TEXT_LIMIT)
-                .map_err(|r| r.to_string())?
-                .unwrap_or_default();
-            budget.files += 1;
-            budget.bytes += text.len() as u64;
-            if budget.files > MAX_FILES || budget.bytes > MAX_BYTES {
-                return Err(format!(
-                    "{} holds more than {MAX_FILES} .rs files or {} MiB of them (at {child}); scaffold does not read a registry that large",
-                    crate::layout::OM_SRC,
-                    MAX_BYTES >> 20
-                ));
-            }
-            files.push((child, text));
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -219,7 +155,7 @@ pub const NOT_REGISTERED: &[WorkKindSpec] = &[
         )
         .expect("write");
         assert_eq!(registered(root).expect("om/vendor is not read"), None);
-        for i in 0..MAX_FILES {
+        for i in 0..crate::layout::om_sources::MAX_FILES {
             std::fs::write(root.join(format!("om/src/many/m{i}.rs")), "").expect("write");
         }
         let err = registered(root).expect_err("past the budget");

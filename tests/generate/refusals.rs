@@ -264,3 +264,39 @@ fn namespace_refuses_a_module_that_exists_as_a_file() {
     assert!(r.stderr.contains("om/src/ids.rs"), "{}", r.stderr);
     assert_same(&tree(&dir), &before, "the tree changed");
 }
+
+/// A kind the repository has is found as the checker finds it: a spec whose name is a
+/// const (which a search for the quoted name on a `name:` line missed) is taken; and an
+/// om/src file scaffold cannot read is an error, never a guess that the name is free.
+#[test]
+fn worker_refuses_a_kind_a_const_names_and_an_unreadable_registry() {
+    let (_tmp, dir) = repo();
+    ok(&run_in(&dir, &["namespace", "shipping"]));
+    let kinds = dir.join("om/src/shipping/kinds.rs");
+    let text = fs::read_to_string(&kinds).expect("kinds.rs");
+    fs::write(
+        &kinds,
+        format!(
+            "{text}\nconst BOOK: &str = \"BOOK_PICKUP\";\npub const ELSEWHERE: &[WorkKindSpec] = &[\n    WorkKindSpec {{ name: BOOK, ..WorkKindSpec::DEFAULT }},\n];\n"
+        ),
+    )
+    .expect("write");
+    let line = text.lines().count() + 4;
+    Test::in_dir(&dir)
+        .args(["worker", "maintenance", "BOOK_PICKUP"])
+        .status(1)
+        .stderr_has("registered already")
+        .stderr_has(&format!("om/src/shipping/kinds.rs:{line}"))
+        .tree_unchanged()
+        .run();
+    fs::write(&kinds, &text).expect("restore");
+    std::os::unix::fs::symlink("/etc/hostname", dir.join("om/src/shipping/linked.rs"))
+        .expect("link");
+    Test::in_dir(&dir)
+        .args(["worker", "maintenance", "BOOK_PICKUP"])
+        .status(2)
+        .stderr_has("cannot tell which kinds exist")
+        .stderr_has("om/src/shipping/linked.rs")
+        .tree_unchanged()
+        .run();
+}

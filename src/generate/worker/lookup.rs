@@ -5,16 +5,27 @@ use std::path::Path;
 use crate::generate::error::GenerateError;
 use crate::generate::names::{self, mentions_ident};
 
-/// The file and line that already register or handle `kind`: a spec's `name: "KIND"` under
-/// `om/src/`, or a handler's `KIND … = "KIND"` under `workers/*/src/`.
-pub(super) fn registered_at(root: &Path, kind: &str) -> Option<(String, usize)> {
+/// The file and line that already register or handle `kind`: a spec under `om/src/` whose
+/// name resolves to it (a literal, a const or `Kind::Variant.as_str()`, as the checker's
+/// registry reader resolves them, whether or not `KINDS` reaches the spec), or a handler's
+/// `KIND … = "KIND"` under `workers/*/src/`. A file that cannot be read is an error: the
+/// answer would be a guess.
+pub(super) fn registered_at(
+    root: &Path,
+    kind: &str,
+) -> Result<Option<(String, usize)>, GenerateError> {
+    let unreadable = |reason: String| GenerateError::RegistryUnreadable { reason };
+    let om = crate::layout::om_sources::read(root).map_err(unreadable)?;
+    let reg = crate::check::workqueue::registry::from_texts(om);
+    if let Some(spec) = reg
+        .specs
+        .iter()
+        .find(|s| reg.resolve(s).name.as_deref() == Some(kind))
+    {
+        return Ok(Some((spec.path.clone(), spec.name_at.line)));
+    }
     let literal = format!("\"{kind}\"");
     let mut files = Vec::new();
-    crate::generate::render::rust_files(
-        root,
-        crate::layout::OM_SRC.trim_end_matches('/'),
-        &mut files,
-    );
     if let Ok(entries) = std::fs::read_dir(root.join(crate::layout::WORKERS_DIR)) {
         let mut workers: Vec<String> = entries
             .flatten()
@@ -30,24 +41,20 @@ pub(super) fn registered_at(root: &Path, kind: &str) -> Option<(String, usize)> 
         }
     }
     for rel in files {
-        // Regular files only (a FIFO here hung the generator). A refused file is refused
-        // again, with its reason, when the plan reads it to edit.
-        let Ok(Some(text)) = crate::repo::inside::read_text(root, &rel, 64 << 20) else {
-            continue;
-        };
+        // Regular files only (a FIFO here hung the generator), none through a link.
+        let text = crate::repo::inside::read_text(root, &rel, crate::repo::TEXT_LIMIT)
+            .map_err(|r| unreadable(r.to_string()))?
+            .unwrap_or_default();
         for (i, line) in text.lines().enumerate() {
             let t = line.trim();
-            let registers = t.contains(&literal)
-                && (t.starts_with("name:")
-                    || t.contains("WorkKindSpec")
-                    || (t.contains("KIND") && t.contains("&'static str"))
-                    || t.contains("KIND: &str"));
-            if registers {
-                return Some((rel, i + 1));
+            let handles = t.contains(&literal)
+                && ((t.contains("KIND") && t.contains("&'static str")) || t.contains("KIND: &str"));
+            if handles {
+                return Ok(Some((rel, i + 1)));
             }
         }
     }
-    None
+    Ok(None)
 }
 
 /// The namespaces of `om/src/` (folders with a kinds.rs), except `work`.

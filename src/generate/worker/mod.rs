@@ -89,7 +89,7 @@ pub fn worker(
     let command = format!("worker {} {}", opts.worker, opts.kind);
     let txn = super::txn::Txn::begin(&root, &command, false, waiting)?;
     let name = project_name(&root)?;
-    if let Some((path, line)) = registered_at(&root, &opts.kind) {
+    if let Some((path, line)) = registered_at(&root, &opts.kind)? {
         return Err(GenerateError::KindExists {
             kind: opts.kind.clone(),
             at: format!("{path}:{line}"),

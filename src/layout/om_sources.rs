@@ -1,0 +1,76 @@
+//! The `om` crate's sources as text, for the readers of its registry (the queue's kind
+//! check, the generator's "is this kind taken"): only `om/src` is walked, sorted, every
+//! folder and file refused by name when it is a link, not a regular file, too large, too
+//! deep or past the budget — a registry read in part would answer wrongly.
+
+use std::path::Path;
+
+/// Every `.rs` file under `om/src` of `root` (repo-relative path, text), sorted; empty when
+/// there is no `om/src`.
+pub fn read(root: &Path) -> Result<Vec<(String, String)>, String> {
+    let mut files = Vec::new();
+    let src = super::OM_SRC.trim_end_matches('/');
+    if root.join(src).is_dir() {
+        collect(root, src, &mut files, 0, &mut Budget::default())?;
+    }
+    Ok(files)
+}
+
+/// How deep under `om/src` folders are read.
+const MAX_DEPTH: usize = 12;
+/// The most `.rs` files, and bytes of them, read under `om/src`: a namespace crate of a
+/// thousand files is far past any real one, and a tree past either is refused by name
+/// rather than held in memory whole.
+pub const MAX_FILES: usize = 5_000;
+const MAX_BYTES: u64 = 64 << 20;
+
+/// What the walk has read so far.
+#[derive(Default)]
+struct Budget {
+    files: usize,
+    bytes: u64,
+}
+
+fn collect(
+    root: &Path,
+    rel: &str,
+    files: &mut Vec<(String, String)>,
+    depth: usize,
+    budget: &mut Budget,
+) -> Result<(), String> {
+    if depth > MAX_DEPTH {
+        return Err(format!(
+            "{rel} is nested deeper than {MAX_DEPTH} folders under {}",
+            super::OM_SRC
+        ));
+    }
+    crate::repo::inside::no_links(root, rel).map_err(|r| r.to_string())?;
+    let entries = std::fs::read_dir(root.join(rel)).map_err(|e| format!("{rel}: {e}"))?;
+    let mut entries: Vec<_> = entries
+        .map(|e| e.map_err(|err| format!("{rel}: {err}")))
+        .collect::<Result<_, _>>()?;
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let child = format!("{rel}/{name}");
+        let kind = entry.file_type().map_err(|e| format!("{child}: {e}"))?;
+        if kind.is_dir() {
+            collect(root, &child, files, depth + 1, budget)?;
+        } else if name.ends_with(".rs") {
+            let text = crate::repo::inside::read_text(root, &child, crate::repo::TEXT_LIMIT)
+                .map_err(|r| r.to_string())?
+                .unwrap_or_default();
+            budget.files += 1;
+            budget.bytes += text.len() as u64;
+            if budget.files > MAX_FILES || budget.bytes > MAX_BYTES {
+                return Err(format!(
+                    "{} holds more than {MAX_FILES} .rs files or {} MiB of them (at {child}); scaffold does not read a registry that large",
+                    super::OM_SRC,
+                    MAX_BYTES >> 20
+                ));
+            }
+            files.push((child, text));
+        }
+    }
+    Ok(())
+}
