@@ -38,7 +38,7 @@ pub(super) fn registered(cwd: &Path) -> Result<Option<BTreeMap<String, Spec>>, S
     let Ok(root) = crate::repo::discover(cwd) else {
         return Ok(None);
     };
-    let files = crate::layout::om_sources::read(&root)?;
+    let files = crate::layout::rust_sources::read(&root, crate::layout::OM_SRC)?;
     let reg = crate::check::workqueue::registry::from_texts(files);
     if !reg.found {
         return Ok(None);
@@ -155,7 +155,7 @@ pub const NOT_REGISTERED: &[WorkKindSpec] = &[
         )
         .expect("write");
         assert_eq!(registered(root).expect("om/vendor is not read"), None);
-        for i in 0..crate::layout::om_sources::MAX_FILES {
+        for i in 0..crate::layout::rust_sources::MAX_FILES {
             std::fs::write(root.join(format!("om/src/many/m{i}.rs")), "").expect("write");
         }
         let err = registered(root).expect_err("past the budget");

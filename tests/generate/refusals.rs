@@ -299,4 +299,13 @@ fn worker_refuses_a_kind_a_const_names_and_an_unreadable_registry() {
         .stderr_has("om/src/shipping/linked.rs")
         .tree_unchanged()
         .run();
+    // A linked folder among a worker's sources may hold its handlers: refused, not skipped.
+    fs::remove_file(dir.join("om/src/shipping/linked.rs")).expect("rm");
+    std::os::unix::fs::symlink("/usr", dir.join("workers/maintenance/src/vendored")).expect("link");
+    Test::in_dir(&dir)
+        .args(["worker", "maintenance", "BOOK_PICKUP"])
+        .status(2)
+        .stderr_has("workers/maintenance/src/vendored")
+        .tree_unchanged()
+        .run();
 }

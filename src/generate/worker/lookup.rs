@@ -15,7 +15,7 @@ pub(super) fn registered_at(
     kind: &str,
 ) -> Result<Option<(String, usize)>, GenerateError> {
     let unreadable = |reason: String| GenerateError::RegistryUnreadable { reason };
-    let om = crate::layout::om_sources::read(root).map_err(unreadable)?;
+    let om = crate::layout::rust_sources::read(root, crate::layout::OM_SRC).map_err(unreadable)?;
     let reg = crate::check::workqueue::registry::from_texts(om);
     if let Some(spec) = reg
         .specs
@@ -25,36 +25,37 @@ pub(super) fn registered_at(
         return Ok(Some((spec.path.clone(), spec.name_at.line)));
     }
     let literal = format!("\"{kind}\"");
-    let mut files = Vec::new();
+    let mut workers = Vec::new();
     if let Ok(entries) = std::fs::read_dir(root.join(crate::layout::WORKERS_DIR)) {
-        let mut workers: Vec<String> = entries
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
-        workers.sort();
-        for w in workers {
-            crate::generate::render::rust_files(
-                root,
-                &crate::layout::worker_file(&w, "src"),
-                &mut files,
-            );
+        for e in entries {
+            let e = e.map_err(|e| unreadable(format!("{}: {e}", crate::layout::WORKERS_DIR)))?;
+            workers.push(e.file_name().to_string_lossy().into_owned());
         }
     }
-    for rel in files {
+    workers.sort();
+    for w in workers {
         // Regular files only (a FIFO here hung the generator), none through a link.
-        let text = crate::repo::inside::read_text(root, &rel, crate::repo::TEXT_LIMIT)
-            .map_err(|r| unreadable(r.to_string()))?
-            .unwrap_or_default();
-        for (i, line) in text.lines().enumerate() {
-            let t = line.trim();
-            let handles = t.contains(&literal)
-                && ((t.contains("KIND") && t.contains("&'static str")) || t.contains("KIND: &str"));
-            if handles {
-                return Ok(Some((rel, i + 1)));
+        let files = crate::layout::rust_sources::read(root, &crate::layout::worker_file(&w, "src"))
+            .map_err(unreadable)?;
+        for (rel, text) in files {
+            if let Some(at) = handler_line(&text, &literal) {
+                return Ok(Some((rel, at)));
             }
         }
     }
     Ok(None)
+}
+
+/// The line (1-based) of a handler's `KIND … = "KIND"` in `text`, `literal` being the
+/// quoted kind.
+fn handler_line(text: &str, literal: &str) -> Option<usize> {
+    text.lines()
+        .position(|line| {
+            let t = line.trim();
+            t.contains(literal)
+                && ((t.contains("KIND") && t.contains("&'static str")) || t.contains("KIND: &str"))
+        })
+        .map(|i| i + 1)
 }
 
 /// The namespaces of `om/src/` (folders with a kinds.rs), except `work`.

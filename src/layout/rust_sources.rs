@@ -1,24 +1,27 @@
-//! The `om` crate's sources as text, for the readers of its registry (the queue's kind
-//! check, the generator's "is this kind taken"): only `om/src` is walked, sorted, every
-//! folder and file refused by name when it is a link, not a regular file, too large, too
-//! deep or past the budget — a registry read in part would answer wrongly.
+//! A crate folder's Rust sources as text, for the readers that must see all of them or
+//! say they cannot (the kind registry in `om/src` for the queue's kind check and the
+//! generator's "is this kind taken", the handlers under each worker's `src/`): the folder
+//! is walked sorted, and a folder or file is refused by name when it is a link, not a
+//! regular file, too large, too deep or past the budget — a registry read in part would
+//! answer wrongly.
 
 use std::path::Path;
 
-/// Every `.rs` file under `om/src` of `root` (repo-relative path, text), sorted; empty when
-/// there is no `om/src`.
-pub fn read(root: &Path) -> Result<Vec<(String, String)>, String> {
+/// Every `.rs` file under the repo-relative folder `rel` of `root` (repo-relative path,
+/// text), sorted; empty when there is no such folder.
+pub fn read(root: &Path, rel: &str) -> Result<Vec<(String, String)>, String> {
     let mut files = Vec::new();
-    let src = super::OM_SRC.trim_end_matches('/');
-    if root.join(src).is_dir() {
-        collect(root, src, &mut files, 0, &mut Budget::default())?;
+    let rel = rel.trim_end_matches('/');
+    crate::repo::inside::no_links(root, rel).map_err(|r| r.to_string())?;
+    if root.join(rel).is_dir() {
+        collect(root, rel, rel, &mut files, 0, &mut Budget::default())?;
     }
     Ok(files)
 }
 
-/// How deep under `om/src` folders are read.
+/// How deep under the folder read folders are read.
 const MAX_DEPTH: usize = 12;
-/// The most `.rs` files, and bytes of them, read under `om/src`: a namespace crate of a
+/// The most `.rs` files, and bytes of them, read under one folder: a namespace crate of a
 /// thousand files is far past any real one, and a tree past either is refused by name
 /// rather than held in memory whole.
 pub const MAX_FILES: usize = 5_000;
@@ -33,6 +36,7 @@ struct Budget {
 
 fn collect(
     root: &Path,
+    top: &str,
     rel: &str,
     files: &mut Vec<(String, String)>,
     depth: usize,
@@ -40,8 +44,7 @@ fn collect(
 ) -> Result<(), String> {
     if depth > MAX_DEPTH {
         return Err(format!(
-            "{rel} is nested deeper than {MAX_DEPTH} folders under {}",
-            super::OM_SRC
+            "{rel} is nested deeper than {MAX_DEPTH} folders under {top}/"
         ));
     }
     crate::repo::inside::no_links(root, rel).map_err(|r| r.to_string())?;
@@ -54,8 +57,11 @@ fn collect(
         let name = entry.file_name().to_string_lossy().into_owned();
         let child = format!("{rel}/{name}");
         let kind = entry.file_type().map_err(|e| format!("{child}: {e}"))?;
-        if kind.is_dir() {
-            collect(root, &child, files, depth + 1, budget)?;
+        if kind.is_symlink() {
+            // A linked folder may hold modules; a linked file is refused below anyway.
+            return Err(crate::repo::inside::Refusal::Symlink(child).to_string());
+        } else if kind.is_dir() {
+            collect(root, top, &child, files, depth + 1, budget)?;
         } else if name.ends_with(".rs") {
             let text = crate::repo::inside::read_text(root, &child, crate::repo::TEXT_LIMIT)
                 .map_err(|r| r.to_string())?
@@ -64,8 +70,7 @@ fn collect(
             budget.bytes += text.len() as u64;
             if budget.files > MAX_FILES || budget.bytes > MAX_BYTES {
                 return Err(format!(
-                    "{} holds more than {MAX_FILES} .rs files or {} MiB of them (at {child}); scaffold does not read a registry that large",
-                    super::OM_SRC,
+                    "{top}/ holds more than {MAX_FILES} .rs files or {} MiB of them (at {child}); scaffold does not read a tree that large",
                     MAX_BYTES >> 20
                 ));
             }
