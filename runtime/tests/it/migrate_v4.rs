@@ -1,6 +1,7 @@
 //! A version-4 PostgreSQL queue whose items carry inputs, migrated in place to version 5:
 //! the items that have inputs are flagged (`has_inputs`), so a remote worker's claim still
-//! hands them out with the item; the others are not.
+//! hands them out with the item; the others are not; and an input attached later by any
+//! writer flags its item.
 
 // The PostgreSQL backend: left out of a build without it.
 #![cfg(feature = "postgres")]
@@ -51,4 +52,19 @@ async fn items_with_inputs_are_flagged_by_the_v5_migration() {
         .map(|r| (r.get(0), r.get(1)))
         .collect();
     assert_eq!(flagged, [(1, true), (2, false)]);
+    // An input attached by a writer that does not know the flag (a producer of the previous
+    // version, still running) flags its item all the same.
+    client
+        .batch_execute(
+            "INSERT INTO item_artifacts (item_id, fence, role, name, sha256, size) \
+             VALUES (2, 0, 'input', 'late.txt', repeat('a', 64), 1)",
+        )
+        .await
+        .expect("a late input");
+    let late: bool = client
+        .query_one("SELECT has_inputs FROM work_items WHERE id = 2", &[])
+        .await
+        .expect("read")
+        .get(0);
+    assert!(late, "the trigger flags an item whoever attaches its input");
 }

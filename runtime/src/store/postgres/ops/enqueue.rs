@@ -191,7 +191,8 @@ pub(super) async fn live_ids_for_keys(
         .collect()
 }
 
-/// Attaches `item`'s inputs to item `id`, each refused unless stored under its account.
+/// Attaches `item`'s inputs to item `id`, each refused unless stored under its account (a
+/// trigger flags the item `has_inputs`, which the claim asks: 0005_has_inputs.sql).
 async fn attach_inputs(tx: &Transaction<'_>, id: ItemId, item: &NewItem) -> StoreResult<()> {
     for input in &item.inputs {
         let inserted = tx
@@ -210,14 +211,6 @@ async fn attach_inputs(tx: &Transaction<'_>, id: ItemId, item: &NewItem) -> Stor
                 sha256: input.sha256.clone(),
             });
         }
-    }
-    if !item.inputs.is_empty() {
-        // What the claim asks before it reads the inputs (0005_has_inputs.sql).
-        tx.execute(
-            "UPDATE work_items SET has_inputs = true WHERE id = $1",
-            &[&id],
-        )
-        .await?;
     }
     Ok(())
 }
