@@ -58,8 +58,12 @@ fn collect(
         let child = format!("{rel}/{name}");
         let kind = entry.file_type().map_err(|e| format!("{child}: {e}"))?;
         if kind.is_symlink() {
-            // A linked folder may hold modules; a linked file is refused below anyway.
-            return Err(crate::repo::inside::Refusal::Symlink(child).to_string());
+            // A linked folder may hold modules and a linked `.rs` file is one: refused. A
+            // link to anything else (a README) is not a source and is left alone.
+            let to_folder = std::fs::metadata(root.join(&child)).is_ok_and(|m| m.is_dir());
+            if to_folder || name.ends_with(".rs") {
+                return Err(crate::repo::inside::Refusal::Symlink(child).to_string());
+            }
         } else if kind.is_dir() {
             collect(root, top, &child, files, depth + 1, budget)?;
         } else if name.ends_with(".rs") {

@@ -267,7 +267,8 @@ fn namespace_refuses_a_module_that_exists_as_a_file() {
 
 /// A kind the repository has is found as the checker finds it: a spec whose name is a
 /// const (which a search for the quoted name on a `name:` line missed) is taken; and an
-/// om/src file scaffold cannot read is an error, never a guess that the name is free.
+/// om/src file scaffold cannot read or parse is an error, never a guess that the name is
+/// free.
 #[test]
 fn worker_refuses_a_kind_a_const_names_and_an_unreadable_registry() {
     let (_tmp, dir) = repo();
@@ -289,7 +290,20 @@ fn worker_refuses_a_kind_a_const_names_and_an_unreadable_registry() {
         .stderr_has(&format!("om/src/shipping/kinds.rs:{line}"))
         .tree_unchanged()
         .run();
+    // A file mid-edit that does not parse may define it through a const: no guess.
+    fs::write(
+        dir.join("om/src/shipping/draft.rs"),
+        "const BOOK: &str = \"BOOK_PICKUP\"\n",
+    )
+    .expect("write");
     fs::write(&kinds, &text).expect("restore");
+    Test::in_dir(&dir)
+        .args(["worker", "maintenance", "BOOK_PICKUP"])
+        .status(2)
+        .stderr_has("om/src/shipping/draft.rs does not parse")
+        .tree_unchanged()
+        .run();
+    fs::remove_file(dir.join("om/src/shipping/draft.rs")).expect("rm");
     std::os::unix::fs::symlink("/etc/hostname", dir.join("om/src/shipping/linked.rs"))
         .expect("link");
     Test::in_dir(&dir)

@@ -184,6 +184,10 @@ pub struct Registry {
     pub slices: Vec<(String, String, bool)>,
     /// A hash of the om files read: what results that depend on the registry key by.
     pub inputs: u128,
+    /// The files [`from_texts`] could not parse (sorted): they contribute nothing, so a
+    /// caller that must see every spec refuses to answer. (A check run reports them
+    /// through its own parse findings instead.)
+    pub unparsed: Vec<String>,
 }
 
 impl Registry {
@@ -269,19 +273,32 @@ pub fn build(ctx: &Context<'_>) -> Registry {
 }
 
 /// The registry read from the text of the files under `om/src/` (repo-relative path, text),
-/// for a caller without a check run (`scaffold queue enqueue`): the same reader, without
-/// the cache. A file that does not parse contributes nothing, as in [`build`].
+/// for a caller without a check run (`scaffold queue enqueue`, the generator): the same
+/// reader, without the cache. A file that does not parse contributes nothing, as in
+/// [`build`], and is listed in `unparsed`.
 pub fn from_texts(files: Vec<(String, String)>) -> Registry {
     let root_exists = files.iter().any(|(p, _)| p == ROOT_PATH);
-    let facts: Vec<(String, OmFacts)> = files
+    let read: Vec<(String, Option<OmFacts>)> = files
         .into_par_iter()
-        .filter_map(|(path, text)| {
+        .map(|(path, text)| {
             let is_root = path == ROOT_PATH;
             let file = SourceFile::new(path.clone(), text);
-            super::with_parsed(&file, |tree| om_facts(&file, tree, is_root)).map(|f| (path, f))
+            let facts = super::with_parsed(&file, |tree| om_facts(&file, tree, is_root));
+            (path, facts)
         })
         .collect();
-    assemble(facts, root_exists, 0)
+    let mut unparsed = Vec::new();
+    let mut facts = Vec::new();
+    for (path, f) in read {
+        match f {
+            Some(f) => facts.push((path, f)),
+            None => unparsed.push(path),
+        }
+    }
+    unparsed.sort();
+    let mut reg = assemble(facts, root_exists, 0);
+    reg.unparsed = unparsed;
+    reg
 }
 
 /// The registry from what each om file contributes.

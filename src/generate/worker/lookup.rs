@@ -16,6 +16,17 @@ pub(super) fn registered_at(
 ) -> Result<Option<(String, usize)>, GenerateError> {
     let unreadable = |reason: String| GenerateError::RegistryUnreadable { reason };
     let om = crate::layout::rust_sources::read(root, crate::layout::OM_SRC).map_err(unreadable)?;
+    let literal = format!("\"{kind}\"");
+    // The quoted name on a spec's line, in whatever shape the registry reader does not
+    // read (a `static` spec, a slice typed through an alias).
+    let quoted = om.iter().find_map(|(path, text)| {
+        text.lines()
+            .position(|l| {
+                let t = l.trim();
+                t.contains(&literal) && (t.starts_with("name:") || t.contains("WorkKindSpec"))
+            })
+            .map(|i| (path.clone(), i + 1))
+    });
     let reg = crate::check::workqueue::registry::from_texts(om);
     if let Some(spec) = reg
         .specs
@@ -24,7 +35,15 @@ pub(super) fn registered_at(
     {
         return Ok(Some((spec.path.clone(), spec.name_at.line)));
     }
-    let literal = format!("\"{kind}\"");
+    if quoted.is_some() {
+        return Ok(quoted);
+    }
+    // A file that does not parse may name the kind through a const: no answer is a guess.
+    if let Some(path) = reg.unparsed.first() {
+        return Err(unreadable(format!(
+            "{path} does not parse as Rust, so the kinds it may define cannot be read; fix it (`cargo check -p` the om crate) and run the command again"
+        )));
+    }
     let mut workers = Vec::new();
     if let Ok(entries) = std::fs::read_dir(root.join(crate::layout::WORKERS_DIR)) {
         for e in entries {
