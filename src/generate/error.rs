@@ -340,7 +340,7 @@ pub enum GenerateError {
     JournalTracked,
     /// The kinds a repository already has cannot be known: a file of `om/src` (or of a
     /// worker's `src/`) cannot be read as a regular one inside the repository.
-    #[error("cannot tell which kinds exist (refused: {reason})")]
+    #[error("{reason}; refused, as the kinds that exist cannot be told without it")]
     #[diagnostic(
         code(scaffold::registry_unreadable),
         help(

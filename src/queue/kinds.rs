@@ -41,9 +41,9 @@ pub(super) fn registered(cwd: &Path) -> Result<Option<BTreeMap<String, Spec>>, S
     let files = crate::layout::rust_sources::read(&root, crate::layout::OM_SRC)?;
     let reg = crate::check::workqueue::registry::from_texts(files);
     // A file that does not parse may register kinds: the list would be incomplete.
-    if let Some(path) = reg.unparsed.first() {
+    if let Some((path, why)) = reg.unparsed.first() {
         return Err(format!(
-            "{path} does not parse as Rust, so the kinds it may register cannot be read"
+            "{path} {why}, so the kinds it may register cannot be read"
         ));
     }
     if !reg.found {

@@ -309,7 +309,7 @@ fn worker_refuses_a_kind_a_const_names_and_an_unreadable_registry() {
     Test::in_dir(&dir)
         .args(["worker", "maintenance", "BOOK_PICKUP"])
         .status(2)
-        .stderr_has("cannot tell which kinds exist")
+        .stderr_has("the kinds that exist cannot be told")
         .stderr_has("om/src/shipping/linked.rs")
         .tree_unchanged()
         .run();

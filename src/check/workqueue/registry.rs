@@ -184,10 +184,10 @@ pub struct Registry {
     pub slices: Vec<(String, String, bool)>,
     /// A hash of the om files read: what results that depend on the registry key by.
     pub inputs: u128,
-    /// The files [`from_texts`] could not parse (sorted): they contribute nothing, so a
-    /// caller that must see every spec refuses to answer. (A check run reports them
-    /// through its own parse findings instead.)
-    pub unparsed: Vec<String>,
+    /// The files [`from_texts`] could not parse, with why (sorted): they contribute
+    /// nothing, so a caller that must see every spec refuses to answer. (A check run
+    /// reports them through its own parse findings instead.)
+    pub unparsed: Vec<(String, String)>,
 }
 
 impl Registry {
@@ -278,12 +278,19 @@ pub fn build(ctx: &Context<'_>) -> Registry {
 /// [`build`], and is listed in `unparsed`.
 pub fn from_texts(files: Vec<(String, String)>) -> Registry {
     let root_exists = files.iter().any(|(p, _)| p == ROOT_PATH);
-    let read: Vec<(String, Option<OmFacts>)> = files
+    let read: Vec<(String, Result<OmFacts, String>)> = files
         .into_par_iter()
         .map(|(path, text)| {
             let is_root = path == ROOT_PATH;
             let file = SourceFile::new(path.clone(), text);
-            let facts = super::with_parsed(&file, |tree| om_facts(&file, tree, is_root));
+            let facts = super::with_parsed(&file, |tree| om_facts(&file, tree, is_root))
+                .ok_or_else(|| {
+                    if crate::check::rust_refs::depth::past_budget_of(&file.text).is_some() {
+                        crate::check::rust_refs::depth::message()
+                    } else {
+                        "does not parse as Rust".to_owned()
+                    }
+                });
             (path, facts)
         })
         .collect();
@@ -291,8 +298,8 @@ pub fn from_texts(files: Vec<(String, String)>) -> Registry {
     let mut facts = Vec::new();
     for (path, f) in read {
         match f {
-            Some(f) => facts.push((path, f)),
-            None => unparsed.push(path),
+            Ok(f) => facts.push((path, f)),
+            Err(why) => unparsed.push((path, why)),
         }
     }
     unparsed.sort();

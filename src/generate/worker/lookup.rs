@@ -39,9 +39,9 @@ pub(super) fn registered_at(
         return Ok(quoted);
     }
     // A file that does not parse may name the kind through a const: no answer is a guess.
-    if let Some(path) = reg.unparsed.first() {
+    if let Some((path, why)) = reg.unparsed.first() {
         return Err(unreadable(format!(
-            "{path} does not parse as Rust, so the kinds it may define cannot be read; fix it (`cargo check -p` the om crate) and run the command again"
+            "{path} {why}, so the kinds it may define cannot be read; fix it and run the command again"
         )));
     }
     let mut workers = Vec::new();
