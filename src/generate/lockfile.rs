@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use toml_edit::{Array, ArrayOfTables, DocumentMut, Item, Table, Value};
+use toml_edit::{Array, DocumentMut, Item, Table, Value};
 
 use super::error::GenerateError;
 
@@ -336,13 +336,9 @@ fn edit(
             .cmp(b.name())
             .then_with(|| version_key(a.version()).cmp(&version_key(b.version())))
     });
-    let mut list = ArrayOfTables::new();
-    for p in packages {
-        list.push(p);
-    }
     // In the slot the list was taken from, so tables after it (`[[patch.unused]]`) stay
     // after it.
-    doc["package"] = Item::ArrayOfTables(list);
+    doc["package"] = Item::ArrayOfTables(packages.into_iter().collect());
     let out = doc.to_string();
     Ok(Some(if lock.contains("\r\n") {
         out.replace('\n', "\r\n")
@@ -356,11 +352,16 @@ fn edit(
 fn parse(lock: &str) -> Result<DocumentMut, GenerateError> {
     lock.replace("\r\n", "\n")
         .parse::<DocumentMut>()
-        .map_err(|e| GenerateError::Manifest {
-            path: LOCK_PATH.to_owned(),
-            message: format!("it is not TOML: {}", e.message()),
-            help: "restore it (`git checkout Cargo.lock`) or let cargo write it again (`cargo generate-lockfile`); nothing was written".to_owned(),
-        })
+        .map_err(|e| not_a_lock(format!("it is not TOML: {}", e.message())))
+}
+
+/// The error for a `Cargo.lock` the generator cannot edit: `message` says why.
+fn not_a_lock(message: String) -> GenerateError {
+    GenerateError::Manifest {
+        path: LOCK_PATH.to_owned(),
+        message,
+        help: "restore it (`git checkout Cargo.lock`) or let cargo write it again (`cargo generate-lockfile`); nothing was written".to_owned(),
+    }
 }
 
 /// The `[[package]]` entries of `lock`.
@@ -375,11 +376,9 @@ fn take_packages(doc: &mut DocumentMut) -> Result<Vec<Table>, GenerateError> {
     };
     match std::mem::take(slot) {
         Item::ArrayOfTables(list) => Ok(list.into_iter().collect()),
-        _ => Err(GenerateError::Manifest {
-            path: LOCK_PATH.to_owned(),
-            message: "`package` is not a list of `[[package]]` tables".to_owned(),
-            help: "restore it (`git checkout Cargo.lock`) or let cargo write it again (`cargo generate-lockfile`); nothing was written".to_owned(),
-        }),
+        _ => Err(not_a_lock(
+            "`package` is not a list of `[[package]]` tables".to_owned(),
+        )),
     }
 }
 
