@@ -309,10 +309,7 @@ async fn execute(
         QueueCommand::Enqueue(e) => enqueue(e, database, cwd).await?,
         QueueCommand::Status => {
             let store = open_existing(database, cwd).await?;
-            report::Printed::Status {
-                lanes: store.stats().await?,
-                outbox: store.outbox_stats().await?,
-            }
+            report::Printed::Status(store.status().await?)
         }
         QueueCommand::List {
             state,
@@ -369,26 +366,9 @@ async fn execute(
         } => remote::get_artifact(sha256, account, out, database, cwd).await?,
         QueueCommand::Workers => {
             let store = open_existing(database, cwd).await?;
-            let workers = store.workers().await?;
-            let running = store
-                .list(ListFilter {
-                    state: Some(ItemState::Running),
-                    ..ListFilter::default()
-                })
-                .await?;
-            let rows = workers
-                .into_iter()
-                .map(|w| {
-                    let held = running
-                        .iter()
-                        .filter(|r| r.lease_owner.as_deref() == Some(w.id.as_str()))
-                        .map(|r| r.id)
-                        .collect();
-                    (w, held)
-                })
-                .collect();
+            let workers = store.worker_status().await?;
             report::Printed::Workers {
-                workers: rows,
+                workers,
                 now: store.now(),
             }
         }

@@ -7,9 +7,9 @@ use std::io::{self, Write};
 use scaffold_runtime::bench::BenchReport;
 use scaffold_runtime::bench::remote::RemoteBenchReport;
 use scaffold_runtime::store::coordinator::{ArtifactRole, ItemArtifact};
+use scaffold_runtime::store::status::{LaneStatus, QueueStatus, WorkerStatus};
 use scaffold_runtime::{
-    ArtifactRef, AttemptRecord, EffectRecord, ItemRecord, ItemState, LaneStats, OutboxStats,
-    Timestamp, WorkerRecord,
+    ArtifactRef, AttemptRecord, EffectRecord, ItemRecord, ItemState, Timestamp,
 };
 use serde_json::Value;
 
@@ -26,10 +26,7 @@ pub enum Printed {
         item: Box<ItemRecord>,
         duplicate: bool,
     },
-    Status {
-        lanes: Vec<LaneStats>,
-        outbox: OutboxStats,
-    },
+    Status(QueueStatus),
     List(Vec<ItemRecord>),
     Show {
         item: Box<ItemRecord>,
@@ -41,7 +38,7 @@ pub enum Printed {
     },
     /// Each worker with the ids of the items it holds.
     Workers {
-        workers: Vec<(WorkerRecord, Vec<i64>)>,
+        workers: Vec<WorkerStatus>,
         now: Timestamp,
     },
     Retried {
@@ -181,7 +178,7 @@ pub fn print(out: &mut dyn Write, printed: &Printed, as_json: bool) -> io::Resul
             item.state,
             item.dedupe_key.as_deref().unwrap_or_default()
         ),
-        Printed::Status { lanes, outbox } => {
+        Printed::Status(QueueStatus { lanes, outbox }) => {
             status_table(out, lanes)?;
             writeln!(
                 out,
@@ -499,17 +496,13 @@ fn artifacts_list(out: &mut dyn Write, artifacts: &[ItemArtifact]) -> io::Result
     Ok(())
 }
 
-fn workers_table(
-    out: &mut dyn Write,
-    workers: &[(WorkerRecord, Vec<i64>)],
-    now: Timestamp,
-) -> io::Result<()> {
+fn workers_table(out: &mut dyn Write, workers: &[WorkerStatus], now: Timestamp) -> io::Result<()> {
     if workers.is_empty() {
         return writeln!(out, "no workers");
     }
     let width = workers
         .iter()
-        .map(|(w, _)| w.id.len())
+        .map(|w| w.worker.id.len())
         .max()
         .unwrap_or(6)
         .max(6);
@@ -518,7 +511,7 @@ fn workers_table(
         "{:<width$}  {:<10}  {:>14}  {:<16}  HELD",
         "WORKER", "STATE", "LAST HEARTBEAT", "LANES"
     )?;
-    for (w, held) in workers {
+    for WorkerStatus { worker: w, held } in workers {
         let held = if held.is_empty() {
             "-".to_owned()
         } else {
@@ -553,7 +546,7 @@ fn age(ms: u64) -> String {
     }
 }
 
-fn status_table(out: &mut dyn Write, lanes: &[LaneStats]) -> io::Result<()> {
+fn status_table(out: &mut dyn Write, lanes: &[LaneStatus]) -> io::Result<()> {
     if lanes.is_empty() {
         return writeln!(out, "the queue is empty");
     }
@@ -566,13 +559,13 @@ fn status_table(out: &mut dyn Write, lanes: &[LaneStats]) -> io::Result<()> {
     for l in lanes {
         write!(out, "{:<width$}", l.lane)?;
         for state in ItemState::ALL {
-            write!(out, "  {:>9}", l.get(state).count)?;
+            write!(out, "  {:>9}", l.count(state))?;
         }
         writeln!(
             out,
             "  {:>9}  {}",
             l.scheduled,
-            age(l.get(ItemState::Available).oldest_age_ms)
+            age(l.oldest_available_age_ms)
         )?;
     }
     Ok(())

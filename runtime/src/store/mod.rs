@@ -23,6 +23,7 @@ pub mod remote;
 mod sql;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
+pub mod status;
 pub mod url;
 
 pub use backend::{Backend, BoxFuture, ClaimRequest, Counts, RelayReport, RemoteSide, TxBody};

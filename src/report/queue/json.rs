@@ -1,8 +1,9 @@
 //! `scaffold queue … --format json`: each answer as a struct, so keys keep the documented
 //! order.
 
+use scaffold_runtime::ItemRecord;
 use scaffold_runtime::bench::BenchReport;
-use scaffold_runtime::{ItemRecord, ItemState, OutboxStats};
+use scaffold_runtime::store::status::{QueueStatus, WorkerStatus};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -31,10 +32,7 @@ enum Doc<'a> {
         item: ItemJson<'a>,
         duplicate: bool,
     },
-    Status {
-        lanes: Vec<LaneJson<'a>>,
-        outbox: &'a OutboxStats,
-    },
+    Status(&'a QueueStatus),
     List {
         items: Vec<ItemJson<'a>>,
     },
@@ -168,19 +166,6 @@ struct WorkerJson<'a> {
 }
 
 #[derive(Serialize)]
-struct LaneJson<'a> {
-    lane: &'a str,
-    available: u64,
-    running: u64,
-    completed: u64,
-    failed: u64,
-    dead: u64,
-    parked: u64,
-    scheduled: u64,
-    oldest_available_age_ms: u64,
-}
-
-#[derive(Serialize)]
 struct ItemJson<'a> {
     id: i64,
     kind: &'a str,
@@ -297,7 +282,7 @@ fn to_json(printed: &Printed) -> Doc<'_> {
         Printed::Workers { workers, .. } => Doc::Workers {
             workers: workers
                 .iter()
-                .map(|(w, held)| WorkerJson {
+                .map(|WorkerStatus { worker: w, held }| WorkerJson {
                     id: &w.id,
                     state: w.state.as_str(),
                     lanes: &w.lanes,
@@ -318,23 +303,7 @@ fn to_json(printed: &Printed) -> Doc<'_> {
             released: *released,
         },
         Printed::Draining { worker } => Doc::Draining { draining: worker },
-        Printed::Status { lanes, outbox } => Doc::Status {
-            outbox,
-            lanes: lanes
-                .iter()
-                .map(|l| LaneJson {
-                    lane: &l.lane,
-                    available: l.get(ItemState::Available).count,
-                    running: l.get(ItemState::Running).count,
-                    completed: l.get(ItemState::Completed).count,
-                    failed: l.get(ItemState::Failed).count,
-                    dead: l.get(ItemState::Dead).count,
-                    parked: l.get(ItemState::Parked).count,
-                    scheduled: l.scheduled,
-                    oldest_available_age_ms: l.get(ItemState::Available).oldest_age_ms,
-                })
-                .collect(),
-        },
+        Printed::Status(status) => Doc::Status(status),
         Printed::List(items) => Doc::List {
             items: items.iter().map(item_json).collect(),
         },
