@@ -60,7 +60,7 @@ pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
     for path in repo
         .files
         .iter()
-        .filter(|f| f.starts_with("deployment/terraform/") && f.ends_with(".tf"))
+        .filter(|f| f.starts_with(crate::layout::TF_DIR) && f.ends_with(".tf"))
     {
         let Some(text) = read(repo, path) else {
             continue;

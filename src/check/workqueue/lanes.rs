@@ -196,9 +196,7 @@ fn compose(repo: &Repo) -> Place {
     let mut place = Place {
         name: files
             .first()
-            .map_or("deployment/local/docker-compose.full.yml".to_owned(), |f| {
-                (*f).clone()
-            }),
+            .map_or(crate::layout::COMPOSE.to_owned(), |f| (*f).clone()),
         exists: !files.is_empty(),
         workers: Some(BTreeSet::new()),
         ..Place::default()
@@ -320,7 +318,7 @@ fn terraform(repo: &Repo) -> Place {
         .filter(|f| f.starts_with(crate::layout::TF_DIR) && f.ends_with(".tf"))
         .collect();
     let mut place = Place {
-        name: "deployment/terraform".to_owned(),
+        name: crate::layout::TF_DIR.trim_end_matches('/').to_owned(),
         exists: !files.is_empty(),
         ..Place::default()
     };
