@@ -124,8 +124,9 @@ pub fn add_member_like(
 }
 
 /// `lock` with workspace package `new` added, depending on `deps`, with the other fields
-/// (the version) of workspace package `like` in `lock`; `None` when `lock` has no `like`
-/// or already has `new`.
+/// (the version) of workspace package `like` in `lock`; `None` when `lock` already has
+/// `new`. A lock without `like` is behind the workspace: an error, not a lock left without
+/// `new` for `cargo build --locked` to refuse later.
 pub fn add_member(
     lock: &str,
     new: &str,
@@ -137,7 +138,7 @@ pub fn add_member(
             return Ok(false);
         }
         let Some(like) = packages.iter().find(|p| p.is_local() && p.name() == like) else {
-            return Ok(false);
+            return Err(behind_the_workspace(like, new));
         };
         let mut copy = like.clone();
         set_str(&mut copy, "name", new);
@@ -151,8 +152,8 @@ pub fn add_member(
     })
 }
 
-/// `lock` with `dep` among the dependencies of workspace package `package`; `None` when
-/// `lock` has no such package or it has `dep` already.
+/// `lock` with `dep` among the dependencies of workspace package `package`; `None` when it
+/// has `dep` already. A lock without `package` is behind the workspace: an error.
 pub fn add_dependency(
     lock: &str,
     package: &str,
@@ -163,7 +164,7 @@ pub fn add_dependency(
             .iter_mut()
             .find(|p| p.is_local() && p.name() == package)
         else {
-            return Ok(false);
+            return Err(behind_the_workspace(package, dep));
         };
         if p.dependencies()
             .unwrap_or_default()
@@ -356,6 +357,17 @@ fn parse(lock: &str) -> Result<DocumentMut, GenerateError> {
 }
 
 /// The error for a `Cargo.lock` the generator cannot edit: `message` says why.
+/// Cargo.lock lacks workspace package `missing`, whose entry the change to `for_` needs.
+fn behind_the_workspace(missing: &str, for_: &str) -> GenerateError {
+    GenerateError::Manifest {
+        path: LOCK_PATH.to_owned(),
+        message: format!(
+            "has no entry for the workspace package `{missing}`, which adding `{for_}` to it needs"
+        ),
+        help: "the lock is behind the workspace: let cargo bring it up to date (`cargo generate-lockfile`, or any `cargo build` without --locked), then run this again; nothing was written".to_owned(),
+    }
+}
+
 fn not_a_lock(message: String) -> GenerateError {
     GenerateError::Manifest {
         path: LOCK_PATH.to_owned(),
@@ -485,11 +497,12 @@ mod tests {
                 .expect("parses")
                 .is_none()
         );
-        assert!(
-            add_member(LOCK, "acme-x", "acme-missing", &deps)
-                .expect("parses")
-                .is_none()
-        );
+        let behind = add_member(LOCK, "acme-x", "acme-missing", &deps)
+            .expect_err("a lock without the package to copy is behind the workspace");
+        assert!(behind.to_string().contains("`acme-missing`"), "{behind}");
+        let behind = add_dependency(LOCK, "acme-missing", "serde")
+            .expect_err("a lock without the package is behind the workspace");
+        assert!(behind.to_string().contains("`acme-missing`"), "{behind}");
         let dep = add_dependency(LOCK, "acme-maintenance", "acme-shipping-service")
             .expect("parses")
             .expect("added");
