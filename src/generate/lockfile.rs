@@ -356,7 +356,6 @@ fn parse(lock: &str) -> Result<DocumentMut, GenerateError> {
         .map_err(|e| not_a_lock(format!("it is not TOML: {}", e.message())))
 }
 
-/// The error for a `Cargo.lock` the generator cannot edit: `message` says why.
 /// Cargo.lock lacks workspace package `missing`, whose entry the change to `for_` needs.
 fn behind_the_workspace(missing: &str, for_: &str) -> GenerateError {
     GenerateError::Manifest {
@@ -368,6 +367,7 @@ fn behind_the_workspace(missing: &str, for_: &str) -> GenerateError {
     }
 }
 
+/// The error for a `Cargo.lock` the generator cannot edit: `message` says why.
 fn not_a_lock(message: String) -> GenerateError {
     GenerateError::Manifest {
         path: LOCK_PATH.to_owned(),
