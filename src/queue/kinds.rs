@@ -41,10 +41,8 @@ pub(super) fn registered(cwd: &Path) -> Result<Option<BTreeMap<String, Spec>>, S
     let files = crate::layout::rust_sources::read(&root, crate::layout::OM_SRC)?;
     let reg = crate::check::workqueue::registry::from_texts(files);
     // A file that does not parse may register kinds: the list would be incomplete.
-    if let Some((path, why)) = reg.unparsed.first() {
-        return Err(format!(
-            "{path} {why}, so the kinds it may register cannot be read"
-        ));
+    if let Some(why) = reg.incomplete() {
+        return Err(why);
     }
     if !reg.found {
         return Ok(None);

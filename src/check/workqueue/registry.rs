@@ -191,6 +191,15 @@ pub struct Registry {
 }
 
 impl Registry {
+    /// Why this registry may lack kinds: the first file it could not parse, as
+    /// "`path` `why`, so the kinds it may define cannot be read" (`None` when every file
+    /// was read). A caller that must see every spec refuses with it.
+    pub fn incomplete(&self) -> Option<String> {
+        self.unparsed
+            .first()
+            .map(|(path, why)| format!("{path} {why}, so the kinds it may define cannot be read"))
+    }
+
     /// Every registered spec, in registry order (a slice listed twice appears twice).
     pub fn kinds(&self) -> Vec<Kind<'_>> {
         self.entries

@@ -39,9 +39,9 @@ pub(super) fn registered_at(
         return Ok(quoted);
     }
     // A file that does not parse may name the kind through a const: no answer is a guess.
-    if let Some((path, why)) = reg.unparsed.first() {
+    if let Some(why) = reg.incomplete() {
         return Err(unreadable(format!(
-            "{path} {why}, so the kinds it may define cannot be read; fix it and run the command again"
+            "{why}; fix it and run the command again"
         )));
     }
     let mut workers = Vec::new();
