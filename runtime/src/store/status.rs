@@ -106,10 +106,15 @@ mod tests {
 
     use super::*;
     use crate::item::{NewItem, WorkerState};
+    use crate::time::ManualClock;
 
     #[tokio::test]
     async fn status_is_the_counters_and_workers_hold_their_running_items() {
-        let store = Store::open("memory://").await.expect("memory store");
+        // A clock that stands still, so two reads agree to the millisecond.
+        let clock = ManualClock::starting_now();
+        let store = Store::open_with_clock("memory://", clock.clone())
+            .await
+            .expect("memory store");
         for lane in ["default", "default", "mail"] {
             let mut item = NewItem::new("NOTIFY_SHIPMENT", json!({}));
             item.lane = lane.to_owned();
@@ -119,6 +124,7 @@ mod tests {
             .claim_as("w-1", "default", 1, Duration::from_secs(30))
             .await
             .expect("claimed");
+        clock.advance(Duration::from_secs(5));
         let now = store.now();
         store
             .put_worker(WorkerRecord {
@@ -148,7 +154,7 @@ mod tests {
             serde_json::to_value(&status.lanes[0]).expect("json"),
             json!({"lane": "default", "available": 1, "running": 1, "completed": 0,
                    "failed": 0, "dead": 0, "parked": 0, "scheduled": 0,
-                   "oldest_available_age_ms": status.lanes[0].oldest_available_age_ms})
+                   "oldest_available_age_ms": 5000})
         );
 
         let workers = store.worker_status().await.expect("workers");
