@@ -37,6 +37,8 @@ pub mod bench;
 pub mod context;
 #[cfg(feature = "coordinator")]
 pub mod coordinator;
+#[cfg(feature = "dashboard")]
+pub mod dashboard;
 pub mod error;
 pub mod handler;
 pub mod item;

@@ -227,6 +227,28 @@ pub enum QueueError {
         )
     )]
     Serve(#[source] scaffold_runtime::coordinator::CoordinatorError),
+    #[error("the dashboard cannot start")]
+    #[diagnostic(
+        code(scaffold::queue::dashboard),
+        help(
+            "give --dashboard a loopback address (127.0.0.1:PORT; reach it through an SSH tunnel or a TLS proxy with --dashboard-public-url), or serve TLS"
+        )
+    )]
+    Dashboard(#[source] scaffold_runtime::dashboard::DashboardError),
+    #[error("an operator named `{name}` exists already")]
+    #[diagnostic(
+        code(scaffold::queue::operator_exists),
+        help(
+            "`scaffold queue operator remove {name}` first to give it a new token (its sessions end)"
+        )
+    )]
+    OperatorExists { name: String },
+    #[error("no operator is named `{name}`")]
+    #[diagnostic(
+        code(scaffold::queue::unknown_operator),
+        help("`scaffold queue operator list` lists them")
+    )]
+    UnknownOperator { name: String },
     #[error("`{value}` is not a usable {what}")]
     #[diagnostic(code(scaffold::queue::argument), help("{what} takes {takes}"))]
     BadArgument {

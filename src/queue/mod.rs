@@ -130,6 +130,10 @@ pub enum QueueCommand {
     /// SIGTERM or ^C: enrollment, device sessions, fenced WorkerJobs, artifacts, and its own
     /// sweeper. The only process that needs the database.
     Serve(remote::ServeArgs),
+    /// The dashboard's operators: `add NAME` prints a sign-in token (`scf_op_…`, shown once,
+    /// stored as its SHA-256); reading the dashboard needs none.
+    #[command(subcommand)]
+    Operator(remote::OperatorCommand),
     /// Make a single-use enrollment token for a remote worker (256 bits, stored as its
     /// SHA-256, printed once or written to a new 0600 file).
     Enroll(remote::EnrollArgs),
@@ -353,6 +357,7 @@ async fn execute(
         }
         QueueCommand::Serve(s) => remote::serve(s, database, cwd, out, json).await?,
         QueueCommand::Enroll(e) => remote::enroll(e, database, cwd).await?,
+        QueueCommand::Operator(o) => remote::operator(o, database, cwd).await?,
         QueueCommand::Revoke { worker } => remote::revoke(worker, database, cwd).await?,
         QueueCommand::PutArtifact {
             file,

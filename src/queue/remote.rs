@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use clap::Args;
 use scaffold_runtime::coordinator::{self, Config, Coordinator, EnrollOptions, Transport};
+use scaffold_runtime::dashboard;
 
 use super::error::QueueError;
 use super::{open_existing, report};
@@ -42,6 +43,35 @@ pub struct ServeArgs {
     /// unreferenced artifacts older than this are deleted.
     #[arg(long, value_name = "DURATION", default_value = "1d", value_parser = duration)]
     pub retain: Duration,
+    /// Serve the dashboard on its own listener at ADDR (a loopback address unless the
+    /// coordinator serves TLS, whose certificate it then uses too).
+    #[arg(long, value_name = "ADDR")]
+    pub dashboard: Option<SocketAddr>,
+    /// The origin a browser reaches the dashboard at through a proxy (https://…): accepted
+    /// as its Host, and an https one marks the session cookie Secure.
+    #[arg(long, value_name = "URL", requires = "dashboard")]
+    pub dashboard_public_url: Option<String>,
+    /// Show payloads, checkpoints and effect outputs whole on the dashboard (by default
+    /// only their size and top-level keys).
+    #[arg(long, requires = "dashboard")]
+    pub show_payloads: bool,
+}
+
+/// `scaffold queue operator …`.
+#[derive(Debug, clap::Subcommand)]
+pub enum OperatorCommand {
+    /// Add an operator and print its token once (stored as its SHA-256 only).
+    Add {
+        /// Its name (1 to 64 of A-Z a-z 0-9 . _ -): every action it takes is recorded under it.
+        name: String,
+    },
+    /// Remove an operator: its token stops working and its sessions end.
+    Remove {
+        /// Its name.
+        name: String,
+    },
+    /// List the operators.
+    List,
 }
 
 #[derive(Debug, Args)]
@@ -96,26 +126,95 @@ pub(super) async fn serve(
     let mut config = Config::new(a.listen, transport);
     config.lease = a.lease;
     config.retain = Some(a.retain);
-    let bound = Coordinator::new(store, config)
+    let tls_files = match &config.transport {
+        Transport::Tls { cert, key, .. } => Some((cert.clone(), key.clone())),
+        Transport::InsecureLoopback => None,
+    };
+    let bound = Coordinator::new(store.clone(), config)
         .map_err(QueueError::Serve)?
         .bind()
         .await
         .map_err(QueueError::Serve)?;
+    let dashboard = match a.dashboard {
+        Some(listen) => {
+            let mut d = dashboard::Config::new(listen);
+            d.tls = tls_files;
+            d.public_url = a.dashboard_public_url;
+            d.show_payloads = a.show_payloads;
+            Some(
+                dashboard::bind(store, d)
+                    .await
+                    .map_err(QueueError::Dashboard)?,
+            )
+        }
+        None => None,
+    };
     report::print(
         out,
         &report::Printed::Serving {
             listen: bound.local_addr().to_string(),
             origin: bound.origin().to_owned(),
+            dashboard: dashboard.as_ref().map(dashboard::Bound::url),
         },
         json,
     )
     .map_err(QueueError::Output)?;
     out.flush().map_err(QueueError::Output)?;
-    bound
-        .run(scaffold_runtime::shutdown_signal())
-        .await
-        .map_err(QueueError::Serve)?;
+    // One shutdown for both servers: SIGTERM or ^C stops the coordinator and the dashboard.
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        scaffold_runtime::shutdown_signal().await;
+        let _ = stop_tx.send(true);
+    });
+    let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|s| *s).await;
+    };
+    match dashboard {
+        Some(d) => {
+            let (c, d) = tokio::join!(bound.run(stopped(stop_rx.clone())), d.run(stopped(stop_rx)));
+            c.map_err(QueueError::Serve)?;
+            d.map_err(QueueError::Dashboard)?;
+        }
+        None => bound
+            .run(stopped(stop_rx))
+            .await
+            .map_err(QueueError::Serve)?,
+    }
     Ok(report::Printed::Stopped)
+}
+
+/// `scaffold queue operator add|remove|list`.
+pub(super) async fn operator(
+    c: OperatorCommand,
+    database: &str,
+    cwd: &Path,
+) -> Result<report::Printed, QueueError> {
+    if let OperatorCommand::Add { name } | OperatorCommand::Remove { name } = &c
+        && !coordinator::valid_name(name)
+    {
+        return Err(QueueError::BadArgument {
+            what: "operator name",
+            value: name.clone(),
+            takes: "1 to 64 of A-Z a-z 0-9 . _ -",
+        });
+    }
+    let store = open_existing(database, cwd).await?;
+    match c {
+        OperatorCommand::Add { name } => match dashboard::add_operator(&store, &name).await? {
+            Some(token) => Ok(report::Printed::OperatorAdded { name, token }),
+            None => Err(QueueError::OperatorExists { name }),
+        },
+        OperatorCommand::Remove { name } => {
+            if store.dashboard()?.remove_operator(name.clone()).await? {
+                Ok(report::Printed::OperatorRemoved { name })
+            } else {
+                Err(QueueError::UnknownOperator { name })
+            }
+        }
+        OperatorCommand::List => Ok(report::Printed::Operators(
+            store.dashboard()?.operators().await?,
+        )),
+    }
 }
 
 /// A single-use enrollment token, printed once or written to a new 0600 file.

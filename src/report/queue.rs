@@ -70,6 +70,8 @@ pub enum Printed {
     Serving {
         listen: String,
         origin: String,
+        /// The dashboard's URL, when it is served too.
+        dashboard: Option<String>,
     },
     /// The coordinator has shut down.
     Stopped,
@@ -86,6 +88,15 @@ pub enum Printed {
         who: String,
         ids: Vec<String>,
     },
+    /// A new operator's token, printed once.
+    OperatorAdded {
+        name: String,
+        token: String,
+    },
+    OperatorRemoved {
+        name: String,
+    },
+    Operators(Vec<scaffold_runtime::store::dashboard::Operator>),
     ArtifactStored {
         account: String,
         artifact: ArtifactRef,
@@ -199,11 +210,39 @@ pub fn print(out: &mut dyn Write, printed: &Printed, as_json: bool) -> io::Resul
             show(out, item, effects, attempts, *now)?;
             artifacts_list(out, artifacts)
         }
-        Printed::Serving { listen, origin } => {
+        Printed::Serving {
+            listen,
+            origin,
+            dashboard,
+        } => {
             writeln!(
                 out,
                 "coordinator listening on {listen} (sessions signed for {origin}); SIGTERM or ^C stops it"
-            )
+            )?;
+            match dashboard {
+                Some(url) => writeln!(out, "dashboard at {url}"),
+                None => Ok(()),
+            }
+        }
+        Printed::OperatorAdded { name, token } => writeln!(
+            out,
+            "operator {name} added; its sign-in token (shown once, stored only as its SHA-256):\n{token}"
+        ),
+        Printed::OperatorRemoved { name } => writeln!(
+            out,
+            "operator {name} removed: its token no longer signs in and its sessions have ended"
+        ),
+        Printed::Operators(ops) => {
+            if ops.is_empty() {
+                return writeln!(
+                    out,
+                    "no operators (`scaffold queue operator add NAME` adds one)"
+                );
+            }
+            for o in ops {
+                writeln!(out, "{}  added {}", o.name, time::format(o.created_at))?;
+            }
+            Ok(())
         }
         Printed::Stopped => writeln!(out, "coordinator stopped"),
         Printed::Enrolled {

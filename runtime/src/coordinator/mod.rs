@@ -32,6 +32,8 @@ use std::time::Duration;
 
 pub use error::{ApiError, CoordinatorError};
 pub use serve::Bound;
+#[cfg(feature = "dashboard")]
+pub(crate) use serve::{accept_until as serve_accept_until, tls_acceptor as serve_tls_acceptor};
 
 use crate::retry::RetryPolicy;
 use crate::store::Store;

@@ -115,7 +115,7 @@ pub(crate) async fn bind(store: Store, config: Config) -> Result<Bound, Coordina
     })
 }
 
-fn tls_acceptor(cert: &Path, key: &Path) -> Result<TlsAcceptor, CoordinatorError> {
+pub(crate) fn tls_acceptor(cert: &Path, key: &Path) -> Result<TlsAcceptor, CoordinatorError> {
     use rustls_pki_types::pem::PemObject;
     use rustls_pki_types::{CertificateDer, PrivateKeyDer};
     let file_error = |what: &'static str, path: &Path| {
@@ -194,48 +194,8 @@ impl Bound {
         tracing::info!(%addr, origin = %shared.origin, "coordinator listening");
         let sweeper = tokio::spawn(super::sweep::run(Arc::clone(&shared)));
         let app = router(Arc::clone(&shared));
-        let mut connections = tokio::task::JoinSet::new();
-        tokio::pin!(shutdown);
-        loop {
-            let (stream, peer) = tokio::select! {
-                accepted = listener.accept() => match accepted {
-                    Ok(a) => a,
-                    Err(e) => {
-                        // Out of descriptors and the like: wait a little, keep serving.
-                        tracing::warn!(error = %e, "accepting a connection failed");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                },
-                Some(_) = connections.join_next(), if !connections.is_empty() => continue,
-                () = &mut shutdown => break,
-            };
-            // Answers go out as written: a worker waits on each one (no Nagle delay behind an
-            // unacknowledged segment).
-            let _ = stream.set_nodelay(true);
-            let app = app.clone();
-            let tls = tls.clone();
-            let stop = shared.shutdown.clone();
-            connections.spawn(async move {
-                let service = tower::service_fn(move |mut req: Request<hyper::body::Incoming>| {
-                    req.extensions_mut().insert(ConnectInfo(peer));
-                    let mut app = app.clone();
-                    async move { app.call(req.map(Body::new)).await }
-                });
-                let service = TowerToHyperService::new(service);
-                match tls {
-                    Some(tls) => {
-                        if let Ok(Ok(stream)) =
-                            tokio::time::timeout(HEADER_DEADLINE, tls.accept(stream)).await
-                        {
-                            connection(TokioIo::new(stream), service, stop).await;
-                        }
-                    }
-                    None => connection(TokioIo::new(stream), service, stop).await,
-                }
-            });
-        }
-        drop(listener);
+        let mut connections =
+            accept_until(listener, tls, app, shared.shutdown.clone(), shutdown).await;
         tracing::info!("coordinator shutting down: answering long-polls, closing sockets");
         let _ = stop_tx.send(true);
         let drained = tokio::time::timeout(grace, async {
@@ -248,6 +208,60 @@ impl Bound {
         sweeper.abort();
         Ok(())
     }
+}
+
+/// Accepts connections on `listener` (through `tls` when given) and serves `app` on each,
+/// until `shutdown` resolves; returns the connections still open (each finishes its open
+/// request and closes once `stop` is set). The coordinator and the dashboard share it.
+pub(crate) async fn accept_until(
+    listener: TcpListener,
+    tls: Option<TlsAcceptor>,
+    app: Router,
+    stop: tokio::sync::watch::Receiver<bool>,
+    shutdown: impl Future<Output = ()> + Send,
+) -> tokio::task::JoinSet<()> {
+    let mut connections = tokio::task::JoinSet::new();
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    // Out of descriptors and the like: wait a little, keep serving.
+                    tracing::warn!(error = %e, "accepting a connection failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
+            () = &mut shutdown => break,
+        };
+        // Answers go out as written: a worker waits on each one (no Nagle delay behind an
+        // unacknowledged segment).
+        let _ = stream.set_nodelay(true);
+        let app = app.clone();
+        let tls = tls.clone();
+        let stop = stop.clone();
+        connections.spawn(async move {
+            let service = tower::service_fn(move |mut req: Request<hyper::body::Incoming>| {
+                req.extensions_mut().insert(ConnectInfo(peer));
+                let mut app = app.clone();
+                async move { app.call(req.map(Body::new)).await }
+            });
+            let service = TowerToHyperService::new(service);
+            match tls {
+                Some(tls) => {
+                    if let Ok(Ok(stream)) =
+                        tokio::time::timeout(HEADER_DEADLINE, tls.accept(stream)).await
+                    {
+                        connection(TokioIo::new(stream), service, stop).await;
+                    }
+                }
+                None => connection(TokioIo::new(stream), service, stop).await,
+            }
+        });
+    }
+    connections
 }
 
 /// Serves one connection (HTTP/1.1 with upgrades, a deadline on each request's headers)

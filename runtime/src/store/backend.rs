@@ -208,6 +208,10 @@ pub trait Backend: Send + Sync + fmt::Debug {
     fn coordinator(&self) -> Option<&dyn super::coordinator::CoordinatorStore> {
         None
     }
+    /// The dashboard's tables, where this backend owns a database; `None` otherwise.
+    fn dashboard(&self) -> Option<&dyn super::dashboard::DashboardStore> {
+        None
+    }
     /// The worker side of a remote backend; `None` for one that owns its database.
     fn remote(&self) -> Option<&dyn RemoteSide> {
         None

@@ -14,6 +14,7 @@
 
 mod backend;
 pub mod coordinator;
+pub mod dashboard;
 pub mod memory;
 #[cfg(feature = "postgres")]
 pub mod postgres;
@@ -47,7 +48,7 @@ use crate::time::{Clock, MonotonicClock, SystemClock, Timestamp};
 const CLOCK_RESYNC: Duration = Duration::from_secs(30);
 
 /// The schema version this runtime writes; every backend's migrations end at it.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// Result of store operations.
 pub type StoreResult<T> = Result<T, StoreError>;
@@ -251,6 +252,17 @@ impl Store {
         }
         let id = self.backend.store_id().await?;
         Ok(self.id.get_or_init(|| id).clone())
+    }
+
+    /// The dashboard's tables (operators, their sessions and actions, activity);
+    /// [`StoreError::Unsupported`] on a store that owns no database.
+    pub fn dashboard(&self) -> StoreResult<&dyn dashboard::DashboardStore> {
+        self.backend.dashboard().ok_or_else(|| {
+            StoreError::Unsupported(format!(
+                "the {} store keeps no dashboard tables",
+                self.backend.name()
+            ))
+        })
     }
 
     /// The coordinator's tables of this store's database (enrollments, devices, sessions,

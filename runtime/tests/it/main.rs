@@ -19,6 +19,7 @@ mod conformance;
 mod conformance_postgres;
 mod conformance_remote;
 mod coordinator;
+mod dashboard;
 mod metrics;
 mod migrate_v2;
 mod migrate_v4;

@@ -51,6 +51,18 @@ enum Doc<'a> {
     Serving {
         listen: &'a str,
         origin: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        dashboard: Option<&'a str>,
+    },
+    OperatorAdded {
+        operator: &'a str,
+        token: &'a str,
+    },
+    OperatorRemoved {
+        removed: &'a str,
+    },
+    Operators {
+        operators: Vec<OperatorJson<'a>>,
     },
     Stopped {
         stopped: bool,
@@ -192,6 +204,13 @@ struct ArtifactJson<'a> {
     size: u64,
 }
 
+/// One operator, as `scaffold queue operator list --format json` prints it.
+#[derive(Serialize)]
+struct OperatorJson<'a> {
+    name: &'a str,
+    created_at: String,
+}
+
 fn to_json(printed: &Printed) -> Doc<'_> {
     match printed {
         Printed::Migrated {
@@ -205,7 +224,29 @@ fn to_json(printed: &Printed) -> Doc<'_> {
             item: item_json(item),
             duplicate: *duplicate,
         },
-        Printed::Serving { listen, origin } => Doc::Serving { listen, origin },
+        Printed::Serving {
+            listen,
+            origin,
+            dashboard,
+        } => Doc::Serving {
+            listen,
+            origin,
+            dashboard: dashboard.as_deref(),
+        },
+        Printed::OperatorAdded { name, token } => Doc::OperatorAdded {
+            operator: name,
+            token,
+        },
+        Printed::OperatorRemoved { name } => Doc::OperatorRemoved { removed: name },
+        Printed::Operators(ops) => Doc::Operators {
+            operators: ops
+                .iter()
+                .map(|o| OperatorJson {
+                    name: &o.name,
+                    created_at: time::format(o.created_at),
+                })
+                .collect(),
+        },
         Printed::Stopped => Doc::Stopped { stopped: true },
         Printed::Enrolled {
             worker,

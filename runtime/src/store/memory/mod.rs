@@ -5,6 +5,7 @@
 //! transitions) is in `state`, an operator's actions on items in `operator`.
 
 mod coordinator;
+mod dashboard;
 mod operator;
 mod state;
 
@@ -65,6 +66,10 @@ impl MemoryBackend {
 
 impl Backend for MemoryBackend {
     fn coordinator(&self) -> Option<&dyn crate::store::coordinator::CoordinatorStore> {
+        Some(self)
+    }
+
+    fn dashboard(&self) -> Option<&dyn crate::store::dashboard::DashboardStore> {
         Some(self)
     }
 

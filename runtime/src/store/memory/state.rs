@@ -60,6 +60,8 @@ pub(super) struct State {
     pub(super) store_id: String,
     /// The coordinator's tables.
     pub(super) remote: super::coordinator::RemoteState,
+    /// The dashboard's tables.
+    pub(super) dashboard: super::dashboard::DashboardState,
 }
 
 /// Why [`State::insert`] inserted nothing.

@@ -36,6 +36,7 @@
 //!   [`PostgresBackend::sync_clock`].
 
 mod coordinator;
+mod dashboard;
 mod listen;
 mod ops;
 mod schema;
@@ -420,6 +421,10 @@ impl PostgresBackend {
 
 impl Backend for PostgresBackend {
     fn coordinator(&self) -> Option<&dyn crate::store::coordinator::CoordinatorStore> {
+        Some(self)
+    }
+
+    fn dashboard(&self) -> Option<&dyn crate::store::dashboard::DashboardStore> {
         Some(self)
     }
 

@@ -27,6 +27,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
         5,
         include_str!("../../../migrations/postgres/0005_has_inputs.sql"),
     ),
+    (
+        6,
+        include_str!("../../../migrations/postgres/0006_operators.sql"),
+    ),
 ];
 
 /// The schema version this runtime writes.

@@ -5,6 +5,7 @@
 //! update re-checks fence, state and lease in its `WHERE` clause.
 
 mod coordinator;
+mod dashboard;
 mod ops;
 mod schema;
 
@@ -72,6 +73,10 @@ impl SqliteBackend {
 
 impl Backend for SqliteBackend {
     fn coordinator(&self) -> Option<&dyn crate::store::coordinator::CoordinatorStore> {
+        Some(self)
+    }
+
+    fn dashboard(&self) -> Option<&dyn crate::store::dashboard::DashboardStore> {
         Some(self)
     }
 

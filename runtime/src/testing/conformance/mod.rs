@@ -11,6 +11,7 @@
 
 mod claims;
 mod coordinator;
+mod dashboard;
 mod failures;
 mod holders;
 mod leases;
@@ -22,6 +23,7 @@ mod work_loop;
 
 pub use claims::*;
 pub use coordinator::*;
+pub use dashboard::*;
 pub use failures::*;
 pub use holders::*;
 pub use leases::*;
@@ -157,6 +159,8 @@ macro_rules! conformance_suite {
             retry_dead_of_one_kind,
             list_by_dedupe_key_and_keyset,
             presence_keeps_an_operators_drain,
+            dashboard_operators_and_sessions,
+            dashboard_activity_by_lane_and_time,
             loop_busy_handler_keeps_its_lease,
             loop_panic_is_a_failed_attempt,
             loop_cancel_stops_the_handler,
