@@ -203,8 +203,8 @@ pub enum Command {
     },
     // scaffold:queue-wiring
     /// Operate the work queue: migrate, enqueue, status, list, show, workers, cancel,
-    /// signal, release, drain, retry, discard, serve, enroll, revoke, put-artifact,
-    /// get-artifact, bench.
+    /// signal, release, drain, retry, discard, serve, operator, enroll, revoke,
+    /// put-artifact, get-artifact, bench.
     Queue(crate::queue::QueueArgs),
 }
 

@@ -1,6 +1,8 @@
 //! `scaffold queue`: the happy path, the documented JSON shapes, and every bad input the
 //! issue names (a clear error, exit 2, and no file overwritten or truncated).
 
+#[path = "queue_cli/browser.rs"]
+mod browser;
 #[path = "queue_cli/operators.rs"]
 mod operators;
 #[path = "queue_cli/refusals.rs"]

@@ -221,6 +221,7 @@ async fn around(AxState(s): AxState<State>, req: Request, next: Next) -> Respons
                 .iter()
                 .any(|allowed| allowed.eq_ignore_ascii_case(h))
         });
+    let started = std::time::Instant::now();
     let mut response = if host_ok {
         next.run(req).await
     } else {
@@ -231,6 +232,14 @@ async fn around(AxState(s): AxState<State>, req: Request, next: Next) -> Respons
             .into_response()
     };
     let h = response.headers_mut();
+    // How long the answer took to make (what benches/dashboard.sh reads; an SSE stream's
+    // is the time to its first byte).
+    if let Ok(v) = HeaderValue::from_str(&format!(
+        "app;dur={:.2}",
+        started.elapsed().as_secs_f64() * 1000.0
+    )) {
+        h.insert("server-timing", v);
+    }
     h.insert(
         header::CONTENT_SECURITY_POLICY,
         HeaderValue::from_static(CSP),
@@ -240,9 +249,11 @@ async fn around(AxState(s): AxState<State>, req: Request, next: Next) -> Respons
         HeaderValue::from_static("nosniff"),
     );
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    // `same-origin`, not `no-referrer`: under `no-referrer` a browser sends `Origin: null`
+    // with a form's POST, and the same-origin check would refuse every sign-in and action.
     h.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
     h.insert(
         "cross-origin-opener-policy",

@@ -106,9 +106,12 @@ pub(super) fn why(item: &ItemRecord, workers: &[WorkerRecord], now: Timestamp) -
             ),
         },
         ItemState::Dead => format!(
-            "Dead after {} of {} attempts{}: it runs again only if an operator retries it.",
-            item.attempt,
-            item.max_attempts,
+            "Dead {}{}: it runs again only if an operator retries it.",
+            if item.attempt == 0 {
+                "before any attempt".to_owned()
+            } else {
+                format!("after {} of {} attempts", item.attempt, item.max_attempts)
+            },
             item.last_error
                 .as_deref()
                 .map(|e| format!(" ({e})"))

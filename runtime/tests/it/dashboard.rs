@@ -181,7 +181,7 @@ async fn pages_are_read_only_escaped_and_carry_the_headers() {
         assert_eq!(headers["content-security-policy"], CSP, "{path}");
         assert_eq!(headers["x-content-type-options"], "nosniff", "{path}");
         assert_eq!(headers["x-frame-options"], "DENY", "{path}");
-        assert_eq!(headers["referrer-policy"], "no-referrer", "{path}");
+        assert_eq!(headers["referrer-policy"], "same-origin", "{path}");
         // No inline script: the only script is the shipped file.
         assert_eq!(html.matches("<script").count(), 1, "{path}");
         assert!(

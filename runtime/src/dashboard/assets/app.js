@@ -73,7 +73,7 @@
     timer = setTimeout(function () { timer = null; refresh(); }, wait);
   }
 
-  if (live && window.EventSource) {
+  function listen() {
     var es = new EventSource('/events');
     var first = true;
     es.addEventListener('open', function () { say('live', 'live'); });
@@ -90,6 +90,16 @@
       }
       schedule();
     });
+  }
+
+  if (live && window.EventSource) {
+    // After the load event: a stream opened while the page loads keeps it "loading" (the
+    // browser's spinner, and a WebDriver waiting for the navigation to end).
+    if (document.readyState === 'complete') {
+      listen();
+    } else {
+      window.addEventListener('load', function () { setTimeout(listen, 0); });
+    }
   } else {
     say('static', live ? 'no live updates in this browser' : '');
   }
