@@ -357,16 +357,18 @@ pub(super) async fn signal(
     if signal.is_empty() || signal.len() > 200 {
         return error(&s, StatusCode::BAD_REQUEST, "Name the signal to send.");
     }
-    let n = match s.store.signal(&signal).await {
+    let cap = ACTION_CAP as u64;
+    let n = match s.store.signal_at_most(&signal, cap).await {
         Ok(n) => n,
         Err(e) => return refused(&s, &e),
     };
-    let mut rec = record(
-        &operator,
-        &s,
-        "signal",
-        format!("signal {signal}: {n} parked item(s) → available"),
-    );
+    let mut detail = format!("signal {signal}: {n} parked item(s) → available");
+    if n == cap {
+        detail.push_str(&format!(
+            "; capped at {ACTION_CAP} a call: more may wait on it, send it again"
+        ));
+    }
+    let mut rec = record(&operator, &s, "signal", detail);
     rec.target = Some(signal);
     rec.changed = n;
     done(&s, operator, rec, "/".to_owned()).await

@@ -105,7 +105,12 @@ pub trait Backend: Send + Sync + fmt::Debug {
     /// Deletes a dead item.
     fn discard(&self, id: ItemId) -> BoxFuture<'_, StoreResult<()>>;
     /// Makes every item parked on `signal` available; returns how many.
-    fn signal(&self, signal: String, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>>;
+    fn signal(
+        &self,
+        signal: String,
+        limit: Option<u64>,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<u64>>;
     /// One item.
     fn get(&self, id: ItemId) -> BoxFuture<'_, StoreResult<Option<ItemRecord>>>;
     /// Items matching `filter`, by id.

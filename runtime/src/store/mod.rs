@@ -505,7 +505,17 @@ impl Store {
 
     /// Wakes every item parked on `signal`.
     pub async fn signal(&self, signal: &str) -> StoreResult<u64> {
-        self.backend.signal(signal.to_owned(), self.now()).await
+        self.backend
+            .signal(signal.to_owned(), None, self.now())
+            .await
+    }
+
+    /// Wakes at most `limit` items parked on `signal` (lowest ids first): an operator's
+    /// capped action; what is left waits for the next call.
+    pub async fn signal_at_most(&self, signal: &str, limit: u64) -> StoreResult<u64> {
+        self.backend
+            .signal(signal.to_owned(), Some(limit), self.now())
+            .await
     }
 
     /// One item.

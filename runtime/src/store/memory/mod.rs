@@ -272,10 +272,18 @@ impl Backend for MemoryBackend {
         self.discard_dead_item(id)
     }
 
-    fn signal(&self, signal: String, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>> {
+    fn signal(
+        &self,
+        signal: String,
+        limit: Option<u64>,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<u64>> {
         let mut st = self.lock();
         let mut n = 0;
         for r in st.items.values_mut() {
+            if limit.is_some_and(|l| n >= l) {
+                break;
+            }
             if r.state == ItemState::Parked && r.parked_on.as_deref() == Some(signal.as_str()) {
                 r.state = ItemState::Available;
                 r.run_at = now;

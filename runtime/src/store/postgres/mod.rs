@@ -512,8 +512,13 @@ impl Backend for PostgresBackend {
         Box::pin(async move { ops::discard(self, id).await })
     }
 
-    fn signal(&self, signal: String, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>> {
-        Box::pin(async move { ops::signal(self, &signal, now).await })
+    fn signal(
+        &self,
+        signal: String,
+        limit: Option<u64>,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<u64>> {
+        Box::pin(async move { ops::signal(self, &signal, limit, now).await })
     }
 
     fn get(&self, id: ItemId) -> BoxFuture<'_, StoreResult<Option<ItemRecord>>> {

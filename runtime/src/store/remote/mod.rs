@@ -486,7 +486,12 @@ impl Backend for RemoteBackend {
         self.unsupported("discard")
     }
 
-    fn signal(&self, _signal: String, _now: Timestamp) -> BoxFuture<'_, StoreResult<u64>> {
+    fn signal(
+        &self,
+        _signal: String,
+        _limit: Option<u64>,
+        _now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<u64>> {
         self.unsupported("signal")
     }
 

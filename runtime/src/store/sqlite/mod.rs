@@ -154,8 +154,13 @@ impl Backend for SqliteBackend {
         self.run(move |c| ops::discard(c, id))
     }
 
-    fn signal(&self, signal: String, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>> {
-        self.run(move |c| ops::signal(c, &signal, now))
+    fn signal(
+        &self,
+        signal: String,
+        limit: Option<u64>,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<u64>> {
+        self.run(move |c| ops::signal(c, &signal, limit, now))
     }
 
     fn get(&self, id: ItemId) -> BoxFuture<'_, StoreResult<Option<ItemRecord>>> {

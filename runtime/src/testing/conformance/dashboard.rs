@@ -182,3 +182,47 @@ pub async fn dashboard_activity_by_lane_and_time<
     );
     assert!(after.is_empty(), "{after:?}");
 }
+
+pub async fn signal_at_most_wakes_at_most_that_many<
+    F: Fn() -> Fut,
+    Fut: Future<Output = TestBackend>,
+>(
+    make: F,
+) {
+    let b = fresh(make).await;
+    let mut ids = Vec::new();
+    for _ in 0..5 {
+        ids.push(b.enqueue(new("A")).await);
+    }
+    for c in ok(b.store.claim("default", 5, LEASE).await, "claim") {
+        ok(
+            b.store
+                .fail(
+                    &c.held(),
+                    Outcome::Park {
+                        until: None,
+                        signal: Some("approved".into()),
+                    },
+                )
+                .await,
+            "park",
+        );
+    }
+    assert_eq!(ok(b.store.signal_at_most("approved", 2).await, "two"), 2);
+    let woken: Vec<i64> = ok(
+        b.store
+            .list(crate::item::ListFilter {
+                state: Some(crate::item::ItemState::Available),
+                ..Default::default()
+            })
+            .await,
+        "available",
+    )
+    .into_iter()
+    .map(|r| r.id)
+    .collect();
+    assert_eq!(woken, ids[..2], "the lowest ids first");
+    assert_eq!(ok(b.store.signal_at_most("approved", 0).await, "none"), 0);
+    assert_eq!(ok(b.store.signal("approved").await, "the rest"), 3);
+    assert_eq!(ok(b.store.signal("approved").await, "nothing left"), 0);
+}

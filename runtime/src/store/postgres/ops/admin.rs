@@ -133,18 +133,28 @@ pub(crate) async fn discard(db: &PostgresBackend, id: ItemId) -> StoreResult<()>
     Ok(())
 }
 
-pub(crate) async fn signal(db: &PostgresBackend, signal: &str, now: Timestamp) -> StoreResult<u64> {
+pub(crate) async fn signal(
+    db: &PostgresBackend,
+    signal: &str,
+    limit: Option<u64>,
+    now: Timestamp,
+) -> StoreResult<u64> {
     let mut conn = db.conn().await?;
     let tx = conn.transaction().await?;
+    // `LIMIT NULL` is no limit.
+    let limit = limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
     let changed = moved(
         &tx,
         &format!(
-            "WITH r AS (UPDATE work_items SET state = 'available', run_at = $2, parked_on = NULL, \
-             updated_at = $2 WHERE state = 'parked' AND parked_on = $1 RETURNING lane, kind), {} \
+            "WITH w AS (SELECT id FROM work_items WHERE state = 'parked' AND parked_on = $1 \
+                 ORDER BY id LIMIT $3 FOR UPDATE), \
+             r AS (UPDATE work_items SET state = 'available', run_at = $2, parked_on = NULL, \
+             updated_at = $2 WHERE id IN (SELECT id FROM w) AND state = 'parked' \
+             RETURNING lane, kind), {} \
              SELECT count(*) FROM r",
             counted("SELECT lane, kind, 'parked' AS old_state, 'available' AS new_state FROM r")
         ),
-        &[&signal, &now.as_millis()],
+        &[&signal, &now.as_millis(), &limit],
     )
     .await?;
     commit_waking(db, tx, changed).await

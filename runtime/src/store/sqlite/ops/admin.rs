@@ -112,13 +112,21 @@ pub(crate) fn discard(conn: &mut Connection, id: ItemId) -> StoreResult<()> {
     Ok(())
 }
 
-pub(crate) fn signal(conn: &mut Connection, signal: &str, now: Timestamp) -> StoreResult<u64> {
+pub(crate) fn signal(
+    conn: &mut Connection,
+    signal: &str,
+    limit: Option<u64>,
+    now: Timestamp,
+) -> StoreResult<u64> {
     let tx = write(conn)?;
+    // SQLite reads a negative LIMIT as none.
+    let limit = limit.map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX));
     let changed = moved(
         &tx,
         "UPDATE work_items SET state = 'available', run_at = ?2, parked_on = NULL, \
-         updated_at = ?2 WHERE state = 'parked' AND parked_on = ?1 RETURNING lane, kind",
-        params![signal, now.as_millis()],
+         updated_at = ?2 WHERE id IN (SELECT id FROM work_items \
+         WHERE state = 'parked' AND parked_on = ?1 ORDER BY id LIMIT ?3) RETURNING lane, kind",
+        params![signal, now.as_millis(), limit],
         Some("parked"),
         Some("available"),
     )?;
