@@ -64,7 +64,13 @@ async fn done(s: &Shared, operator: Operator, action: OperatorAction, back: Stri
         Err(e) => Err(e),
     };
     if let Err(e) = recorded {
-        return store_error(s, &e);
+        // The change stands (it was made before); say so, and keep it in the log at least.
+        tracing::error!(operator = %operator.name, %detail, error = %e, "a dashboard action was made but could not be recorded");
+        return error(
+            s,
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!("Done, but NOT recorded (the store refused the record: {e}): {detail}"),
+        );
     }
     // The record is written before the answer: an action is never shown done unrecorded.
     #[derive(Serialize)]
@@ -207,6 +213,33 @@ pub(super) async fn item(
         Ok(None) => return refused(&s, &StoreError::NotFound(id)),
         Err(e) => return store_error(&s, &e),
     };
+    if action == "retry"
+        && before.state == ItemState::Dead
+        && let Some(key) = &before.dedupe_key
+    {
+        let holders = match s
+            .store
+            .list(ListFilter {
+                kind: Some(before.kind.clone()),
+                dedupe_key: Some(key.clone()),
+                ..ListFilter::default()
+            })
+            .await
+        {
+            Ok(h) => h,
+            Err(e) => return store_error(&s, &e),
+        };
+        if let Some(live) = holders.iter().find(|h| h.state.is_live()) {
+            return error(
+                &s,
+                StatusCode::CONFLICT,
+                &format!(
+                    "Nothing changed: item {} ({}) holds the dedupe key `{key}` while it is {}; retry this one once it has finished.",
+                    live.id, live.kind, live.state
+                ),
+            );
+        }
+    }
     let (result, detail) = match action.as_str() {
         "retry" => (
             s.store.retry(id).await,
@@ -254,75 +287,77 @@ pub(super) async fn item(
     done(&s, operator, rec, back).await
 }
 
+/// A form that names one thing (a kind, a signal) beside the CSRF token.
 #[derive(Debug, Deserialize)]
-pub(super) struct KindForm {
+pub(super) struct Named {
     #[serde(default)]
     csrf: String,
-    #[serde(default)]
-    kind: String,
+    #[serde(default, alias = "kind", alias = "signal", alias = "worker")]
+    name: String,
+}
+
+/// The operator allowed to act and the name the form carries (trimmed, 1 to 200 bytes),
+/// or the refusal.
+async fn named(
+    s: &Shared,
+    headers: &HeaderMap,
+    form: FormOf<Named>,
+    missing: &str,
+) -> Result<(Operator, String), Response> {
+    let Ok(Form(form)) = form else {
+        return Err(error(
+            s,
+            StatusCode::BAD_REQUEST,
+            "The form could not be read.",
+        ));
+    };
+    let operator = guard(s, headers, &form.csrf).await?;
+    let name = form.name.trim().to_owned();
+    if name.is_empty() || name.len() > 200 {
+        return Err(error(s, StatusCode::BAD_REQUEST, missing));
+    }
+    Ok((operator, name))
 }
 
 /// `POST /kinds/retry-dead`: every dead item of a kind, at most [`ACTION_CAP`] a call.
 pub(super) async fn retry_dead(
     AxState(s): AxState<State>,
     headers: HeaderMap,
-    form: FormOf<KindForm>,
+    form: FormOf<Named>,
 ) -> Response {
-    let Ok(Form(form)) = form else {
-        return error(&s, StatusCode::BAD_REQUEST, "The form could not be read.");
-    };
-    let operator = match guard(&s, &headers, &form.csrf).await {
-        Ok(o) => o,
+    let (operator, kind) = match named(
+        &s,
+        &headers,
+        form,
+        "Name the kind whose dead items to retry.",
+    )
+    .await
+    {
+        Ok(named) => named,
         Err(r) => return r,
     };
-    let kind = form.kind.trim().to_owned();
-    if kind.is_empty() || kind.len() > 200 {
-        return error(
-            &s,
-            StatusCode::BAD_REQUEST,
-            "Name the kind whose dead items to retry.",
-        );
-    }
-    let dead = match s
+    let retried = match s
         .store
-        .list(ListFilter {
-            state: Some(ItemState::Dead),
-            kind: Some(kind.clone()),
-            limit: Some(ACTION_CAP + 1),
-            ..ListFilter::default()
-        })
+        .retry_dead_at_most(Some(&kind), ACTION_CAP as u64)
         .await
     {
-        Ok(d) => d,
+        Ok(n) => n,
         Err(e) => return store_error(&s, &e),
     };
-    let more = dead.len() > ACTION_CAP;
-    let (mut retried, mut refused_ids) = (0u64, Vec::new());
-    for item in dead.iter().take(ACTION_CAP) {
-        match s.store.retry(item.id).await {
-            Ok(()) => retried += 1,
-            Err(StoreError::WrongState { .. } | StoreError::NotFound(_)) => {
-                refused_ids.push(item.id)
-            }
-            Err(e) => return store_error(&s, &e),
-        }
-    }
+    // What is left dead of the kind, from the counters: the cap, or a live item holding
+    // a dead one's dedupe key (those stay dead, as `scaffold queue retry --kind` leaves them).
+    let left: u64 = match s.store.kind_counts().await {
+        Ok(counts) => counts
+            .iter()
+            .filter(|(k, state, _)| *k == kind && *state == ItemState::Dead)
+            .map(|(_, _, n)| n)
+            .sum(),
+        Err(e) => return store_error(&s, &e),
+    };
     let mut detail = format!("{retried} dead item(s) of {kind} → available, with fresh attempts");
-    if !refused_ids.is_empty() {
+    if left > 0 {
         detail.push_str(&format!(
-            "; {} refused (moved meanwhile, or a live item holds its dedupe key): {}",
-            refused_ids.len(),
-            refused_ids
-                .iter()
-                .take(20)
-                .map(ItemId::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
-    if more {
-        detail.push_str(&format!(
-            "; capped at {ACTION_CAP} a call: more remain, act again"
+            "; {left} still dead (at most {ACTION_CAP} are taken a call, and one whose dedupe key a live item holds stays dead)"
         ));
     }
     tracing::info!(operator = %operator.name, %kind, retried, "dashboard retry of dead items");
@@ -332,31 +367,16 @@ pub(super) async fn retry_dead(
     done(&s, operator, rec, "/".to_owned()).await
 }
 
-#[derive(Debug, Deserialize)]
-pub(super) struct SignalForm {
-    #[serde(default)]
-    csrf: String,
-    #[serde(default)]
-    signal: String,
-}
-
 /// `POST /signal`: resumes the items parked on a signal.
 pub(super) async fn signal(
     AxState(s): AxState<State>,
     headers: HeaderMap,
-    form: FormOf<SignalForm>,
+    form: FormOf<Named>,
 ) -> Response {
-    let Ok(Form(form)) = form else {
-        return error(&s, StatusCode::BAD_REQUEST, "The form could not be read.");
-    };
-    let operator = match guard(&s, &headers, &form.csrf).await {
-        Ok(o) => o,
+    let (operator, signal) = match named(&s, &headers, form, "Name the signal to send.").await {
+        Ok(named) => named,
         Err(r) => return r,
     };
-    let signal = form.signal.trim().to_owned();
-    if signal.is_empty() || signal.len() > 200 {
-        return error(&s, StatusCode::BAD_REQUEST, "Name the signal to send.");
-    }
     let cap = ACTION_CAP as u64;
     let n = match s.store.signal_at_most(&signal, cap).await {
         Ok(n) => n,
@@ -374,19 +394,15 @@ pub(super) async fn signal(
     done(&s, operator, rec, "/".to_owned()).await
 }
 
-/// `POST /workers/{id}/drain`.
+/// `POST /workers/drain` (the worker's id in the form: an id is any text, a path segment
+/// is not).
 pub(super) async fn drain(
     AxState(s): AxState<State>,
     headers: HeaderMap,
-    path: Result<Path<String>, axum::extract::rejection::PathRejection>,
-    form: FormOf<Csrf>,
+    form: FormOf<Named>,
 ) -> Response {
-    let Ok(Path(worker)) = path else {
-        return error(&s, StatusCode::NOT_FOUND, "There is no such worker.");
-    };
-    let csrf = form.map(|f| f.0.csrf).unwrap_or_default();
-    let operator = match guard(&s, &headers, &csrf).await {
-        Ok(o) => o,
+    let (operator, worker) = match named(&s, &headers, form, "Name the worker to drain.").await {
+        Ok(named) => named,
         Err(r) => return r,
     };
     match s.store.drain_worker(&worker).await {

@@ -93,8 +93,10 @@ impl Live {
             // One older minute per tick until the hour is read: pages never wait for it.
             let next = backfill.unwrap_or(current - 2 * MINUTE_MS);
             if next > current - MINUTES as i64 * MINUTE_MS {
-                self.read_minute(&store, next, now).await;
-                backfill = Some(next - MINUTE_MS);
+                // A minute that could not be read is read again next tick.
+                if self.read_minute(&store, next, now).await {
+                    backfill = Some(next - MINUTE_MS);
+                }
             } else if backfill.is_some() {
                 self.history
                     .lock()
@@ -129,9 +131,10 @@ impl Live {
         }
     }
 
-    async fn read_minute(&self, store: &Store, minute: i64, now: i64) {
+    /// Reads one minute's activity into the history; whether it could.
+    async fn read_minute(&self, store: &Store, minute: i64, now: i64) -> bool {
         let Ok(d) = store.dashboard() else {
-            return;
+            return false;
         };
         let to = (minute + MINUTE_MS).min(now + 1);
         match d
@@ -141,8 +144,12 @@ impl Live {
             Ok(lanes) => {
                 let mut h = self.history.lock().unwrap_or_else(PoisonError::into_inner);
                 h.minutes.insert(minute, lanes.into_iter().collect());
+                true
             }
-            Err(e) => tracing::warn!(error = %e, "the dashboard cannot read a minute's activity"),
+            Err(e) => {
+                tracing::warn!(error = %e, "the dashboard cannot read a minute's activity");
+                false
+            }
         }
     }
 

@@ -93,6 +93,12 @@ pub(super) async fn bind(store: Store, config: Config) -> Result<Bound, Dashboar
             addr: config.listen,
             source,
         })?;
+    if addr.ip().is_unspecified() && public.is_none() {
+        return Err(DashboardError::PublicUrl {
+            url: String::new(),
+            reason: "a dashboard on a wildcard address answers only to its public URL: give --dashboard-public-url",
+        });
+    }
     let scheme = if tls.is_some() { "https" } else { "http" };
     let mut hosts = vec![addr.to_string()];
     if addr.ip().is_loopback() {
@@ -101,6 +107,16 @@ pub(super) async fn bind(store: Store, config: Config) -> Result<Bound, Dashboar
     let mut origins: Vec<String> = hosts.iter().map(|h| format!("{scheme}://{h}")).collect();
     let mut secure = tls.is_some();
     if let Some(origin) = public {
+        // Browsers leave a default port out of `Host` and `Origin`.
+        let origin = origin
+            .strip_suffix(":443")
+            .filter(|o| o.starts_with("https://"))
+            .or_else(|| {
+                origin
+                    .strip_suffix(":80")
+                    .filter(|o| o.starts_with("http://"))
+            })
+            .map_or(origin.clone(), str::to_owned);
         secure |= origin.starts_with("https://");
         if let Some((_, host)) = origin.split_once("://") {
             hosts.push(host.to_owned());
@@ -196,7 +212,7 @@ fn router(s: State) -> Router {
         .route("/items/{id}/{action}", post(actions::item))
         .route("/kinds/retry-dead", post(actions::retry_dead))
         .route("/signal", post(actions::signal))
-        .route("/workers/{id}/drain", post(actions::drain))
+        .route("/workers/drain", post(actions::drain))
         .route("/assets/app.css", get(css))
         .route("/assets/app.js", get(js))
         .route("/assets/icon.svg", get(icon))

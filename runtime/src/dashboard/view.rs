@@ -52,6 +52,10 @@ pub(super) fn utc(t: Timestamp) -> String {
     if ms <= 0 || t == Timestamp::MAX {
         return "never".to_owned();
     }
+    // RFC 3339 ends at 9999-12-31 (humantime's formatter errs past it).
+    if ms >= 253_402_300_800_000 {
+        return "after the year 9999".to_owned();
+    }
     let at = UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0));
     let s = humantime::format_rfc3339_seconds(at).to_string();
     s.replacen('T', " ", 1)
@@ -155,6 +159,14 @@ mod tests {
         assert_eq!(
             utc(Timestamp::from_millis(1_796_527_694_000)),
             "2026-12-06 03:28:14Z"
+        );
+        assert_eq!(
+            utc(Timestamp::from_millis(253_402_300_800_000)),
+            "after the year 9999"
+        );
+        assert_eq!(
+            utc(Timestamp::from_millis(i64::MAX - 1)),
+            "after the year 9999"
         );
     }
 }

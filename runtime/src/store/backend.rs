@@ -96,10 +96,12 @@ pub trait Backend: Send + Sync + fmt::Debug {
     fn sweep(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<u64>>;
     /// Makes a dead item available again with fresh attempts.
     fn retry(&self, id: ItemId, now: Timestamp) -> BoxFuture<'_, StoreResult<()>>;
-    /// Retries every dead item (of `kind`, when given); returns how many.
+    /// Retries every dead item (of `kind`, when given; of the first `limit` dead by id, when
+    /// given); returns how many.
     fn retry_all_dead(
         &self,
         kind: Option<String>,
+        limit: Option<u64>,
         now: Timestamp,
     ) -> BoxFuture<'_, StoreResult<u64>>;
     /// Deletes a dead item.

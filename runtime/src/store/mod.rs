@@ -494,7 +494,16 @@ impl Store {
     /// Retries every dead item (of `kind`, when given); returns how many.
     pub async fn retry_all_dead(&self, kind: Option<&str>) -> StoreResult<u64> {
         self.backend
-            .retry_all_dead(kind.map(str::to_owned), self.now())
+            .retry_all_dead(kind.map(str::to_owned), None, self.now())
+            .await
+    }
+
+    /// Retries the dead items (of `kind`, when given) among the first `limit` dead ones by
+    /// id: an operator's capped action. One whose dedupe key a live item holds stays dead,
+    /// as in [`Store::retry_all_dead`]; returns how many were retried.
+    pub async fn retry_dead_at_most(&self, kind: Option<&str>, limit: u64) -> StoreResult<u64> {
+        self.backend
+            .retry_all_dead(kind.map(str::to_owned), Some(limit), self.now())
             .await
     }
 

@@ -434,10 +434,10 @@ async fn actions_need_a_session_its_csrf_token_and_the_same_origin_and_are_recor
     assert!(done.contains("signal paid:7: 0 parked item(s)"), "{done}");
     let (status, _, _) = d
         .post(
-            "/workers/w-1/drain",
+            "/workers/drain",
             cookie,
             Some(&origin),
-            &[("csrf", &token_field)],
+            &[("csrf", &token_field), ("worker", "w-1")],
         )
         .await;
     assert_eq!(status, StatusCode::OK);
@@ -445,10 +445,10 @@ async fn actions_need_a_session_its_csrf_token_and_the_same_origin_and_are_recor
     assert_eq!(workers[0].state, WorkerState::Draining);
     let (status, _, _) = d
         .post(
-            "/workers/nobody/drain",
+            "/workers/drain",
             cookie,
             Some(&origin),
-            &[("csrf", &token_field)],
+            &[("csrf", &token_field), ("worker", "x/../../nobody")],
         )
         .await;
     assert_eq!(status, StatusCode::CONFLICT);
@@ -571,4 +571,79 @@ async fn refuses_plain_http_off_loopback() {
         .await
         .expect_err("off loopback");
     assert!(err.to_string().contains("loopback"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_whose_dedupe_key_a_live_item_holds_is_refused_by_name() {
+    let store = Store::open("memory://").await.expect("store");
+    store.migrate().await.expect("migrate");
+    let dead = store
+        .enqueue(NewItem::new("NOTIFY_SHIPMENT", json!({})).dedupe_key("order-9"))
+        .await
+        .expect("enqueue");
+    let claimed = store
+        .claim_as("w-1", "default", 1, Duration::from_secs(30))
+        .await
+        .expect("claim");
+    store
+        .fail(&claimed[0].held(), Outcome::Dead { error: "x".into() })
+        .await
+        .expect("dead");
+    let live = store
+        .enqueue(NewItem::new("NOTIFY_SHIPMENT", json!({})).dedupe_key("order-9"))
+        .await
+        .expect("a live one takes the key");
+    let token = dashboard::add_operator(&store, "ana")
+        .await
+        .expect("add")
+        .expect("new");
+    let d = start(store.clone(), false).await;
+    let origin = d.base.clone();
+    let (_, headers, _) = d
+        .post("/login", None, Some(&origin), &[("token", &token)])
+        .await;
+    let cookie = headers[SET_COOKIE]
+        .to_str()
+        .expect("cookie")
+        .split(';')
+        .next()
+        .expect("pair")
+        .to_owned();
+    let (_, _, page) = d.get(&format!("/items/{dead}"), Some(&cookie)).await;
+    let csrf = csrf(&page);
+    let (status, _, said) = d
+        .post(
+            &format!("/items/{dead}/retry"),
+            Some(&cookie),
+            Some(&origin),
+            &[("csrf", &csrf)],
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{said}");
+    assert!(
+        said.contains(&format!(
+            "item {live} (NOTIFY_SHIPMENT) holds the dedupe key"
+        )),
+        "{said}"
+    );
+    // Retrying the kind's dead leaves it dead and says so.
+    let (status, _, said) = d
+        .post(
+            "/kinds/retry-dead",
+            Some(&cookie),
+            Some(&origin),
+            &[("csrf", &csrf), ("kind", "NOTIFY_SHIPMENT")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{said}");
+    assert!(
+        said.contains("0 dead item(s) of NOTIFY_SHIPMENT → available")
+            && said.contains("; 1 still dead"),
+        "{said}"
+    );
+    assert_eq!(
+        store.get(dead).await.expect("get").expect("item").state,
+        ItemState::Dead
+    );
+    d.stop().await;
 }

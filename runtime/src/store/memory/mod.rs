@@ -248,9 +248,10 @@ impl Backend for MemoryBackend {
     fn retry_all_dead(
         &self,
         kind: Option<String>,
+        limit: Option<u64>,
         now: Timestamp,
     ) -> BoxFuture<'_, StoreResult<u64>> {
-        self.retry_dead_items(kind, now)
+        self.retry_dead_items(kind, limit, now)
     }
 
     fn purge_completed(&self, before: Timestamp, limit: usize) -> BoxFuture<'_, StoreResult<u64>> {

@@ -51,6 +51,7 @@ impl MemoryBackend {
     pub(super) fn retry_dead_items(
         &self,
         kind: Option<String>,
+        limit: Option<u64>,
         now: Timestamp,
     ) -> BoxFuture<'_, StoreResult<u64>> {
         let mut st = self.lock();
@@ -59,6 +60,7 @@ impl MemoryBackend {
             .values()
             .filter(|r| r.state == ItemState::Dead && kind.as_ref().is_none_or(|k| r.kind == *k))
             .map(|r| (r.id, r.kind.clone(), r.dedupe_key.clone()))
+            .take(limit.map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX)))
             .collect();
         let mut n = 0;
         for (id, kind, key) in dead {

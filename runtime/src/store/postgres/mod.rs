@@ -499,9 +499,10 @@ impl Backend for PostgresBackend {
     fn retry_all_dead(
         &self,
         kind: Option<String>,
+        limit: Option<u64>,
         now: Timestamp,
     ) -> BoxFuture<'_, StoreResult<u64>> {
-        Box::pin(async move { ops::retry_all_dead(self, kind.as_deref(), now).await })
+        Box::pin(async move { ops::retry_all_dead(self, kind.as_deref(), limit, now).await })
     }
 
     fn purge_completed(&self, before: Timestamp, limit: usize) -> BoxFuture<'_, StoreResult<u64>> {

@@ -477,6 +477,7 @@ impl Backend for RemoteBackend {
     fn retry_all_dead(
         &self,
         _kind: Option<String>,
+        _limit: Option<u64>,
         _now: Timestamp,
     ) -> BoxFuture<'_, StoreResult<u64>> {
         self.unsupported("retry")

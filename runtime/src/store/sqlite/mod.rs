@@ -141,9 +141,10 @@ impl Backend for SqliteBackend {
     fn retry_all_dead(
         &self,
         kind: Option<String>,
+        limit: Option<u64>,
         now: Timestamp,
     ) -> BoxFuture<'_, StoreResult<u64>> {
-        self.run(move |c| ops::retry_all_dead(c, kind.as_deref(), now))
+        self.run(move |c| ops::retry_all_dead(c, kind.as_deref(), limit, now))
     }
 
     fn purge_completed(&self, before: Timestamp, limit: usize) -> BoxFuture<'_, StoreResult<u64>> {

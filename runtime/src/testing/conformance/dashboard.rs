@@ -6,6 +6,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use super::{LEASE, TestBackend, fresh, new, ok};
+use crate::item::ItemState::{Available, Dead};
 use crate::item::{NewItem, Outcome};
 use crate::store::dashboard::{Activity, OperatorAction};
 use crate::time::Timestamp;
@@ -212,7 +213,7 @@ pub async fn signal_at_most_wakes_at_most_that_many<
     let woken: Vec<i64> = ok(
         b.store
             .list(crate::item::ListFilter {
-                state: Some(crate::item::ItemState::Available),
+                state: Some(Available),
                 ..Default::default()
             })
             .await,
@@ -225,4 +226,42 @@ pub async fn signal_at_most_wakes_at_most_that_many<
     assert_eq!(ok(b.store.signal_at_most("approved", 0).await, "none"), 0);
     assert_eq!(ok(b.store.signal("approved").await, "the rest"), 3);
     assert_eq!(ok(b.store.signal("approved").await, "nothing left"), 0);
+}
+
+pub async fn retry_dead_at_most_takes_at_most_that_many<
+    F: Fn() -> Fut,
+    Fut: Future<Output = TestBackend>,
+>(
+    make: F,
+) {
+    let b = fresh(make).await;
+    let mut ids = Vec::new();
+    for key in ["a", "b", "c", "held"] {
+        ids.push(b.enqueue(new("A").dedupe_key(key)).await);
+    }
+    b.enqueue(new("B")).await;
+    for c in ok(b.store.claim("default", 5, LEASE).await, "claim") {
+        ok(
+            b.store
+                .fail(&c.held(), Outcome::Dead { error: "x".into() })
+                .await,
+            "dead",
+        );
+    }
+    // A live item holds the last one's key: it stays dead whatever the cap.
+    b.enqueue(new("A").dedupe_key("held")).await;
+    assert_eq!(ok(b.store.retry_dead_at_most(Some("A"), 2).await, "two"), 2);
+    assert_eq!(super::get(&b.store, ids[0]).await.state, Available);
+    assert_eq!(super::get(&b.store, ids[1]).await.state, Available);
+    assert_eq!(super::get(&b.store, ids[2]).await.state, Dead);
+    assert_eq!(
+        ok(b.store.retry_dead_at_most(Some("A"), 10).await, "the rest"),
+        1
+    );
+    assert_eq!(
+        super::get(&b.store, ids[3]).await.state,
+        Dead,
+        "its key is held"
+    );
+    assert_eq!(ok(b.store.retry_dead_at_most(None, 10).await, "B"), 1);
 }

@@ -162,6 +162,7 @@ macro_rules! conformance_suite {
             dashboard_operators_and_sessions,
             dashboard_activity_by_lane_and_time,
             signal_at_most_wakes_at_most_that_many,
+            retry_dead_at_most_takes_at_most_that_many,
             loop_busy_handler_keeps_its_lease,
             loop_panic_is_a_failed_attempt,
             loop_cancel_stops_the_handler,

@@ -83,10 +83,13 @@ pub(crate) async fn retry(db: &PostgresBackend, id: ItemId, now: Timestamp) -> S
 pub(crate) async fn retry_all_dead(
     db: &PostgresBackend,
     kind: Option<&str>,
+    limit: Option<u64>,
     now: Timestamp,
 ) -> StoreResult<u64> {
     let mut conn = db.conn().await?;
     let tx = conn.transaction().await?;
+    // `LIMIT NULL` is no limit.
+    let limit = limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
     // A dead item whose dedupe key a live item holds stays dead (SQLite's UPDATE OR
     // IGNORE); of several dead items sharing a free key, the oldest is retried.
     let changed = moved(
@@ -94,6 +97,8 @@ pub(crate) async fn retry_all_dead(
         &format!(
             "WITH r AS (UPDATE work_items AS w SET state = 'available', attempt = 0, run_at = $1, \
              updated_at = $1 WHERE w.state = 'dead' AND ($2::text IS NULL OR w.kind = $2) \
+             AND w.id IN (SELECT c.id FROM work_items c WHERE c.state = 'dead' \
+                 AND ($2::text IS NULL OR c.kind = $2) ORDER BY c.id LIMIT $3) \
              AND (w.dedupe_key IS NULL OR ( \
                  NOT EXISTS (SELECT 1 FROM work_items l WHERE l.dedupe_key = w.dedupe_key \
                      AND l.kind = w.kind AND l.state IN {LIVE}) \
@@ -103,7 +108,7 @@ pub(crate) async fn retry_all_dead(
              SELECT count(*) FROM r",
             counted("SELECT lane, kind, 'dead' AS old_state, 'available' AS new_state FROM r")
         ),
-        &[&now.as_millis(), &kind],
+        &[&now.as_millis(), &kind, &limit],
     )
     .await?;
     commit_waking(db, tx, changed).await

@@ -80,14 +80,18 @@ pub(crate) fn retry(conn: &mut Connection, id: ItemId, now: Timestamp) -> StoreR
 pub(crate) fn retry_all_dead(
     conn: &mut Connection,
     kind: Option<&str>,
+    limit: Option<u64>,
     now: Timestamp,
 ) -> StoreResult<u64> {
     let tx = write(conn)?;
+    // SQLite reads a negative LIMIT as none.
+    let limit = limit.map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX));
     let changed = moved(
         &tx,
         "UPDATE OR IGNORE work_items SET state = 'available', attempt = 0, run_at = ?1, \
-         updated_at = ?1 WHERE state = 'dead' AND (?2 IS NULL OR kind = ?2) RETURNING lane, kind",
-        params![now.as_millis(), kind],
+         updated_at = ?1 WHERE id IN (SELECT id FROM work_items WHERE state = 'dead' \
+         AND (?2 IS NULL OR kind = ?2) ORDER BY id LIMIT ?3) RETURNING lane, kind",
+        params![now.as_millis(), kind, limit],
         Some("dead"),
         Some("available"),
     )?;
