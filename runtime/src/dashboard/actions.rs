@@ -6,14 +6,13 @@
 use axum::Form;
 use axum::extract::{Path, State as AxState};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::response::{IntoResponse, Redirect, Response};
 use serde::{Deserialize, Serialize};
 
 use super::ACTION_CAP;
 use super::auth::{self, Operator};
-use super::pages::{error, local_path, store_error};
+use super::pages::{Base, error, local_path, page, store_error};
 use super::serve::{Shared, State};
-use super::view;
 use crate::error::StoreError;
 use crate::item::{ItemId, ItemState, ListFilter};
 use crate::store::dashboard::OperatorAction;
@@ -74,30 +73,16 @@ async fn done(s: &Shared, operator: Operator, action: OperatorAction, back: Stri
     }
     // The record is written before the answer: an action is never shown done unrecorded.
     #[derive(Serialize)]
-    struct Ctx {
-        title: &'static str,
-        nav: &'static str,
-        operator: Option<Operator>,
-        as_of: String,
+    struct Done {
         detail: String,
         back: String,
     }
-    let ctx = Ctx {
-        title: "Done",
-        nav: "",
-        as_of: view::utc(s.store.now()),
-        operator: Some(operator),
-        detail,
-        back,
-    };
-    match view::render(&s.env, "done.html", ctx) {
-        Ok(html) => Html(html).into_response(),
-        Err(_) => error(
-            s,
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "This page could not be drawn.",
-        ),
-    }
+    page(
+        s,
+        "done.html",
+        Base::new(s, "Done", "", Some(operator)),
+        Done { detail, back },
+    )
 }
 
 fn record(operator: &Operator, s: &Shared, action: &str, detail: String) -> OperatorAction {

@@ -27,15 +27,36 @@ const FIELD_MAX: usize = 200;
 
 /// What every page has.
 #[derive(Serialize)]
-struct Base<'a> {
+pub(super) struct Base<'a> {
     title: &'a str,
     nav: &'a str,
     operator: Option<Operator>,
     as_of: String,
 }
 
-/// Renders `template` with the base fields and `page`'s, or an error page.
-fn page(s: &Shared, template: &str, base: Base<'_>, page: impl Serialize) -> Response {
+impl<'a> Base<'a> {
+    pub(super) fn new(
+        s: &Shared,
+        title: &'a str,
+        nav: &'a str,
+        operator: Option<Operator>,
+    ) -> Self {
+        Base {
+            title,
+            nav,
+            operator,
+            as_of: view::utc(s.store.now()),
+        }
+    }
+}
+
+/// `template` rendered with the base fields and `page`'s.
+fn render(
+    s: &Shared,
+    template: &str,
+    base: Base<'_>,
+    page: impl Serialize,
+) -> Result<String, super::DashboardError> {
     #[derive(Serialize)]
     struct Ctx<'a, P> {
         #[serde(flatten)]
@@ -43,7 +64,12 @@ fn page(s: &Shared, template: &str, base: Base<'_>, page: impl Serialize) -> Res
         #[serde(flatten)]
         page: P,
     }
-    match view::render(&s.env, template, Ctx { base, page }) {
+    view::render(&s.env, template, Ctx { base, page })
+}
+
+/// Renders `template` with the base fields and `page`'s, or an error page.
+pub(super) fn page(s: &Shared, template: &str, base: Base<'_>, page: impl Serialize) -> Response {
+    match render(s, template, base, page) {
         Ok(html) => Html(html).into_response(),
         Err(e) => {
             tracing::error!(error = %e, "a dashboard page did not render");
@@ -59,23 +85,15 @@ fn page(s: &Shared, template: &str, base: Base<'_>, page: impl Serialize) -> Res
 /// An error page (never the store's credentials: its errors redact them).
 pub(super) fn error(s: &Shared, status: StatusCode, message: &str) -> Response {
     #[derive(Serialize)]
-    struct Ctx<'a> {
-        title: &'a str,
-        nav: &'a str,
-        operator: Option<Operator>,
-        as_of: String,
+    struct Page<'a> {
         message: &'a str,
         status: u16,
     }
-    let ctx = Ctx {
-        title: "Error",
-        nav: "",
-        operator: None,
-        as_of: view::utc(s.store.now()),
+    let page = Page {
         message,
         status: status.as_u16(),
     };
-    match view::render(&s.env, "error.html", ctx) {
+    match render(s, "error.html", Base::new(s, "Error", "", None), page) {
         Ok(html) => (status, Html(html)).into_response(),
         Err(_) => (status, message.to_owned()).into_response(),
     }
@@ -100,12 +118,7 @@ async fn base<'a>(
     let operator = auth::operator(&s.store, headers)
         .await
         .map_err(|e| store_error(s, &e))?;
-    Ok(Base {
-        title,
-        nav,
-        operator,
-        as_of: view::utc(s.store.now()),
-    })
+    Ok(Base::new(s, title, nav, operator))
 }
 
 macro_rules! tri {
@@ -193,8 +206,7 @@ fn bars(minutes: &[Activity], now: Timestamp) -> Vec<Bar> {
 /// `/`: every lane's counts, oldest due item's age and last hour; counts per kind.
 pub(super) async fn lanes(AxState(s): AxState<State>, headers: HeaderMap) -> Response {
     let base = base_or_return!(&s, &headers, "Lanes", "lanes");
-    let status = tri!(&s, s.store.status().await);
-    let kinds = tri!(&s, s.store.kind_counts().await);
+    let (status, kinds) = tri!(&s, s.store.status_and_kinds().await);
     let now = s.store.now();
     let (mut hour, filled) = s.live.hour(now);
     let lanes: Vec<LaneRow> = status

@@ -56,6 +56,18 @@ pub type StoreResult<T> = Result<T, StoreError>;
 /// The longest lease counted for a worker's silence (every backend caps it alike).
 pub(crate) const SILENCE_CAP_MS: i64 = 1_000_000_000_000;
 
+/// Counts by kind then state, from per-(lane, kind, state) counts.
+pub(crate) fn kinds_of(counts: &Counts) -> Vec<(String, ItemState, u64)> {
+    let mut by_kind: std::collections::BTreeMap<(String, ItemState), u64> = Default::default();
+    for (_, kind, state, n) in counts {
+        *by_kind.entry((kind.clone(), *state)).or_default() += n;
+    }
+    by_kind
+        .into_iter()
+        .map(|((kind, state), n)| (kind, state, n))
+        .collect()
+}
+
 fn is_postgres(url: &str) -> bool {
     url.starts_with("postgres://") || url.starts_with("postgresql://")
 }
@@ -541,10 +553,15 @@ impl Store {
     /// keeps, ages and scheduled items through indexes, so the answer costs the same at a
     /// million items as at ten.
     pub async fn stats(&self) -> StoreResult<Vec<LaneStats>> {
-        let now = self.now();
         let counts = self.backend.counts().await?;
+        self.stats_of(&counts).await
+    }
+
+    /// [`Store::stats`] from counts already read.
+    pub(crate) async fn stats_of(&self, counts: &Counts) -> StoreResult<Vec<LaneStats>> {
+        let now = self.now();
         let mut lanes: std::collections::BTreeMap<String, LaneStats> = Default::default();
-        for (lane, _, state, n) in &counts {
+        for (lane, _, state, n) in counts {
             lanes
                 .entry(lane.clone())
                 .or_insert_with(|| LaneStats::new(lane.clone()))
@@ -776,13 +793,6 @@ impl Store {
 
     /// How many items of each kind are in each state, by kind then state.
     pub async fn kind_counts(&self) -> StoreResult<Vec<(String, ItemState, u64)>> {
-        let mut by_kind: std::collections::BTreeMap<(String, ItemState), u64> = Default::default();
-        for (_, kind, state, n) in self.backend.counts().await? {
-            *by_kind.entry((kind, state)).or_default() += n;
-        }
-        Ok(by_kind
-            .into_iter()
-            .map(|((kind, state), n)| (kind, state, n))
-            .collect())
+        Ok(kinds_of(&self.backend.counts().await?))
     }
 }

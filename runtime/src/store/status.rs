@@ -67,11 +67,21 @@ pub struct WorkerStatus {
 impl Store {
     /// The queue's status (see [`Store::stats`]: counters and indexes, never a scan).
     pub async fn status(&self) -> StoreResult<QueueStatus> {
-        let lanes = self.stats().await?;
-        Ok(QueueStatus {
+        Ok(self.status_and_kinds().await?.0)
+    }
+
+    /// The status and the counts by kind then state ([`Store::kind_counts`]) from one read
+    /// of the counters (the dashboard's lanes page shows both).
+    pub async fn status_and_kinds(
+        &self,
+    ) -> StoreResult<(QueueStatus, Vec<(String, ItemState, u64)>)> {
+        let counts = self.backend.counts().await?;
+        let lanes = self.stats_of(&counts).await?;
+        let status = QueueStatus {
             lanes: lanes.iter().map(LaneStatus::of).collect(),
             outbox: self.outbox_stats().await?,
-        })
+        };
+        Ok((status, super::kinds_of(&counts)))
     }
 
     /// Every worker with the items it holds. Running items are as many as the workers run
