@@ -1,7 +1,10 @@
 //! What a handler runs under: the claim's item id and fence, and the fenced calls it may
-//! make (effects recorded once, checkpoints).
+//! make (effects recorded once, checkpoints), and the job's files (its verified inputs, the
+//! outputs it uploads, its workspace).
 
+use std::collections::BTreeMap;
 use std::future::Future;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -9,8 +12,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::artifacts::{self, Workspaces};
 use crate::error::{StoreError, WorkError};
-use crate::item::{Claimed, EffectStart, Fence, Held, ItemId};
+use crate::item::{ArtifactRef, Claimed, EffectStart, Fence, Held, ItemId};
 use crate::resources::{ResourceError, Resources};
 use crate::store::Store;
 use crate::time::Timestamp;
@@ -31,6 +35,24 @@ struct Inner {
     /// The lease the loop takes: what a fenced effect check renews it for.
     lease: Duration,
     checkpoint: Mutex<Option<Value>>,
+    /// The account the item is of (whose artifacts it reads and writes).
+    account: String,
+    /// The inputs the claim carried (a remote worker's); empty when it carried none, and
+    /// then looked up when a handler asks for one (a local loop's).
+    inputs: Vec<ArtifactRef>,
+    files: Mutex<Files>,
+}
+
+/// The job's files so far.
+#[derive(Debug)]
+struct Files {
+    workspaces: Workspaces,
+    /// The job's directory, once made.
+    dir: Option<PathBuf>,
+    /// Inputs fetched and verified, by name.
+    fetched: BTreeMap<String, PathBuf>,
+    /// Outputs stored, in the order first stored (one per name: the last stored).
+    outputs: Vec<ArtifactRef>,
 }
 
 /// What [`WorkContext::once`] hands the effect's closure: the idempotency key to give the
@@ -74,9 +96,27 @@ impl WorkContext {
                 held: claimed.held(),
                 lease,
                 checkpoint: Mutex::new(claimed.item.checkpoint.clone()),
+                account: claimed.item.account.clone(),
+                inputs: claimed.inputs.clone(),
+                files: Mutex::new(Files {
+                    workspaces: Workspaces::new(
+                        std::env::temp_dir().join("scaffold-jobs"),
+                        artifacts::Cleanup::default(),
+                    ),
+                    dir: None,
+                    fetched: BTreeMap::new(),
+                    outputs: Vec::new(),
+                }),
             }),
             resources: Resources::new(),
         }
+    }
+
+    /// This context with its workspace under `workspaces` (the loop's).
+    #[must_use]
+    pub fn with_workspaces(self, workspaces: Workspaces) -> Self {
+        self.lock_files().workspaces = workspaces;
+        self
     }
 
     /// This context with `resources` (the loop's) for [`resource`](Self::resource).
@@ -231,6 +271,180 @@ impl WorkContext {
             .unwrap_or_default()
     }
 
+    /// The job's own directory (`<workspaces>/<item>-<fence>`, private to this user),
+    /// made when first asked for; kept or removed after the outcome as the loop's
+    /// [`Cleanup`](crate::artifacts::Cleanup) says.
+    pub fn workspace(&self) -> Result<PathBuf, WorkError> {
+        let mut files = self.lock_files();
+        if let Some(dir) = &files.dir {
+            return Ok(dir.clone());
+        }
+        let held = &self.inner.held;
+        let dir = files
+            .workspaces
+            .root
+            .join(format!("{}-{}", held.id, held.fence));
+        artifacts::fresh_private_dir(&dir)
+            .map_err(|e| WorkError::Transient(format!("cannot make the job's workspace: {e}")))?;
+        files.dir = Some(dir.clone());
+        Ok(dir)
+    }
+
+    /// The file of input `name`, fetched and verified by its SHA-256 and size before this
+    /// returns (a remote worker's loop fetches every input before the handler starts). An
+    /// input the item does not have, one that is not stored, or one whose bytes do not match
+    /// is [`WorkError::Permanent`]: retrying cannot make it right.
+    pub async fn input(&self, name: &str) -> Result<PathBuf, WorkError> {
+        if let Some(path) = self.lock_files().fetched.get(name) {
+            return Ok(path.clone());
+        }
+        let inputs = if self.inner.inputs.is_empty() {
+            self.inner
+                .store
+                .item_inputs(self.inner.held.id)
+                .await
+                .map_err(WorkError::Store)?
+        } else {
+            self.inner.inputs.clone()
+        };
+        let input = inputs
+            .into_iter()
+            .find(|i| i.name == name)
+            .ok_or_else(|| WorkError::Permanent(format!("the item has no input `{name}`")))?;
+        self.fetch(&input).await
+    }
+
+    /// Every input the claim carried, fetched and verified (the loop's, before the
+    /// handler).
+    pub(crate) async fn fetch_inputs(&self) -> Result<(), WorkError> {
+        for input in &self.inner.inputs {
+            self.fetch(input).await?;
+        }
+        Ok(())
+    }
+
+    async fn fetch(&self, input: &ArtifactRef) -> Result<PathBuf, WorkError> {
+        if let Some(problem) = artifacts::name_problem(&input.name) {
+            return Err(WorkError::Permanent(format!(
+                "an input's name is refused ({problem}); the handler did not run"
+            )));
+        }
+        if !artifacts::is_sha256_hex(&input.sha256) || input.size > artifacts::MAX_ARTIFACT_BYTES {
+            return Err(WorkError::Permanent(format!(
+                "input `{}` names no valid digest or is over {} bytes",
+                input.name,
+                artifacts::MAX_ARTIFACT_BYTES
+            )));
+        }
+        let bytes = self
+            .inner
+            .store
+            .fetch_artifact(
+                &self.inner.held,
+                &self.inner.account,
+                &input.sha256,
+                input.size,
+            )
+            .await
+            .map_err(WorkError::Store)?
+            .ok_or_else(|| {
+                WorkError::Permanent(format!(
+                    "input `{}` ({}) is not stored for this account",
+                    input.name, input.sha256
+                ))
+            })?;
+        if let Some(why) = artifacts::mismatch(&bytes, &input.sha256, input.size) {
+            return Err(WorkError::Permanent(format!(
+                "input `{}` failed its SHA-256 check ({why}); nothing ran on it",
+                input.name
+            )));
+        }
+        let dir = self.workspace()?.join("inputs");
+        let path = dir.join(&input.name);
+        write_private(&dir, &path, &bytes).map_err(|e| {
+            WorkError::Transient(format!("cannot keep input `{}`: {e}", input.name))
+        })?;
+        self.lock_files()
+            .fetched
+            .insert(input.name.clone(), path.clone());
+        Ok(path)
+    }
+
+    /// Stores `bytes` as output `name` of this attempt now (a partial result is stored as
+    /// soon as it is made), checking the store's answer; a completion names every output
+    /// stored. Storing a name again replaces it. `name` is a file name, never a path or a
+    /// URI: outputs are found by their digest.
+    pub async fn output(
+        &self,
+        name: &str,
+        bytes: impl Into<Vec<u8>>,
+    ) -> Result<ArtifactRef, WorkError> {
+        if let Some(problem) = artifacts::name_problem(name) {
+            return Err(WorkError::Permanent(format!(
+                "output name `{}` refused: {problem}",
+                name.chars().take(64).collect::<String>()
+            )));
+        }
+        let bytes = bytes.into();
+        if bytes.len() as u64 > artifacts::MAX_ARTIFACT_BYTES {
+            return Err(WorkError::Permanent(format!(
+                "output `{name}` is over {} bytes",
+                artifacts::MAX_ARTIFACT_BYTES
+            )));
+        }
+        let output = ArtifactRef {
+            name: name.to_owned(),
+            sha256: artifacts::sha256_hex(&bytes),
+            size: bytes.len() as u64,
+        };
+        self.inner
+            .store
+            .put_output(&self.inner.held, &self.inner.account, output.clone(), bytes)
+            .await
+            .map_err(lost)?;
+        let mut files = self.lock_files();
+        files.outputs.retain(|o| o.name != name);
+        files.outputs.push(output.clone());
+        Ok(output)
+    }
+
+    /// [`output`](Self::output) with the bytes of the file at `path` (refused past the
+    /// largest artifact without reading further).
+    pub async fn output_file(
+        &self,
+        name: &str,
+        path: impl AsRef<Path>,
+    ) -> Result<ArtifactRef, WorkError> {
+        let bytes = artifacts::read_capped(path.as_ref()).map_err(|e| {
+            WorkError::Permanent(format!("cannot read the file of output `{name}`: {e}"))
+        })?;
+        self.output(name, bytes).await
+    }
+
+    /// The outputs stored so far (what a completion names).
+    pub fn outputs(&self) -> Vec<ArtifactRef> {
+        self.lock_files().outputs.clone()
+    }
+
+    /// Removes the job's workspace if the cleanup policy allows it for an attempt that
+    /// `completed` (or did not); a failed removal is logged, never the attempt's failure.
+    pub(crate) fn clean_up(&self, completed: bool) {
+        let files = self.lock_files();
+        let Some(dir) = &files.dir else { return };
+        if files.workspaces.cleanup.removes(completed)
+            && let Err(e) = std::fs::remove_dir_all(dir)
+        {
+            tracing::warn!(error = %e, "could not remove the job's workspace");
+        }
+    }
+
+    fn lock_files(&self) -> std::sync::MutexGuard<'_, Files> {
+        self.inner
+            .files
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     fn lock_checkpoint(&self) -> std::sync::MutexGuard<'_, Option<Value>> {
         self.inner
             .checkpoint
@@ -246,4 +460,21 @@ fn lost(e: StoreError) -> WorkError {
         StoreError::StaleLease { id, fence } => WorkError::LeaseLost { id, fence },
         other => WorkError::Store(other),
     }
+}
+
+/// Writes `bytes` to a new file `path` in `dir` (made private first), readable by this user
+/// only.
+fn write_private(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    artifacts::private_dir(dir)?;
+    let mut open = std::fs::OpenOptions::new();
+    open.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        open.mode(0o600);
+    }
+    let mut f = open.open(path)?;
+    f.write_all(bytes)?;
+    f.sync_all()
 }

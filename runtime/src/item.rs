@@ -454,6 +454,9 @@ pub struct Finish {
     /// refused as stale like any other write the lease no longer covers: the coordinator
     /// refuses it, then tells a repeat from another body by the attempt on record.
     pub repeat_is_success: bool,
+    /// The outputs a completion names (uploaded already): the remote store sends them with
+    /// it; a store that owns its database recorded them when they were stored.
+    pub outputs: Vec<ArtifactRef>,
 }
 
 /// An item's lane and kind and the state its claim took it from.
@@ -474,7 +477,15 @@ impl Finish {
             outcome,
             origin: None,
             repeat_is_success: true,
+            outputs: Vec::new(),
         }
+    }
+
+    /// This finish, naming `outputs` (a completion's).
+    #[must_use]
+    pub fn with_outputs(mut self, outputs: Vec<ArtifactRef>) -> Self {
+        self.outputs = outputs;
+        self
     }
 
     /// This finish, refused as stale when it repeats a completion (see

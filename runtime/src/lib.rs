@@ -33,6 +33,7 @@ pub use rusqlite;
 #[cfg(feature = "postgres")]
 pub use tokio_postgres;
 
+pub mod artifacts;
 pub mod bench;
 pub mod context;
 #[cfg(feature = "coordinator")]
@@ -48,6 +49,7 @@ pub mod outbox;
 pub mod protocol;
 pub mod resources;
 pub mod retry;
+pub mod sanitize;
 pub mod spec;
 pub mod store;
 pub mod testing;

@@ -64,8 +64,8 @@ def main():
     assert status == 200 and lease["lease_ms"] > 0, (status, lease)
     output = b"done by python"
     digest = hashlib.sha256(output).hexdigest()
-    status, _ = call(base, "PUT", f"/v1/artifacts/{digest}", token=ses, raw=output)
-    assert status == 204, status
+    status, stored = call(base, "PUT", f"/v1/artifacts/{digest}", token=ses, raw=output)
+    assert status == 200 and stored == {"sha256": digest, "size": len(output)}, (status, stored)
     body = {"fence": job["fence"], "outputs": [{"name": "result.txt", "sha256": digest}]}
     status, _ = call(base, "POST", f"/v1/jobs/{job['job']}/complete", body, ses)
     assert status == 204, status

@@ -51,6 +51,7 @@ impl Shared {
                     .with("sha256", got),
             );
         }
+        let bytes_len = bytes.len();
         self.store
             .coordinator()?
             .put_artifact(
@@ -60,7 +61,13 @@ impl Shared {
                 self.store.now(),
             )
             .await?;
-        Ok(StatusCode::NO_CONTENT.into_response())
+        // What was stored, so the worker checks it before a completion names it.
+        let size = bytes_len as u64;
+        Ok((
+            StatusCode::OK,
+            axum::Json(serde_json::json!({"sha256": sha256, "size": size})),
+        )
+            .into_response())
     }
 
     /// `GET /v1/artifacts/{sha256}`.

@@ -572,14 +572,17 @@ fn check_key(key: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// Outputs: at most 100, each a 1-to-200-character name and a hex SHA-256, names unique.
+/// Outputs: at most 100, each a file name (`artifacts::name_problem`) and a hex SHA-256,
+/// names unique.
 fn check_outputs(outputs: &[OutputRef]) -> Result<(), ApiError> {
     if outputs.len() > 100 {
         return Err(ApiError::too_large("too_many_outputs", 100));
     }
     let mut names = BTreeSet::new();
     for o in outputs {
-        if o.name.is_empty() || o.name.len() > 200 || o.name.chars().any(char::is_control) {
+        // A file name, never a path or a URI (`file://`, `worker://`): results are found by
+        // their digest.
+        if crate::artifacts::name_problem(&o.name).is_some() {
             return Err(ApiError::bad_request("bad_output_name"));
         }
         if !is_sha256_hex(&o.sha256) {

@@ -4,7 +4,6 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use sha2::{Digest, Sha256};
 
 /// An enrollment token's prefix.
 pub const ENROLL_PREFIX: &str = "scf_enr_";
@@ -25,26 +24,7 @@ pub fn new_token(prefix: &str) -> Result<String, getrandom::Error> {
     Ok(format!("{prefix}{}", b64(&random_32()?)))
 }
 
-/// Lower-case hex SHA-256 of `bytes`.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes))
-}
-
-/// Lower-case hex of `bytes`.
-pub fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    bytes
-        .iter()
-        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        })
-}
-
-/// Whether `s` is a lower-case hex SHA-256 (64 characters).
-pub fn is_sha256_hex(s: &str) -> bool {
-    s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-}
+pub use crate::artifacts::{hex, is_sha256_hex, sha256_hex};
 
 /// Unpadded base64url.
 pub fn b64(bytes: &[u8]) -> String {

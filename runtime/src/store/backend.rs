@@ -11,8 +11,8 @@ use serde_json::Value;
 
 use super::StoreResult;
 use crate::item::{
-    AttemptRecord, Claimed, EffectRecord, EffectStart, Enqueued, Finish, Held, ItemId, ItemRecord,
-    ItemState, ListFilter, NewItem, OutboxStats, WorkerRecord, WorkerState,
+    ArtifactRef, AttemptRecord, Claimed, EffectRecord, EffectStart, Enqueued, Finish, Held, ItemId,
+    ItemRecord, ItemState, ListFilter, NewItem, OutboxStats, WorkerRecord, WorkerState,
 };
 use crate::outbox::Tx;
 use crate::time::Timestamp;
@@ -219,6 +219,67 @@ pub trait Backend: Send + Sync + fmt::Debug {
     fn dashboard(&self) -> Option<&dyn super::dashboard::DashboardStore> {
         None
     }
+    /// The bytes of artifact `sha256` of `account`, one of the inputs of `held`'s job, read
+    /// no further than `limit` bytes (a longer answer is returned cut at `limit + 1`, which
+    /// the caller sees is not the size it named); `None` when it is not stored. By default
+    /// from the coordinator's tables of a store that owns them.
+    fn fetch_artifact(
+        &self,
+        held: Held,
+        account: String,
+        sha256: String,
+        limit: u64,
+    ) -> BoxFuture<'_, StoreResult<Option<Vec<u8>>>> {
+        let _ = (held, limit);
+        Box::pin(async move {
+            match self.coordinator() {
+                Some(c) => c.get_artifact(account, sha256).await,
+                None => Err(crate::error::StoreError::Unsupported(format!(
+                    "the {} store keeps no artifacts",
+                    self.name()
+                ))),
+            }
+        })
+    }
+    /// Stores `bytes` (whose digest and size `output` names) as output `output.name` of
+    /// `held`'s attempt. By default stored and recorded with the attempt at once (fenced and
+    /// owner-checked); the remote store uploads it, checks the coordinator's answer, and
+    /// names it with the completion.
+    fn put_output(
+        &self,
+        held: Held,
+        account: String,
+        output: ArtifactRef,
+        bytes: Vec<u8>,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<()>> {
+        Box::pin(async move {
+            let c = self.coordinator().ok_or_else(|| {
+                crate::error::StoreError::Unsupported(format!(
+                    "the {} store keeps no artifacts",
+                    self.name()
+                ))
+            })?;
+            c.put_artifact(account.clone(), output.sha256.clone(), bytes, now)
+                .await?;
+            c.record_outputs(held, account, vec![(output.name, output.sha256)], now)
+                .await
+        })
+    }
+    /// The inputs of item `id`, for a claim that did not carry them (a local loop's).
+    fn item_inputs(&self, id: ItemId) -> BoxFuture<'_, StoreResult<Vec<ArtifactRef>>> {
+        Box::pin(async move {
+            let Some(c) = self.coordinator() else {
+                return Ok(Vec::new());
+            };
+            Ok(c.item_artifacts(id)
+                .await?
+                .into_iter()
+                .filter(|a| a.role == super::coordinator::ArtifactRole::Input)
+                .map(|a| a.artifact)
+                .collect())
+        })
+    }
     /// The worker side of a remote backend; `None` for one that owns its database.
     fn remote(&self) -> Option<&dyn RemoteSide> {
         None
@@ -236,6 +297,8 @@ pub trait Backend: Send + Sync + fmt::Debug {
 pub trait RemoteSide: Send + Sync {
     /// The worker id the coordinator minted at enrollment: the loop's identity.
     fn worker_id(&self) -> &str;
+    /// The worker's own state directory (its jobs' workspaces live under it).
+    fn state_dir(&self) -> &std::path::Path;
     /// Resolves when the coordinator's word on this worker changes.
     fn notice(&self) -> BoxFuture<'_, ()>;
     /// ONLINE, DRAINING (an operator's drain, heard), or the error that stops the worker

@@ -466,6 +466,39 @@ impl Store {
             .await
     }
 
+    /// The bytes of `account`'s artifact `sha256`, an input of `held`'s job, read no
+    /// further than `limit` bytes and one more (the caller checks digest and size).
+    pub async fn fetch_artifact(
+        &self,
+        held: &Held,
+        account: &str,
+        sha256: &str,
+        limit: u64,
+    ) -> StoreResult<Option<Vec<u8>>> {
+        self.backend
+            .fetch_artifact(held.clone(), account.to_owned(), sha256.to_owned(), limit)
+            .await
+    }
+
+    /// Stores `bytes` as output `output` of `held`'s attempt (see
+    /// [`Backend::put_output`]).
+    pub async fn put_output(
+        &self,
+        held: &Held,
+        account: &str,
+        output: crate::item::ArtifactRef,
+        bytes: Vec<u8>,
+    ) -> StoreResult<()> {
+        self.backend
+            .put_output(held.clone(), account.to_owned(), output, bytes, self.now())
+            .await
+    }
+
+    /// The inputs of item `id` as stored (none on a store without artifacts).
+    pub async fn item_inputs(&self, id: ItemId) -> StoreResult<Vec<crate::item::ArtifactRef>> {
+        self.backend.item_inputs(id).await
+    }
+
     /// Completes the item. Repeating it with the same fence succeeds.
     pub async fn complete(&self, held: &Held) -> StoreResult<()> {
         self.finish(Finish::of(held, crate::item::Outcome::Complete))

@@ -196,6 +196,17 @@ impl WorkLoopBuilder {
         self
     }
 
+    /// Keeps jobs' workspaces (their fetched inputs and scratch files) under `root`,
+    /// removed after the outcome as `cleanup` says.
+    pub fn workspaces(
+        mut self,
+        root: impl Into<std::path::PathBuf>,
+        cleanup: crate::artifacts::Cleanup,
+    ) -> Self {
+        self.config.workspaces = Some(crate::artifacts::Workspaces::new(root, cleanup));
+        self
+    }
+
     /// Checks the handlers against the registry and builds the loop. Refuses a handler for a
     /// kind the registry does not hold, a kind registered on a lane this loop serves with no
     /// handler, a handler whose `REQUIRES` lacks its spec's permission, and a handler that

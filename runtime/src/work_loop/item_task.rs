@@ -114,7 +114,9 @@ async fn run_item(shared: Arc<Shared>, claimed: Claimed, mut ch: Channels) {
     let origin = claimed.origin();
     let mut lease = shared.keeper.keep(held.clone(), claimed.lease_expires_at);
     let ctx = WorkContext::new(shared.store.clone(), &claimed, shared.config.lease)
-        .with_resources(shared.resources.clone());
+        .with_resources(shared.resources.clone())
+        .with_workspaces(shared.workspaces.clone());
+    let has_inputs = !claimed.inputs.is_empty();
     let record = claimed.item;
     let last_attempt = record.attempt >= record.max_attempts;
     let outcome = match shared.handlers.get(record.kind.as_str()) {
@@ -128,6 +130,12 @@ async fn run_item(shared: Arc<Shared>, claimed: Claimed, mut ch: Channels) {
                     // Draining: an item that has not started goes back untouched.
                     _ = ch.stop.wait_for(|s| *s) => return None,
                 };
+                // Inputs fetched and verified first: a mismatch is the attempt's permanent
+                // failure and the handler never starts.
+                if has_inputs && let Err(e) = ctx.fetch_inputs().await {
+                    drop(permit);
+                    return Some(Ok(Err(e)));
+                }
                 let began = std::time::Instant::now();
                 let result = CatchUnwind(handler.call(&ctx, &record, held.fence)).await;
                 if let Some(h) = shared.durations.get(handler.kind()) {
@@ -161,16 +169,30 @@ async fn run_item(shared: Arc<Shared>, claimed: Claimed, mut ch: Channels) {
             }
         }
     };
+    // What leaves a remote worker carries no secret, path, backtrace or payload contents.
+    let outcome = match shared.store.remote() {
+        Some(_) => outcome.map(|o| sanitized(o, &record.payload)),
+        None => outcome,
+    };
     if let Some(outcome) = &outcome {
         log_outcome(outcome, last_attempt);
     }
-    let finish = outcome.map(|outcome| Finish::of(&held, outcome).with_origin(origin));
+    let completed = matches!(outcome, Some(Outcome::Complete));
+    let finish = outcome.map(|outcome| {
+        let finish = Finish::of(&held, outcome).with_origin(origin);
+        if completed {
+            finish.with_outputs(ctx.outputs())
+        } else {
+            finish
+        }
+    });
     // The completer outlives every item task; a send error means the loop is gone.
     let _ = ch.done.send(Done {
         finish,
         last_attempt,
         lease,
     });
+    ctx.clean_up(completed);
     let before = shared.unfinished.fetch_sub(1, Ordering::SeqCst);
     if before <= shared.config.prefetch() / 2 + 1 {
         // At or below the claimers' low water: room for the next claim.
@@ -241,6 +263,21 @@ fn outcome_of(
             attempt,
             format!("store error in handler: {e}"),
         )),
+    }
+}
+
+/// `outcome` with its error made fit to leave the worker.
+fn sanitized(outcome: Outcome, payload: &serde_json::Value) -> Outcome {
+    let clean = |e: String| crate::sanitize::failure_message(&e, payload);
+    match outcome {
+        Outcome::Retry { retry_at, error } => Outcome::Retry {
+            retry_at,
+            error: clean(error),
+        },
+        Outcome::Dead { error } => Outcome::Dead {
+            error: clean(error),
+        },
+        other => other,
     }
 }
 

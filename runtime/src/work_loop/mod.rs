@@ -96,6 +96,9 @@ pub(crate) struct Config {
     pub kinds: Option<Vec<String>>,
     /// The most items one claim asks for (as many as the prefetch has room for when `None`).
     pub claim_batch: Option<usize>,
+    /// Where jobs' workspaces live and when they go (by default `jobs/` in a remote
+    /// worker's state directory, else the system's temporary directory).
+    pub workspaces: Option<crate::artifacts::Workspaces>,
 }
 
 impl Default for Config {
@@ -113,6 +116,7 @@ impl Default for Config {
             retain_completed: None,
             kinds: None,
             claim_batch: None,
+            workspaces: None,
         }
     }
 }
@@ -194,6 +198,8 @@ pub(crate) struct Shared {
     /// Why a remote worker must stop: revoked (at once) or an upgrade required (after its
     /// jobs); `run` returns it.
     pub halt: std::sync::Mutex<Option<StoreError>>,
+    /// Where this loop's jobs keep their files.
+    pub workspaces: crate::artifacts::Workspaces,
 }
 
 impl Shared {
@@ -247,6 +253,24 @@ impl WorkLoop {
                 format!("worker-{}-{salt:06x}", std::process::id())
             }),
         };
+        let workspaces = config.workspaces.clone().unwrap_or_else(|| {
+            let root = match store.remote() {
+                Some(remote) => remote.state_dir().join("jobs"),
+                None => std::env::temp_dir().join("scaffold-jobs").join(
+                    worker_id
+                        .chars()
+                        .map(|c| {
+                            if c.is_ascii_alphanumeric() || c == '-' {
+                                c
+                            } else {
+                                '_'
+                            }
+                        })
+                        .collect::<String>(),
+                ),
+            };
+            crate::artifacts::Workspaces::new(root, crate::artifacts::Cleanup::default())
+        });
         let durations = handlers
             .keys()
             .map(|k| (*k, crate::metrics::Histogram::default()))
@@ -269,6 +293,7 @@ impl WorkLoop {
                 keeper: keeper::KeeperSlot::default(),
                 drain_requested: Notify::new(),
                 halt: std::sync::Mutex::new(None),
+                workspaces,
             }),
         }
     }

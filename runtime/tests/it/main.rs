@@ -28,6 +28,7 @@ mod outcome_logs;
 mod postgres;
 mod postgres_hosts;
 mod postgres_tls;
+mod remote_artifacts;
 mod remote_worker;
 mod resources;
 mod signals;

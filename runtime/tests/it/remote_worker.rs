@@ -25,8 +25,8 @@ use scaffold_runtime::{
 use serde_json::{Value, json};
 
 /// A coordinator over a fresh SQLite queue.
-struct Server {
-    store: Store,
+pub(crate) struct Server {
+    pub(crate) store: Store,
     origin: String,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<Result<(), CoordinatorError>>>,
@@ -34,7 +34,7 @@ struct Server {
 }
 
 impl Server {
-    async fn start(lease: Duration) -> Server {
+    pub(crate) async fn start(lease: Duration) -> Server {
         let dir = tempfile::tempdir().expect("tempdir");
         let url = format!("sqlite://{}", dir.path().join("q.db").display());
         let store = Store::open(&url).await.expect("open");
@@ -65,7 +65,7 @@ impl Server {
     }
 
     /// A token for `worker`, written to a file of the server's temporary directory.
-    async fn token_file(&self, worker: &str) -> std::path::PathBuf {
+    pub(crate) async fn token_file(&self, worker: &str) -> std::path::PathBuf {
         let token = enroll(
             &self.store,
             &EnrollOptions {
@@ -82,11 +82,11 @@ impl Server {
         path
     }
 
-    fn config(&self, worker: &str, state: &Path) -> RemoteConfig {
+    pub(crate) fn config(&self, worker: &str, state: &Path) -> RemoteConfig {
         RemoteConfig::new(&self.origin, state, worker)
     }
 
-    async fn stop(mut self) {
+    pub(crate) async fn stop(mut self) {
         if let Some(tx) = self.stop.take() {
             let _ = tx.send(());
         }

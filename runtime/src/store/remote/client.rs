@@ -77,6 +77,23 @@ impl Reply {
     }
 }
 
+/// A request's body.
+#[derive(Clone)]
+pub(crate) enum Payload<'a> {
+    None,
+    Json(&'a Value),
+    Bytes(bytes::Bytes),
+}
+
+impl<'a> From<Option<&'a Value>> for Payload<'a> {
+    fn from(body: Option<&'a Value>) -> Self {
+        body.map_or(Payload::None, Payload::Json)
+    }
+}
+
+/// The most redirects an artifact download follows.
+const MAX_REDIRECTS: usize = 5;
+
 /// An HTTP client over one runtime's connections (the loop's, or the lease keeper's).
 #[derive(Clone)]
 pub(crate) struct Client {
@@ -176,7 +193,7 @@ impl Client {
         &self,
         method: Method,
         path: &str,
-        body: Option<&Value>,
+        body: Payload<'_>,
         bearer: Option<&str>,
         protocol: i64,
         wait: Duration,
@@ -189,10 +206,18 @@ impl Client {
         if let Some(token) = bearer {
             req = req.header(header::AUTHORIZATION, format!("Bearer {token}"));
         }
-        if let Some(body) = body {
-            req = req
-                .header(header::CONTENT_TYPE, "application/json")
-                .body(serde_json::to_vec(body).unwrap_or_default());
+        match body {
+            Payload::None => {}
+            Payload::Json(body) => {
+                req = req
+                    .header(header::CONTENT_TYPE, "application/json")
+                    .body(serde_json::to_vec(body).unwrap_or_default());
+            }
+            Payload::Bytes(bytes) => {
+                req = req
+                    .header(header::CONTENT_TYPE, "application/octet-stream")
+                    .body(bytes.clone());
+            }
         }
         // The error's text names the URL and the cause, never a header.
         let res = req.send().await.map_err(|e| e.without_url().to_string())?;
@@ -228,7 +253,14 @@ impl Client {
         let mut attempt = 0;
         loop {
             let out = self
-                .send(method.clone(), path, body, None, protocol, Duration::ZERO)
+                .send(
+                    method.clone(),
+                    path,
+                    Payload::from(body),
+                    None,
+                    protocol,
+                    Duration::ZERO,
+                )
                 .await;
             match self.transient(&out, started, &mut attempt).await {
                 Some(wait) => tokio::time::sleep(wait).await,
@@ -309,6 +341,18 @@ impl Client {
         body: Option<&Value>,
         wait: Duration,
     ) -> Result<Reply, StoreError> {
+        self.request_with(method, path, Payload::from(body), wait)
+            .await
+    }
+
+    /// [`Client::request`] with any body.
+    async fn request_with(
+        &self,
+        method: Method,
+        path: &str,
+        body: Payload<'_>,
+        wait: Duration,
+    ) -> Result<Reply, StoreError> {
         let started = Instant::now();
         let mut attempt = 0;
         let mut reopened = false;
@@ -318,7 +362,7 @@ impl Client {
                 .send(
                     method.clone(),
                     path,
-                    body,
+                    body.clone(),
                     Some(&session.token),
                     session.protocol,
                     wait,
@@ -349,6 +393,116 @@ impl Client {
     ) -> Result<Reply, StoreError> {
         let body = serde_json::to_value(body)?;
         self.request(method, path, Some(&body), wait).await
+    }
+
+    /// Uploads `bytes` to `path` (`PUT /v1/artifacts/{sha256}`) under the session.
+    pub(super) async fn upload(&self, path: &str, bytes: Vec<u8>) -> Result<Reply, StoreError> {
+        self.request_with(
+            Method::PUT,
+            path,
+            Payload::Bytes(bytes::Bytes::from(bytes)),
+            Duration::ZERO,
+        )
+        .await
+    }
+
+    /// Downloads `path` from the coordinator under the session, reading no more than
+    /// `limit` bytes and one (so a longer answer shows as one); `None` for a 404. Follows
+    /// at most [`MAX_REDIRECTS`] redirects: on the coordinator's origin with the bearer
+    /// token, to any other origin without it (nor the protocol header); plain `http` only
+    /// to a loopback address. Transient failures are retried as for any call.
+    pub(super) async fn download(
+        &self,
+        path: &str,
+        limit: u64,
+    ) -> Result<Option<Vec<u8>>, StoreError> {
+        let started = Instant::now();
+        let mut attempt = 0;
+        let mut reopened = false;
+        loop {
+            let session = self.session().await?;
+            let (out, bytes) = match self.follow(path, &session, limit).await {
+                Ok((reply, bytes)) => (Ok(reply), bytes),
+                Err(e) => (Err(e), Vec::new()),
+            };
+            if let Some(wait) = self.transient(&out, started, &mut attempt).await {
+                tokio::time::sleep(wait).await;
+                continue;
+            }
+            let reply = self.settle(out, path)?;
+            if reply.status == StatusCode::UNAUTHORIZED && !reopened {
+                reopened = true;
+                self.drop_session(&session.token).await;
+                continue;
+            }
+            return match reply.status {
+                s if s.is_success() => Ok(Some(bytes)),
+                StatusCode::NOT_FOUND => Ok(None),
+                _ => Err(self.refused(path, &reply)),
+            };
+        }
+    }
+
+    /// One download, its redirects followed: the final answer, and its bytes when it is a
+    /// success.
+    async fn follow(
+        &self,
+        path: &str,
+        session: &Session,
+        limit: u64,
+    ) -> Result<(Reply, Vec<u8>), String> {
+        let home = reqwest::Url::parse(&self.url(path)).map_err(|e| e.to_string())?;
+        let mut url = home.clone();
+        for _ in 0..=MAX_REDIRECTS {
+            let ours = url.origin() == home.origin();
+            let mut req = self
+                .http
+                .get(url.clone())
+                .timeout(self.shared.config.request_timeout);
+            if ours {
+                req = req
+                    .header(PROTOCOL_HEADER, session.protocol.to_string())
+                    .header(header::AUTHORIZATION, format!("Bearer {}", session.token));
+            }
+            let res = req.send().await.map_err(|e| e.without_url().to_string())?;
+            let status = res.status();
+            if status.is_redirection() {
+                let location = res
+                    .headers()
+                    .get(header::LOCATION)
+                    .and_then(|v| v.to_str().ok())
+                    .ok_or_else(|| format!("a {status} without a location"))?;
+                let next = url
+                    .join(location)
+                    .map_err(|e| format!("a redirect to an unreadable location: {e}"))?;
+                let loopback = next
+                    .host_str()
+                    .is_some_and(|h| super::loopback(&format!("http://{h}:0")));
+                if !(next.scheme() == "https" || (next.scheme() == "http" && loopback)) {
+                    return Err(format!(
+                        "a redirect to {}://{} is not followed: https only, or http to a loopback address",
+                        next.scheme(),
+                        next.host_str().unwrap_or("")
+                    ));
+                }
+                url = next;
+                continue;
+            }
+            if status.is_success() {
+                let bytes = read_upto(res, limit.saturating_add(1)).await?;
+                return Ok((
+                    Reply {
+                        status,
+                        body: Value::Null,
+                    },
+                    bytes,
+                ));
+            }
+            let bytes = read_upto(res, 64 << 10).await?;
+            let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+            return Ok((Reply { status, body }, Vec::new()));
+        }
+        Err(format!("more than {MAX_REDIRECTS} redirects"))
     }
 
     /// Counts and logs a refusal that means this worker sent what it should not have.
@@ -463,10 +617,174 @@ async fn read_capped(mut res: reqwest::Response, limit: usize) -> Result<Vec<u8>
     Ok(bytes)
 }
 
+/// `res`'s body, at most `limit` bytes of it (the rest is not read).
+async fn read_upto(mut res: reqwest::Response, limit: u64) -> Result<Vec<u8>, String> {
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    let mut bytes = Vec::new();
+    while let Some(chunk) = res.chunk().await.map_err(|e| e.without_url().to_string())? {
+        let room = limit - bytes.len();
+        bytes.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if bytes.len() >= limit {
+            break;
+        }
+    }
+    Ok(bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::read_capped;
+    use std::sync::{Arc, Mutex};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A loopback server that keeps each request's head and answers by `route` (the
+    /// request's path → the whole answer to write).
+    async fn recording(
+        route: impl Fn(&str) -> Vec<u8> + Send + Sync + 'static,
+    ) -> (String, Arc<Mutex<Vec<String>>>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let heads = Arc::new(Mutex::new(Vec::new()));
+        let kept = Arc::clone(&heads);
+        let route = Arc::new(route);
+        tokio::spawn(async move {
+            while let Ok((mut sock, _)) = listener.accept().await {
+                let heads = Arc::clone(&kept);
+                let route = Arc::clone(&route);
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 8192];
+                    let n = sock.read(&mut buf).await.unwrap_or(0);
+                    let head = String::from_utf8_lossy(&buf[..n]).to_string();
+                    let path = head.split(' ').nth(1).unwrap_or("").to_owned();
+                    heads.lock().expect("heads").push(head.to_ascii_lowercase());
+                    let _ = sock.write_all(&route(&path)).await;
+                });
+            }
+        });
+        (format!("http://{addr}"), heads)
+    }
+
+    fn redirect(to: &str) -> Vec<u8> {
+        format!(
+            "HTTP/1.1 302 Found\r\nlocation: {to}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+        )
+        .into_bytes()
+    }
+
+    fn ok(body: &[u8]) -> Vec<u8> {
+        let mut out = format!(
+            "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        out.extend_from_slice(body);
+        out
+    }
+
+    /// A client of `origin` holding a session whose token is `token`.
+    fn client(origin: &str, token: &str) -> super::Client {
+        let dir = std::env::temp_dir();
+        let config = super::RemoteConfig::new(origin, dir, "w")
+            .retry_for(std::time::Duration::from_millis(200));
+        let tls = Arc::new(super::tls_config(&config).expect("tls"));
+        let shared = Arc::new(super::Shared {
+            config,
+            tls,
+            key: ed25519_dalek::SigningKey::from_bytes(&[7; 32]),
+            identity: super::Identity {
+                worker_id: "w-1".to_owned(),
+                account: "default".to_owned(),
+                kinds: None,
+                coordinator: origin.to_owned(),
+            },
+            session: tokio::sync::Mutex::new(Some(super::Session {
+                token: token.to_owned(),
+                renew_at: tokio::time::Instant::now() + std::time::Duration::from_secs(600),
+                protocol: 1,
+                store_id: None,
+            })),
+            refused: Default::default(),
+            retried: Default::default(),
+        });
+        super::Client::new(shared).expect("client")
+    }
+
+    /// A download redirected to another origin is fetched there without the bearer token
+    /// (and without the protocol header); one redirected on the coordinator's own origin
+    /// keeps it; a redirect to plain http off loopback, or a chain past the limit, is not
+    /// followed.
+    #[tokio::test]
+    async fn a_redirect_to_another_origin_drops_the_bearer_token() {
+        let token = "scf_ses_THE-SESSION-TOKEN";
+        let (other, other_heads) = recording(|_| ok(b"blob bytes")).await;
+        let to_other = format!("{other}/blob");
+        let (home, home_heads) = recording(move |path| match path {
+            "/v1/artifacts/elsewhere" => redirect(&to_other),
+            "/v1/artifacts/here" => redirect("/v1/artifacts/final"),
+            "/v1/artifacts/final" => ok(b"home bytes"),
+            "/v1/artifacts/insecure" => redirect("http://example.com/blob"),
+            "/v1/artifacts/loop" => redirect("/v1/artifacts/loop"),
+            _ => {
+                b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".to_vec()
+            }
+        })
+        .await;
+        let c = client(&home, token);
+
+        let got = c
+            .download("/v1/artifacts/elsewhere", 100)
+            .await
+            .expect("fetched");
+        assert_eq!(got.as_deref(), Some(&b"blob bytes"[..]));
+        let there = other_heads.lock().expect("heads").clone();
+        assert_eq!(there.len(), 1);
+        assert!(!there[0].contains("authorization"), "{}", there[0]);
+        assert!(
+            !there[0].contains(&token.to_ascii_lowercase()),
+            "{}",
+            there[0]
+        );
+        assert!(!there[0].contains("scaffold-protocol"), "{}", there[0]);
+        let first = home_heads.lock().expect("heads")[0].clone();
+        assert!(first.contains(&format!(
+            "authorization: bearer {}",
+            token.to_ascii_lowercase()
+        )));
+
+        let got = c
+            .download("/v1/artifacts/here", 100)
+            .await
+            .expect("fetched");
+        assert_eq!(got.as_deref(), Some(&b"home bytes"[..]));
+        let last = home_heads
+            .lock()
+            .expect("heads")
+            .last()
+            .cloned()
+            .unwrap_or_default();
+        assert!(last.starts_with("get /v1/artifacts/final"), "{last}");
+        assert!(
+            last.contains("authorization: bearer"),
+            "same origin keeps the token"
+        );
+
+        // Read no further than the limit and one.
+        let got = c.download("/v1/artifacts/final", 3).await.expect("fetched");
+        assert_eq!(got.as_deref(), Some(&b"home"[..]));
+
+        assert_eq!(
+            c.download("/v1/artifacts/missing", 100)
+                .await
+                .expect("a 404"),
+            None
+        );
+        for refused in ["/v1/artifacts/insecure", "/v1/artifacts/loop"] {
+            let err = c.download(refused, 100).await.expect_err(refused);
+            assert!(!err.to_string().contains(token), "{err}");
+        }
+    }
 
     /// A loopback server answering every request with `head` then `chunks` chunked
     /// (no length said) or, with `length`, as one body of that declared length.

@@ -215,15 +215,21 @@ impl RemoteBackend {
 
     async fn finish_one(&self, f: Finish) -> StoreResult<()> {
         let held = Held::new(f.id, f.fence, f.owner.clone());
+        // The loop sanitized the message with the payload in hand; once more here, for a
+        // finish made some other way.
+        let clean = |e: &str| crate::sanitize::failure_message(e, &Value::Null);
         let (tail, body) = match &f.outcome {
-            Outcome::Complete => ("complete", json!({"fence": f.fence})),
+            Outcome::Complete => (
+                "complete",
+                json!({"fence": f.fence, "outputs": outputs(&f.outputs)}),
+            ),
             Outcome::Retry { error, .. } => (
                 "fail",
-                json!({"fence": f.fence, "class": FailClass::Transient, "code": "transient", "message": error}),
+                json!({"fence": f.fence, "class": FailClass::Transient, "code": "transient", "message": clean(error)}),
             ),
             Outcome::Dead { error } => (
                 "fail",
-                json!({"fence": f.fence, "class": FailClass::Permanent, "code": "permanent", "message": error}),
+                json!({"fence": f.fence, "class": FailClass::Permanent, "code": "permanent", "message": clean(error)}),
             ),
             Outcome::Park { until, signal } => (
                 "park",
@@ -246,7 +252,7 @@ impl RemoteBackend {
                 .map(|f| BatchCompleteItem {
                     job: job_name(f.id, f.fence),
                     fence: f.fence,
-                    outputs: Vec::new(),
+                    outputs: outputs(&f.outputs),
                 })
                 .collect(),
         };
@@ -286,6 +292,17 @@ impl RemoteBackend {
             })
             .collect())
     }
+}
+
+/// A completion's outputs as the protocol names them (digests; never a path or URI).
+fn outputs(outputs: &[crate::item::ArtifactRef]) -> Vec<crate::protocol::OutputRef> {
+    outputs
+        .iter()
+        .map(|o| crate::protocol::OutputRef {
+            name: o.name.clone(),
+            sha256: o.sha256.clone(),
+        })
+        .collect()
 }
 
 /// Enrolls with the token file; keeps the identity and deletes the spent token.
@@ -562,6 +579,55 @@ impl Backend for RemoteBackend {
         self.unsupported("attempts")
     }
 
+    fn fetch_artifact(
+        &self,
+        _held: Held,
+        _account: String,
+        sha256: String,
+        limit: u64,
+    ) -> BoxFuture<'_, StoreResult<Option<Vec<u8>>>> {
+        Box::pin(async move {
+            if !crate::artifacts::is_sha256_hex(&sha256) {
+                return Ok(None);
+            }
+            self.client
+                .download(&format!("/v1/artifacts/{sha256}"), limit)
+                .await
+        })
+    }
+
+    fn put_output(
+        &self,
+        _held: Held,
+        _account: String,
+        output: crate::item::ArtifactRef,
+        bytes: Vec<u8>,
+        _now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<()>> {
+        Box::pin(async move {
+            let path = format!("/v1/artifacts/{}", output.sha256);
+            let reply = self.client.upload(&path, bytes).await?;
+            if !reply.status.is_success() {
+                return Err(self.client.refused(&path, &reply));
+            }
+            // The coordinator's word on what it stored: the digest and size sent, or the
+            // completion does not name it.
+            let said = (
+                reply.body.get("sha256").and_then(Value::as_str),
+                reply.body.get("size").and_then(Value::as_u64),
+            );
+            if said != (Some(output.sha256.as_str()), Some(output.size)) {
+                return Err(StoreError::Refused {
+                    call: path,
+                    status: reply.status.as_u16(),
+                    code: "the coordinator's answer does not name the digest and size uploaded"
+                        .to_owned(),
+                });
+            }
+            Ok(())
+        })
+    }
+
     fn store_id(&self) -> BoxFuture<'_, StoreResult<String>> {
         Box::pin(async move {
             self.client
@@ -723,6 +789,10 @@ impl RemoteBackend {
 impl super::backend::RemoteSide for RemoteBackend {
     fn worker_id(&self) -> &str {
         &self.client.shared.identity.worker_id
+    }
+
+    fn state_dir(&self) -> &std::path::Path {
+        &self.client.shared.config.state_dir
     }
 
     fn notice(&self) -> BoxFuture<'_, ()> {

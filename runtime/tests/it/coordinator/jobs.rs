@@ -297,7 +297,9 @@ async fn artifacts_kept(s: Server) {
     assert_eq!((status, code(&body)), (422, "digest_mismatch"));
     let (status, _) = put(&a, &"0".repeat(63), bytes.clone()).await;
     assert_eq!(status, 400);
-    assert_eq!(put(&a, &digest, bytes.clone()).await.0, 204);
+    let (status, stored) = put(&a, &digest, bytes.clone()).await;
+    assert_eq!(status, 200);
+    assert_eq!(stored, json!({"sha256": digest, "size": bytes.len()}));
     let r = a
         .http
         .client
@@ -371,7 +373,7 @@ async fn artifacts_kept(s: Server) {
         s.store.get(id).await.expect("get").expect("item").state,
         ItemState::Running
     );
-    assert_eq!(put(&a, &out, b"out".to_vec()).await.0, 204);
+    assert_eq!(put(&a, &out, b"out".to_vec()).await.0, 200);
     assert_eq!(
         a.post(&format!("/v1/jobs/{}/complete", job(&j)), body)
             .await
