@@ -241,21 +241,24 @@ mod tests {
     #[test]
     fn a_workspace_is_private_and_never_through_a_symlink() {
         use std::os::unix::fs::PermissionsExt;
-        let home = tempfile::tempdir().expect("tempdir");
-        let dir = home.path().join("jobs").join("1-1");
+        // No tempfile here: the vendored runtime's tests build with no dev-dependencies.
+        let home = std::env::temp_dir().join(format!(
+            "scaffold-workspace-test-{}-{}",
+            std::process::id(),
+            crate::retry::random_u64()
+        ));
+        let dir = home.join("jobs").join("1-1");
         fresh_private_dir(&dir).expect("made");
         std::fs::write(dir.join("stale"), b"x").expect("write");
         fresh_private_dir(&dir).expect("made again, emptied");
         assert!(!dir.join("stale").exists());
         let mode = std::fs::metadata(&dir).expect("meta").permissions().mode() & 0o777;
         assert_eq!(mode, 0o700);
-        let link = home.path().join("jobs").join("2-1");
-        std::os::unix::fs::symlink(home.path(), &link).expect("symlink");
+        let link = home.join("jobs").join("2-1");
+        std::os::unix::fs::symlink(&home, &link).expect("symlink");
         let err = fresh_private_dir(&link).expect_err("a symlink");
         assert!(err.to_string().contains("symlink"), "{err}");
-        assert!(
-            home.path().join("jobs").exists(),
-            "the link's target is untouched"
-        );
+        assert!(home.join("jobs").exists(), "the link's target is untouched");
+        std::fs::remove_dir_all(&home).expect("clean up");
     }
 }
