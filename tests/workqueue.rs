@@ -357,3 +357,97 @@ fn every_workqueue_rule_is_in_the_catalogue() {
         );
     }
 }
+
+/// A remote worker built as the design says — the runtime with `default-features = false,
+/// features = ["remote"]`, off in the workspace entry too, no driver, no database setting —
+/// is clean; each way back to a database is found again: a driver added, the runtime's
+/// `sqlite` feature turned on, a database setting, a driver two workspace crates away.
+#[test]
+fn a_remote_worker_without_a_database_is_clean_and_each_way_back_is_found() {
+    let tmp = copy_fixture("rules/remote-worker-database");
+    let root = tmp.path();
+    let write = |path: &str, text: &str| std::fs::write(root.join(path), text).expect("write");
+    let manifest = |extra: &str| {
+        format!(
+            "[package]\nname = \"acme-maintenance\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[package.metadata.scaffold]\nrole = \"maintenance\"\nremote = true\n\n[dependencies]\nacme-om = {{ path = \"../../om\" }}\n{extra}\n[dev-dependencies]\nrusqlite = \"0.37\"\n"
+        )
+    };
+    write(
+        "Cargo.toml",
+        "[workspace]\nmembers = [\"om\", \"services/*\", \"workers/*\"]\nresolver = \"2\"\n\n[workspace.dependencies]\nscaffold-runtime = { version = \"0.1\", default-features = false }\n",
+    );
+    write(
+        "om/Cargo.toml",
+        "[package]\nname = \"acme-om\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    );
+    write(
+        "workers/maintenance/Cargo.toml",
+        &manifest("scaffold-runtime = { workspace = true, features = [\"remote\"] }\n"),
+    );
+    let settings = root.join("workers/maintenance/src/settings.rs");
+    let text = std::fs::read_to_string(&settings).expect("settings");
+    std::fs::write(&settings, text.replace("database_url", "coordinator_url")).expect("write");
+    let clean = findings(root, &["--rule", "remote-worker-database"]);
+    assert!(clean.is_empty(), "{:#?}", clean);
+
+    let lines = |found: &[serde_json::Value]| -> Vec<(String, u64)> {
+        found
+            .iter()
+            .map(|f| {
+                (
+                    f["path"].as_str().unwrap_or("").to_owned(),
+                    f["line"].as_u64().unwrap_or(0),
+                )
+            })
+            .collect()
+    };
+    // The runtime's sqlite feature, on the worker's own line.
+    write(
+        "workers/maintenance/Cargo.toml",
+        &manifest("scaffold-runtime = { workspace = true, features = [\"remote\", \"sqlite\"] }\n"),
+    );
+    let found = findings(root, &["--rule", "remote-worker-database"]);
+    assert_eq!(
+        lines(&found),
+        vec![("workers/maintenance/Cargo.toml".to_owned(), 12)]
+    );
+    assert!(
+        found[0]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("`sqlite`"),
+        "{found:#?}"
+    );
+    // A driver on a target table, and one two workspace crates away.
+    write(
+        "workers/maintenance/Cargo.toml",
+        &format!(
+            "{}\n[target.'cfg(unix)'.dependencies]\ntokio-postgres = \"0.7\"\n",
+            manifest("scaffold-runtime = { workspace = true, features = [\"remote\"] }\n")
+        ),
+    );
+    write(
+        "om/Cargo.toml",
+        "[package]\nname = \"acme-om\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nacme-shipping = { path = \"../services/shipping\" }\n",
+    );
+    write(
+        "services/shipping/Cargo.toml",
+        "[package]\nname = \"acme-shipping\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nsqlx = \"0.8\"\n",
+    );
+    let found = findings(root, &["--rule", "remote-worker-database"]);
+    let messages: Vec<&str> = found
+        .iter()
+        .map(|f| f["message"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(found.len(), 2, "{messages:#?}");
+    assert!(
+        messages.iter().any(|m| m.contains(
+            "through `acme-om`, through `acme-shipping`, which depends on the driver `sqlx`"
+        )),
+        "{messages:#?}"
+    );
+    assert!(
+        messages.iter().any(|m| m.contains("`tokio-postgres`")),
+        "{messages:#?}"
+    );
+}

@@ -42,8 +42,25 @@ pub struct Dep {
     pub target: Option<String>,
     /// Repo-relative directory of a path dependency (directly or via `workspace = true`).
     pub path: Option<String>,
+    /// The features it turns on (its own and, with `workspace = true`, the workspace
+    /// entry's: cargo adds them up).
+    pub features: Vec<String>,
+    /// Whether its default features are on, as cargo decides it (with `workspace = true`,
+    /// a member's `default-features = false` counts only when the workspace entry says it
+    /// too).
+    pub default_features: bool,
     /// Where the key is written in the crate's Cargo.toml.
     pub loc: Location,
+}
+
+/// A `[workspace.dependencies]` entry, as a member's `workspace = true` inherits it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct WorkspaceDep {
+    pub package: Option<String>,
+    /// Repo-relative directory, for a path dependency.
+    pub path: Option<String>,
+    pub features: Vec<String>,
+    pub default_features: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -57,6 +74,9 @@ pub struct Crate {
     pub deps: Vec<Dep>,
     /// `[package.metadata.scaffold] role` and where it is written.
     pub role: Option<(String, Location)>,
+    /// `[package.metadata.scaffold] remote = true` (a worker that reaches the queue through
+    /// the coordinator and holds no database) and where it is written.
+    pub remote: Option<Location>,
     /// Where `[package]` (or `name`) is written.
     pub package_loc: Location,
     /// The root file of every target cargo builds from it (lib, bins, tests, examples,
@@ -127,7 +147,7 @@ impl Workspace {
             }
         };
         let root = root_doc.as_table();
-        let mut workspace_deps: BTreeMap<String, (Option<String>, String)> = BTreeMap::new();
+        let mut workspace_deps: BTreeMap<String, WorkspaceDep> = BTreeMap::new();
         ws.manifest_dirs = files
             .iter()
             .filter_map(|f| f.strip_suffix("/Cargo.toml"))
@@ -148,11 +168,25 @@ impl Workspace {
                         .and_then(|t| t.get("package"))
                         .and_then(Item::as_str)
                         .map(str::to_owned);
-                    if let Some(path) = spec.and_then(|t| t.get("path")).and_then(Item::as_str)
-                        && let Some(p) = join_rel("", path)
-                    {
-                        workspace_deps.insert(key.to_owned(), (package, p));
-                    }
+                    let path = spec
+                        .and_then(|t| t.get("path"))
+                        .and_then(Item::as_str)
+                        .and_then(|p| join_rel("", p));
+                    workspace_deps.insert(
+                        key.to_owned(),
+                        WorkspaceDep {
+                            package,
+                            path,
+                            features: string_list(spec.and_then(|t| t.get("features"))),
+                            default_features: spec
+                                .and_then(|t| {
+                                    t.get("default-features")
+                                        .or_else(|| t.get("default_features"))
+                                })
+                                .and_then(Item::as_bool)
+                                != Some(false),
+                        },
+                    );
                 }
             }
         }

@@ -30,6 +30,7 @@ pub mod namespace_bare;
 pub mod orchestration_unmapped;
 pub mod ownership_forbidden;
 pub mod ownership_outside_writable;
+pub mod remote_worker_database;
 pub mod runtime_drift;
 pub mod setting_undeployed;
 pub mod settings_undocumented;
@@ -117,6 +118,7 @@ pub static RULES: &[Rule] = &[
     ),
     rule!(import_forbidden, Some(import_forbidden::run)),
     rule!(dependency_forbidden, Some(dependency_forbidden::run)),
+    rule!(remote_worker_database, Some(remote_worker_database::run)),
     rule!(import_undeclared, Some(import_undeclared::run)),
     rule!(crate_unlayered, Some(crate_unlayered::run)),
     rule!(gate_unknown, Some(gate_unknown::run)),

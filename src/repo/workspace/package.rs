@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use toml_edit::{Item, TableLike};
 
 use super::super::gaps::{Gap, Why};
-use super::{Crate, Dep, DepKind, Disk, join_rel, toml_error};
+use super::{Crate, Dep, DepKind, Disk, WorkspaceDep, join_rel, string_list, toml_error};
 use crate::check::finding::Location;
 use crate::repo::inside::EntryKind;
 use crate::source::SourceFile;
@@ -16,7 +16,7 @@ use crate::source::SourceFile;
 pub(super) fn load_crate(
     dir: &str,
     file: SourceFile,
-    workspace_deps: &BTreeMap<String, (Option<String>, String)>,
+    workspace_deps: &BTreeMap<String, WorkspaceDep>,
     disk: &Disk<'_>,
 ) -> Result<(Option<Crate>, Vec<Gap>), Box<Gap>> {
     let doc = toml_edit::Document::parse(file.text.to_string())
@@ -46,13 +46,18 @@ pub(super) fn load_crate(
         .and_then(|l| l.get("name"))
         .and_then(Item::as_str)
         .map_or_else(|| name.replace('-', "_"), str::to_owned);
-    let role = pkg
+    let scaffold = pkg
         .get("metadata")
         .and_then(Item::as_table_like)
         .and_then(|m| m.get("scaffold"))
-        .and_then(Item::as_table_like)
+        .and_then(Item::as_table_like);
+    let role = scaffold
         .and_then(|s| s.get_key_value("role"))
         .and_then(|(k, v)| v.as_str().map(|r| (r.to_owned(), value_loc(&file, k, v))));
+    let remote = scaffold
+        .and_then(|s| s.get_key_value("remote"))
+        .filter(|(_, v)| v.as_bool() == Some(true))
+        .map(|(k, v)| value_loc(&file, k, v));
     let mut deps = Vec::new();
     for kind in [DepKind::Normal, DepKind::Dev, DepKind::Build] {
         collect_deps(
@@ -109,6 +114,7 @@ pub(super) fn load_crate(
             manifest: file,
             deps,
             role,
+            remote,
             package_loc: pkg_loc,
             targets,
         }),
@@ -212,7 +218,7 @@ fn collect_deps(
     kind: DepKind,
     target: Option<&str>,
     dir: &str,
-    workspace_deps: &BTreeMap<String, (Option<String>, String)>,
+    workspace_deps: &BTreeMap<String, WorkspaceDep>,
     out: &mut Vec<Dep>,
 ) {
     let Some(table) = table.and_then(Item::as_table_like) else {
@@ -235,15 +241,32 @@ fn collect_deps(
             });
         let package = own_package
             .map(str::to_owned)
-            .or_else(|| inherited.and_then(|(p, _)| p.clone()))
+            .or_else(|| inherited.and_then(|w| w.package.clone()))
             .unwrap_or_else(|| key.to_owned());
         let path = match (
             spec.and_then(|s| s.get("path")).and_then(Item::as_str),
             inherited,
         ) {
             (Some(p), _) => join_rel(dir, p),
-            (None, Some((_, p))) => Some(p.clone()),
+            (None, Some(w)) => w.path.clone(),
             (None, None) => None,
+        };
+        let mut features = string_list(spec.and_then(|s| s.get("features")));
+        if let Some(w) = inherited {
+            features.extend(w.features.iter().cloned());
+        }
+        features.sort();
+        features.dedup();
+        let own_default = spec
+            .and_then(|s| {
+                s.get("default-features")
+                    .or_else(|| s.get("default_features"))
+            })
+            .and_then(Item::as_bool);
+        // Cargo: a member turns defaults off only where the workspace entry does too.
+        let default_features = match inherited {
+            Some(w) => w.default_features || own_default == Some(true),
+            None => own_default != Some(false),
         };
         out.push(Dep {
             key: key.to_owned(),
@@ -251,6 +274,8 @@ fn collect_deps(
             kind,
             target: target.map(str::to_owned),
             path,
+            features,
+            default_features,
             loc,
         });
     }
