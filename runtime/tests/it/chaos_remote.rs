@@ -6,6 +6,11 @@
 //! directories) at least ten times, one is SIGSTOPped for three leases and continued, and
 //! the coordinator is SIGKILLed and started again twice.
 //!
+//! Among the items: inputs verified and turned into outputs, inputs tampered with (dead at
+//! once, no handler started), handlers computing for three leases without yielding, and
+//! first attempts failing with a token, a path, a backtrace and a payload value in the
+//! message.
+//!
 //! Counted, never sampled, and printed: items lost (not completed at the end) and stuck,
 //! completions accepted for a fence that is not the item's last (or two fences for one
 //! item), effect closures run by a holder whose lease had ended or passed to another (from
@@ -56,8 +61,37 @@ static KINDS: &[&[WorkKindSpec]] = &[&[WorkKindSpec {
 }]];
 
 #[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Payload {
     n: u32,
+    /// What a failure message must never carry.
+    #[serde(default)]
+    secret: Option<String>,
+}
+
+/// Every tenth item has an input artifact, which its handler turns into an output.
+fn has_input(n: u32) -> bool {
+    n.is_multiple_of(10) && !tampered(n)
+}
+
+/// Five items name an input whose stored bytes are not the ones named.
+fn tampered(n: u32) -> bool {
+    n % 400 == 5
+}
+
+/// Five items compute for three leases without yielding.
+fn spins(n: u32) -> bool {
+    n % 400 == 7
+}
+
+/// Some items' first attempt fails with a token, a path, a backtrace and the payload's
+/// secret in its message.
+fn leaks(n: u32) -> bool {
+    n % 97 == 3
+}
+
+fn input_bytes(n: u32) -> Vec<u8> {
+    format!("input of item {n}").into_bytes()
 }
 
 struct WireHandler;
@@ -69,6 +103,27 @@ impl WorkHandler for WireHandler {
     async fn handle(&self, ctx: &WorkContext, item: &Item<Payload>) -> Result<(), WorkError> {
         let n = item.payload.n;
         let (id, fence) = (item.id, item.fence);
+        println!("WIRE started {id} {fence} {n}");
+        if leaks(n) && item.attempt == 1 {
+            return Err(WorkError::Transient(format!(
+                "provider refused scf_ses_c2VjcmV0LXNlc3Npb24tdG9rZW4tdmFsdWUtMTIzNDU2 reading /var/lib/acme/{n}/key.pem for {}\nstack backtrace:\n   0: acme::provider::call",
+                item.payload.secret.as_deref().unwrap_or("")
+            )));
+        }
+        if spins(n) {
+            // Never yields: only a heartbeat on its own thread keeps the lease.
+            let until = std::time::Instant::now() + LEASE * 3;
+            let mut x = 0_u64;
+            while std::time::Instant::now() < until {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
+        }
+        if has_input(n) {
+            let path = ctx.input("in.txt").await?;
+            let bytes = std::fs::read(&path).map_err(|e| WorkError::Transient(e.to_string()))?;
+            assert_eq!(bytes, input_bytes(n), "the verified input of item {n}");
+            ctx.output("out.txt", bytes.to_ascii_uppercase()).await?;
+        }
         tokio::time::sleep(Duration::from_millis(10 + u64::from(n % 5) * 5)).await;
         ctx.once("effect", |effect| async move {
             let start = SystemClock.now().as_millis();
@@ -178,6 +233,8 @@ struct Log {
     leases_lost: usize,
     /// (id, fence, the lease end the coordinator confirmed, the closure's start), in ms.
     ran: Vec<(i64, i64, i64, i64)>,
+    /// Handlers started on an item whose input was tampered with.
+    started_tampered: usize,
 }
 
 /// The forwarder between the workers and the coordinator: each connection is piped until
@@ -305,6 +362,13 @@ fn start_worker(origin: &str, w: &Worker, log: &Arc<Mutex<Log>>) -> Child {
                         log.ran.push((line.id, line.fence, until, start));
                     }
                 }
+                "started" => {
+                    if let Some(Ok(n)) = line.rest.first().map(|t| t.parse::<u32>())
+                        && tampered(n)
+                    {
+                        log.started_tampered += 1;
+                    }
+                }
                 "stale" => log.stale_rejected += 1,
                 "lost" => log.leases_lost += 1,
                 _ => {}
@@ -369,13 +433,42 @@ async fn chaos(url: &str, home: &Path) {
     let (mut kills, mut stops, mut coordinator_kills) = (0_u32, 0_u32, 0_u32);
     let give_up = Instant::now() + Duration::from_secs(300);
     for batch in 0..ITEMS / BATCH {
-        let items: Vec<NewItem> = (0..BATCH)
-            .map(|i| {
-                let n = batch * BATCH + i;
-                // Cut claims hand out attempts the worker never hears of: room for them.
-                NewItem::new("WIRE", serde_json::json!({ "n": n })).max_attempts(100)
-            })
-            .collect();
+        let mut items: Vec<NewItem> = Vec::new();
+        for i in 0..BATCH {
+            let n = batch * BATCH + i;
+            let secret = format!("secret-of-item-{n}");
+            // Cut claims hand out attempts the worker never hears of: room for them.
+            let mut item = NewItem::new("WIRE", serde_json::json!({ "n": n, "secret": secret }))
+                .max_attempts(100);
+            if has_input(n) {
+                item = item.input(
+                    store
+                        .put_artifact("default", "in.txt", input_bytes(n))
+                        .await
+                        .expect("an input"),
+                );
+            }
+            if tampered(n) {
+                let named = scaffold_runtime::artifacts::sha256_hex(&input_bytes(n));
+                store
+                    .coordinator()
+                    .expect("tables")
+                    .put_artifact(
+                        "default".to_owned(),
+                        named.clone(),
+                        b"tampered bytes".to_vec(),
+                        store.now(),
+                    )
+                    .await
+                    .expect("a tampered input");
+                item = item.input(scaffold_runtime::ArtifactRef {
+                    name: "in.txt".to_owned(),
+                    sha256: named,
+                    size: input_bytes(n).len() as u64,
+                });
+            }
+            items.push(item);
+        }
         for (i, id) in store
             .enqueue_many(items)
             .await
@@ -420,7 +513,7 @@ async fn chaos(url: &str, home: &Path) {
             .await
             .expect("counts")
             .iter()
-            .filter(|(_, _, s, _)| *s == ItemState::Completed)
+            .filter(|(_, _, s, _)| matches!(s, ItemState::Completed | ItemState::Dead))
             .map(|(_, _, _, n)| *n)
             .sum::<u64>()
     };
@@ -444,22 +537,69 @@ async fn chaos(url: &str, home: &Path) {
 
     let items = store.list(ListFilter::default()).await.expect("list");
     let mut history = BTreeMap::new();
-    let (mut lost, mut effects_wrong) = (0, 0);
+    let (mut lost, mut effects_wrong, mut outputs_wrong, mut tampered_wrong) = (0, 0, 0, 0);
     let mut final_fence = BTreeMap::new();
+    // Every failure message the workers sent: the items' last errors and each attempt's.
+    let mut failures: Vec<String> = Vec::new();
     for item in &items {
+        let n = payload_of.get(&item.id).copied().unwrap_or(u32::MAX);
+        final_fence.insert(item.id, item.fence);
+        for a in store.attempts(item.id).await.expect("attempts") {
+            failures.extend(a.error.clone());
+            history.insert((item.id, a.fence), a);
+        }
+        failures.extend(item.last_error.clone());
+        let effects = store.effects(item.id).await.expect("effects");
+        if tampered(n) {
+            // Dead at its first verified attempt, its handler never started.
+            let why = item.last_error.as_deref().unwrap_or("");
+            if item.state != ItemState::Dead
+                || !effects.is_empty()
+                || !why.contains("failed its SHA-256 check")
+            {
+                tampered_wrong += 1;
+            }
+            continue;
+        }
         if item.state != ItemState::Completed {
             lost += 1;
         }
-        final_fence.insert(item.id, item.fence);
-        for a in store.attempts(item.id).await.expect("attempts") {
-            history.insert((item.id, a.fence), a);
-        }
-        let effects = store.effects(item.id).await.expect("effects");
-        let own = serde_json::json!(payload_of.get(&item.id));
+        let own = serde_json::json!(n);
         if effects.len() != 1 || effects[0].output != own {
             effects_wrong += 1;
         }
+        if has_input(n) {
+            let outputs: Vec<_> = store
+                .coordinator()
+                .expect("tables")
+                .item_artifacts(item.id)
+                .await
+                .expect("artifacts")
+                .into_iter()
+                .filter(|a| {
+                    a.role == scaffold_runtime::store::coordinator::ArtifactRole::Output
+                        && a.fence == item.fence
+                })
+                .map(|a| a.artifact.sha256)
+                .collect();
+            let want =
+                scaffold_runtime::artifacts::sha256_hex(&input_bytes(n).to_ascii_uppercase());
+            if outputs != vec![want] {
+                outputs_wrong += 1;
+            }
+        }
     }
+    let leaked: Vec<&String> = failures
+        .iter()
+        .filter(|m| {
+            m.contains("scf_ses_c2Vj")
+                || m.contains("secret-of-item")
+                || m.contains("/var/lib")
+                || m.contains("backtrace")
+                || m.contains("acme::provider")
+        })
+        .collect();
+    let started_tampered = log.lock().expect("the log").started_tampered;
     scaffold_runtime::testing::conformance::counters_agree(&store).await;
     let log = log.lock().expect("the log");
     let mut stale_accepted = 0;
@@ -486,8 +626,34 @@ async fn chaos(url: &str, home: &Path) {
         log.leases_lost,
         log.ran.len(),
     );
+    println!(
+        "  job files: {} items with an input (outputs wrong {outputs_wrong}), {} tampered (not dead at once {tampered_wrong}, \
+         handlers started on one {started_tampered}), {} computing for 3 leases; {} failure messages sent, {} carrying a \
+         token, path, backtrace or payload value",
+        (0..ITEMS).filter(|n| has_input(*n)).count(),
+        (0..ITEMS).filter(|n| tampered(*n)).count(),
+        (0..ITEMS).filter(|n| spins(*n)).count(),
+        failures.len(),
+        leaked.len(),
+    );
     assert_eq!(items.len(), ITEMS as usize, "every item is there");
     assert_eq!(lost, 0, "items not completed");
+    assert_eq!(
+        outputs_wrong, 0,
+        "an item's output not recorded with its last attempt"
+    );
+    assert_eq!(
+        tampered_wrong, 0,
+        "a tampered input not dead at once with its reason"
+    );
+    assert_eq!(started_tampered, 0, "a handler started on a tampered input");
+    assert!(
+        failures
+            .iter()
+            .any(|m| m.contains("[redacted]") && m.contains("[path]")),
+        "the leaky failures were sent (sanitized): {failures:?}"
+    );
+    assert!(leaked.is_empty(), "failure messages leaking: {leaked:?}");
     assert_eq!(
         effects_wrong, 0,
         "an effect not recorded once with its own item's value"
