@@ -56,6 +56,16 @@ pub enum GenerateError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     InvalidOutput(Box<InvalidOutput>),
+    #[error(
+        "`scaffold check` would fail on this change ({count} new error(s)); nothing was written:\n{findings}"
+    )]
+    #[diagnostic(
+        code(scaffold::plan_flagged),
+        help(
+            "the generator checks its plan with the checker's rules before it writes; a template (or an override under .scaffold/templates) produced code the checker refuses: fix it, then run the command again"
+        )
+    )]
+    PlanFlagged { findings: String, count: usize },
     #[error("{path} has no `{marker}` line")]
     #[diagnostic(
         code(scaffold::marker_missing),

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use super::error::GenerateError;
 use super::plan::Plan;
-use super::{owners, rustfmt, txn, validate, write};
+use super::{owners, rustfmt, self_check, txn, validate, write};
 
 /// What a generator command did (or, with `--dry-run`, would do).
 #[derive(Debug)]
@@ -41,6 +41,8 @@ pub(crate) fn finish(
 ) -> Result<Generated, GenerateError> {
     let formatted = rustfmt::format(&mut plan, "2024", &txn)?;
     validate::validate(&plan)?;
+    // Nothing is written (or shown as to be written) that `scaffold check` would fail on.
+    self_check::check_plan(&plan)?;
     let owners = owners::of(&plan);
     let recovered = txn.recovered.clone();
     let diff = if dry_run {

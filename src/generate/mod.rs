@@ -24,6 +24,7 @@ pub mod producer;
 pub mod provider_deploy;
 mod render;
 pub mod rustfmt;
+mod self_check;
 pub mod templates;
 pub mod txn;
 pub mod validate;

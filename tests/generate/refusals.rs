@@ -208,6 +208,33 @@ fn worker_failures_leave_the_tree_byte_identical() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("kind/handler.rs.j2"), "{}", r.stderr);
     assert_same(&tree(&dir), &before, "the tree changed");
+
+    // An override that renders valid Rust the checker refuses (a handler running a shell):
+    // the generator checks its plan with the checker's rules and writes nothing.
+    let embedded =
+        fs::read_to_string(crate::common::repo_root().join("templates/kind/handler.rs.j2"))
+            .expect("the embedded template");
+    let body = ") -> Result<(), WorkError> {\n";
+    let at = embedded.find(body).expect("the handler's body") + body.len();
+    let planted = format!(
+        "{}        let _ = std::process::Command::new(\"sh\").arg(\"-c\").arg(\"true\").status();\n{}",
+        &embedded[..at],
+        &embedded[at..]
+    );
+    fs::write(over.join("handler.rs.j2"), planted).expect("write");
+    let before = tree(&dir);
+    let r = run_in(&dir, &["worker", "maintenance", "NOTIFY_SHIPMENT"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("nothing was written"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("worker-shell-exec")
+            && r.stderr
+                .contains("workers/maintenance/src/handlers/notify_shipment.rs"),
+        "{}",
+        r.stderr
+    );
+    assert_same(&tree(&dir), &before, "the tree changed");
+    fs::remove_file(over.join("handler.rs.j2")).expect("remove the override");
 }
 
 /// Names that differ only in case conversion (`A_1` and `A1` are both `A1`) are one kind;
