@@ -6,6 +6,7 @@
 //! `Retry-After`), what stops the worker (401 revoked, 426), and what is the worker's bug
 //! (any other 4xx: logged and counted, never retried).
 
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -353,32 +354,61 @@ impl Client {
         body: Payload<'_>,
         wait: Duration,
     ) -> Result<Reply, StoreError> {
+        let (reply, ()) = self
+            .under_session(path, |session| {
+                let (method, body) = (method.clone(), body.clone());
+                async move {
+                    let reply = self
+                        .send(
+                            method,
+                            path,
+                            body,
+                            Some(&session.token),
+                            session.protocol,
+                            wait,
+                        )
+                        .await?;
+                    Ok((reply, ()))
+                }
+            })
+            .await?;
+        Ok(reply)
+    }
+
+    /// Makes `attempt` under the session (opened or renewed first when due) until its
+    /// answer is not transient, for at most the configured retry time; a 401 other than
+    /// `revoked` drops the session and the attempt is made once more under a new one.
+    async fn under_session<T, F, Fut>(
+        &self,
+        path: &str,
+        attempt: F,
+    ) -> Result<(Reply, T), StoreError>
+    where
+        T: Default,
+        F: Fn(Session) -> Fut,
+        Fut: Future<Output = Result<(Reply, T), String>>,
+    {
         let started = Instant::now();
-        let mut attempt = 0;
+        let mut tries = 0;
         let mut reopened = false;
         loop {
             let session = self.session().await?;
-            let out = self
-                .send(
-                    method.clone(),
-                    path,
-                    body.clone(),
-                    Some(&session.token),
-                    session.protocol,
-                    wait,
-                )
-                .await;
-            if let Some(wait) = self.transient(&out, started, &mut attempt).await {
+            let token = session.token.clone();
+            let (out, extra) = match attempt(session).await {
+                Ok((reply, extra)) => (Ok(reply), extra),
+                Err(e) => (Err(e), T::default()),
+            };
+            if let Some(wait) = self.transient(&out, started, &mut tries).await {
                 tokio::time::sleep(wait).await;
                 continue;
             }
             let reply = self.settle(out, path)?;
             if reply.status == StatusCode::UNAUTHORIZED && !reopened {
                 reopened = true;
-                self.drop_session(&session.token).await;
+                self.drop_session(&token).await;
                 continue;
             }
-            return Ok(reply);
+            return Ok((reply, extra));
         }
     }
 
@@ -416,30 +446,15 @@ impl Client {
         path: &str,
         limit: u64,
     ) -> Result<Option<Vec<u8>>, StoreError> {
-        let started = Instant::now();
-        let mut attempt = 0;
-        let mut reopened = false;
-        loop {
-            let session = self.session().await?;
-            let (out, bytes) = match self.follow(path, &session, limit).await {
-                Ok((reply, bytes)) => (Ok(reply), bytes),
-                Err(e) => (Err(e), Vec::new()),
-            };
-            if let Some(wait) = self.transient(&out, started, &mut attempt).await {
-                tokio::time::sleep(wait).await;
-                continue;
-            }
-            let reply = self.settle(out, path)?;
-            if reply.status == StatusCode::UNAUTHORIZED && !reopened {
-                reopened = true;
-                self.drop_session(&session.token).await;
-                continue;
-            }
-            return match reply.status {
-                s if s.is_success() => Ok(Some(bytes)),
-                StatusCode::NOT_FOUND => Ok(None),
-                _ => Err(self.refused(path, &reply)),
-            };
+        let (reply, bytes) = self
+            .under_session(path, |session| async move {
+                self.follow(path, &session, limit).await
+            })
+            .await?;
+        match reply.status {
+            s if s.is_success() => Ok(Some(bytes)),
+            StatusCode::NOT_FOUND => Ok(None),
+            _ => Err(self.refused(path, &reply)),
         }
     }
 
