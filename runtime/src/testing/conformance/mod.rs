@@ -167,6 +167,7 @@ macro_rules! conformance_suite {
             loop_panic_is_a_failed_attempt,
             loop_cancel_stops_the_handler,
             loop_hears_an_operators_drain,
+            loop_handler_files,
         );
     };
     (@tests $make:path, $available:path; $($name:ident),* $(,)?) => {
@@ -208,6 +209,7 @@ macro_rules! remote_conformance_suite {
             loop_cancel_stops_the_handler,
             loop_hears_an_operators_drain,
             loop_prefetch_defaults_to_concurrency,
+            loop_handler_files,
         );
         $crate::conformance_suite!(@tests $make, $available;
             run_at_delays_claim,

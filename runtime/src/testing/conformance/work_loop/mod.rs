@@ -4,12 +4,14 @@
 //! and helpers they share.
 
 mod builder;
+mod files;
 mod leases;
 mod lifecycle;
 mod outcomes;
 mod robust;
 
 pub use builder::*;
+pub use files::*;
 pub use leases::*;
 pub use lifecycle::*;
 pub use outcomes::*;
