@@ -170,6 +170,21 @@ pub(crate) fn unseal(magic: &[u8; 16], mut bytes: Vec<u8>) -> Option<Vec<u8>> {
     (xxhash_rust::xxh3::xxh3_128(&bytes) == sum).then_some(bytes)
 }
 
+/// Copies the cache of the repository at `from` (when it has one) to `to`, where a scratch
+/// copy of the same files is checked (the generator's check of its plan): entries are keyed
+/// by path and content, so the files the plan leaves alone are not parsed again. A cache
+/// that cannot be read is left behind: the scratch run parses everything, as a cold run.
+pub(crate) fn seed(from: &Path, to: &Path) {
+    for rel in [FILE_REL, super::workqueue::memo::FILE] {
+        let Ok(Some(bytes)) = crate::repo::inside::read_bytes(from, rel, CACHE_LIMIT) else {
+            continue;
+        };
+        if std::fs::create_dir_all(to.join(DIR)).is_ok() {
+            let _ = std::fs::write(to.join(rel), bytes);
+        }
+    }
+}
+
 fn path(root: &Path) -> PathBuf {
     root.join(DIR).join(FILE)
 }

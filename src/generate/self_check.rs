@@ -29,6 +29,7 @@ pub(crate) fn check_plan(plan: &Plan) -> Result<(), GenerateError> {
         .map_err(|e| scratch_error(&format!("cannot make a scratch directory: {e}")))?;
     let tree = &scratch.path().join("planned");
     copy_tree(root, tree)?;
+    crate::check::cache::seed(root, tree);
     for (path, file) in plan.files() {
         let to = tree.join(path);
         if let Some(parent) = to.parent() {
@@ -49,6 +50,7 @@ pub(crate) fn check_plan(plan: &Plan) -> Result<(), GenerateError> {
     // none), to tell the plan's from those it already had.
     let before_tree = scratch.path().join("before");
     copy_tree(root, &before_tree)?;
+    crate::check::cache::seed(root, &before_tree);
     let before = errors(&before_tree).unwrap_or_default();
     let added = added(&before, &after);
     if added.is_empty() {

@@ -23,7 +23,7 @@ use serde::de::DeserializeOwned;
 use super::with_parsed;
 use crate::check::context::Source;
 
-const FILE: &str = ".scaffold/cache/workqueue-v1.bin";
+pub(crate) const FILE: &str = ".scaffold/cache/workqueue-v1.bin";
 const MAGIC: &[u8; 16] = b"scaffold-wq\0\0\0\0\x02";
 
 /// A result as kept: its slot and its encoding.
