@@ -135,7 +135,9 @@ pub(crate) fn fresh_private_dir(dir: &Path) -> std::io::Result<()> {
     make_dir(dir)
 }
 
-/// Makes `dir` (and its parents) when missing; refuses one that is a symlink.
+/// Makes `dir` when missing (its parents as the user's own directories, their modes and
+/// links as they are: they are the configuration's), private to this user; refuses `dir`
+/// itself when it is a symlink or not a directory.
 pub(crate) fn private_dir(dir: &Path) -> std::io::Result<()> {
     match std::fs::symlink_metadata(dir) {
         Ok(m) if m.file_type().is_symlink() => Err(std::io::Error::other(format!(
@@ -151,7 +153,7 @@ pub(crate) fn private_dir(dir: &Path) -> std::io::Result<()> {
             if let Some(parent) = dir.parent()
                 && !parent.as_os_str().is_empty()
             {
-                private_dir(parent)?;
+                std::fs::create_dir_all(parent)?;
             }
             make_dir(dir)
         }
@@ -167,7 +169,13 @@ fn make_dir(dir: &Path) -> std::io::Result<()> {
         b.mode(0o700);
     }
     match b.create(dir) {
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir() => Ok(()),
+        // Made meanwhile by another task of this loop: a directory, not a link to one.
+        Err(e)
+            if e.kind() == std::io::ErrorKind::AlreadyExists
+                && std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) =>
+        {
+            Ok(())
+        }
         other => other,
     }
 }

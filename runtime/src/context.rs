@@ -462,11 +462,13 @@ fn lost(e: StoreError) -> WorkError {
     }
 }
 
-/// Writes `bytes` to a new file `path` in `dir` (made private first), readable by this user
-/// only.
+/// Writes `bytes` as `path` in `dir` (made private first), readable by this user only: a
+/// new file under a name of its own, then renamed over `path` (two fetches of one input
+/// each land whole).
 fn write_private(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     artifacts::private_dir(dir)?;
+    let staged = dir.join(format!(".fetch-{:016x}", crate::retry::random_u64()));
     let mut open = std::fs::OpenOptions::new();
     open.write(true).create_new(true);
     #[cfg(unix)]
@@ -474,7 +476,15 @@ fn write_private(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         use std::os::unix::fs::OpenOptionsExt;
         open.mode(0o600);
     }
-    let mut f = open.open(path)?;
-    f.write_all(bytes)?;
-    f.sync_all()
+    let written = open.open(&staged).and_then(|mut f| {
+        f.write_all(bytes)?;
+        f.sync_all()
+    });
+    match written.and_then(|()| std::fs::rename(&staged, path)) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let _ = std::fs::remove_file(&staged);
+            Err(e)
+        }
+    }
 }

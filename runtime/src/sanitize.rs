@@ -16,11 +16,28 @@ const PAYLOAD_VALUES: usize = 2_000;
 /// `message` without a backtrace, the payload's values, tokens and credentials, or
 /// absolute paths; on one line, at most [`MAX_MESSAGE`] bytes.
 pub fn failure_message(message: &str, payload: &Value) -> String {
-    let kept = without_backtrace(message);
-    let kept = without_payload(&kept, payload);
-    let kept = without_credentials(&kept);
+    // Paths and secrets first: a payload value that happens to be a secret's label
+    // (`password`, `Bearer`) or a path's start must not hide what follows it; a path
+    // first, so a file named `….key` is one `[path]`, not a secret's label.
+    let kept = without_backtrace(capped(message));
     let kept = without_paths(&kept);
+    let kept = without_credentials(&kept);
+    let kept = without_payload(&kept, payload);
     one_line(&kept)
+}
+
+/// The most of a message looked at: what is past it could never be sent anyway.
+const MAX_INPUT: usize = 64 << 10;
+
+fn capped(message: &str) -> &str {
+    if message.len() <= MAX_INPUT {
+        return message;
+    }
+    let mut cut = MAX_INPUT;
+    while !message.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    &message[..cut]
 }
 
 /// What comes before the first line that starts a backtrace (Rust's `stack backtrace:`,
@@ -60,9 +77,29 @@ fn without_payload(message: &str, payload: &Value) -> String {
     let mut out = message.to_owned();
     for v in values {
         if out.contains(v.as_str()) {
-            out = out.replace(v.as_str(), "[payload]");
+            out = replace_whole(&out, &v, "[payload]");
         }
     }
+    out
+}
+
+/// `hay` with each occurrence of `needle` that is not part of a longer word (a letter or
+/// digit right before or after it) replaced by `with`.
+fn replace_whole(hay: &str, needle: &str, with: &str) -> String {
+    let word = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+    let mut out = String::with_capacity(hay.len());
+    let mut rest = hay;
+    while let Some(at) = rest.find(needle) {
+        let before = rest[..at].chars().next_back();
+        let after = rest[at + needle.len()..].chars().next();
+        let first = needle.chars().next();
+        let last = needle.chars().next_back();
+        let inside = (word(first) && word(before)) || (word(last) && word(after));
+        out.push_str(&rest[..at]);
+        out.push_str(if inside { needle } else { with });
+        rest = &rest[at + needle.len()..];
+    }
+    out.push_str(rest);
     out
 }
 
@@ -84,7 +121,8 @@ fn token_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_' || c == '-'
 }
 
-/// Words a secret hides behind when it is written `name=value` or `name: value`.
+/// Words a secret hides behind when it is written `name=value` or `name: value` (matched
+/// anywhere in the name: `aws_secret_access_key`, `X-Api-Key`, `session_token`).
 const SECRET_NAMES: &[&str] = &[
     "token",
     "secret",
@@ -94,14 +132,25 @@ const SECRET_NAMES: &[&str] = &[
     "apikey",
     "api_key",
     "api-key",
+    "access_key",
+    "private_key",
     "authorization",
     "signature",
     "credential",
+    "session",
+    "cookie",
 ];
 
+/// Names that are a secret's only when they are the whole name (`key=…`, `sig=…`).
+const SECRET_WORDS: &[&str] = &["key", "sig", "auth", "pass"];
+
+/// Names whose value runs to the end of the line or its closing quote (a header's).
+const WHOLE_VALUE: &[&str] = &["authorization", "cookie", "set-cookie"];
+
 /// Tokens and credentials: `scf_…` tokens, `Bearer …`, a URL's `user:password@`, a value
-/// after a secret's name, and any long run of token characters mixing letters and digits
-/// (a key, a signature) that is not a SHA-256 digest.
+/// after a secret's name (to its closing quote when quoted, JSON escapes included), and any
+/// long run of token characters mixing letters and digits (a key, a signature) that is not
+/// a SHA-256 digest.
 fn without_credentials(message: &str) -> String {
     let mut out = String::with_capacity(message.len());
     let chars: Vec<char> = message.chars().collect();
@@ -115,48 +164,16 @@ fn without_credentials(message: &str) -> String {
             let word: String = chars[i..end].iter().collect();
             out.push_str(&word_without_secret(&word));
             i = end;
-            // `Bearer x`, `token=x`, `password: x`: the next word is the secret.
             let lower = word.to_ascii_lowercase();
-            let named = SECRET_NAMES.iter().any(|n| lower.ends_with(n));
+            let named = SECRET_NAMES.iter().any(|n| lower.contains(n))
+                || SECRET_WORDS.contains(&lower.as_str());
             let bearer = lower == "bearer" || lower == "basic";
-            if named || bearer {
-                let mut j = i;
-                let mut sep = String::new();
-                while j < chars.len() && matches!(chars[j], ' ' | '=' | ':' | '"' | '\'') {
-                    sep.push(chars[j]);
-                    j += 1;
-                }
-                let sep_ok = if bearer {
-                    sep == " "
-                } else {
-                    sep.contains('=') || sep.contains(':')
-                };
-                let end_of = |from: usize| {
-                    (from..chars.len())
-                        .find(|&k| {
-                            chars[k].is_whitespace()
-                                || matches!(chars[k], '"' | '\'' | ',' | ';' | '&')
-                        })
-                        .unwrap_or(chars.len())
-                };
-                let mut value_end = end_of(j);
-                // `Authorization: Bearer x`: the scheme and its credential both go.
-                let scheme: String = chars[j..value_end]
-                    .iter()
-                    .collect::<String>()
-                    .to_ascii_lowercase();
-                if named && (scheme == "bearer" || scheme == "basic") {
-                    let mut k = value_end;
-                    while k < chars.len() && chars[k] == ' ' {
-                        k += 1;
-                    }
-                    value_end = end_of(k);
-                }
-                if sep_ok && value_end > j {
-                    out.push_str(&sep);
-                    out.push_str("[redacted]");
-                    i = value_end;
-                }
+            if (named || bearer)
+                && let Some((sep, value_end)) = secret_value(&chars, i, &lower, bearer)
+            {
+                out.push_str(&sep);
+                out.push_str("[redacted]");
+                i = value_end;
             }
             continue;
         }
@@ -177,6 +194,52 @@ fn without_credentials(message: &str) -> String {
         i += 1;
     }
     out
+}
+
+/// After a secret's name (`name` lower-cased) ending before `from`: the separator as
+/// written and where the value ends, when a value follows. A quoted value (`"…"`, `'…'`,
+/// `\"…\"`) runs to its closing quote; a header's (`Authorization: Token x`) to the end
+/// of the line; a `Bearer`'s or an unquoted one to the next space, quote or separator.
+fn secret_value(chars: &[char], from: usize, name: &str, bearer: bool) -> Option<(String, usize)> {
+    let mut j = from;
+    let mut sep = String::new();
+    while j < chars.len() && matches!(chars[j], ' ' | '=' | ':' | '"' | '\'' | '\\') {
+        sep.push(chars[j]);
+        j += 1;
+    }
+    let sep_ok = if bearer {
+        sep == " "
+    } else {
+        sep.contains('=') || sep.contains(':')
+    };
+    if !sep_ok || j >= chars.len() || chars[j] == '\n' {
+        return None;
+    }
+    let line_end = (j..chars.len())
+        .find(|&k| chars[k] == '\n')
+        .unwrap_or(chars.len());
+    let quote = sep.chars().rev().find(|c| matches!(c, '"' | '\''));
+    let end = match quote {
+        Some(q) if sep.ends_with(q) || sep.ends_with('\\') => {
+            (j..line_end)
+                .find(|&k| chars[k] == q)
+                .map_or(line_end, |k| {
+                    // `\"`: the backslash before the closing quote stays with it.
+                    if k > j && chars[k - 1] == '\\' {
+                        k - 1
+                    } else {
+                        k
+                    }
+                })
+        }
+        _ if WHOLE_VALUE.iter().any(|w| name.ends_with(w)) => line_end,
+        _ => (j..line_end)
+            .find(|&k| {
+                chars[k].is_whitespace() || matches!(chars[k], '"' | '\'' | ',' | ';' | '&' | '\\')
+            })
+            .unwrap_or(line_end),
+    };
+    (end > j).then_some((sep, end))
 }
 
 fn word_without_secret(word: &str) -> String {
@@ -207,22 +270,31 @@ fn without_paths(message: &str) -> String {
     while i < chars.len() {
         let c = chars[i];
         let prev = if i == 0 { ' ' } else { chars[i - 1] };
-        let starts_word =
-            prev.is_whitespace() || matches!(prev, '"' | '\'' | '`' | '(' | '[' | '=' | '<' | ',');
+        let starts_word = prev.is_whitespace()
+            || matches!(prev, '"' | '\'' | '`' | '(' | '[' | '=' | '<' | ',' | ':');
         let rest: String = chars[i..chars.len().min(i + 8)].iter().collect();
         let lower = rest.to_ascii_lowercase();
         let file_uri = lower.starts_with("file://");
         let unix =
             c == '/' && starts_word && chars.get(i + 1).is_some_and(|&n| path_char(n) && n != '/');
         let home = c == '~' && starts_word && chars.get(i + 1) == Some(&'/');
-        let windows = c.is_ascii_alphabetic()
-            && starts_word
+        let drive = c.is_ascii_alphabetic()
             && chars.get(i + 1) == Some(&':')
             && chars.get(i + 2).is_some_and(|&n| n == '\\' || n == '/');
-        if file_uri || (starts_word && (unix || home || windows)) {
-            let end = (i..chars.len())
-                .find(|&j| !path_char(chars[j]))
-                .unwrap_or(chars.len());
+        let unc = c == '\\' && chars.get(i + 1) == Some(&'\\');
+        // A Windows path may hold spaces (`C:\Program Files\…`): it runs to the closing
+        // quote or the end of the line.
+        let windows = starts_word && (drive || unc);
+        if file_uri || (starts_word && (unix || home)) || windows {
+            let end = if windows {
+                (i..chars.len())
+                    .find(|&j| matches!(chars[j], '\n' | '"' | '\'' | '`'))
+                    .unwrap_or(chars.len())
+            } else {
+                (i..chars.len())
+                    .find(|&j| !path_char(chars[j]))
+                    .unwrap_or(chars.len())
+            };
             // A sentence's last full stop or colon stays outside the path.
             let mut end = end;
             while end > i + 1 && matches!(chars[end - 1], '.' | ':') {
@@ -301,6 +373,12 @@ mod tests {
             "wrote [path] and [path]"
         );
         assert_eq!(clean(r"missing C:\Users\w\in.txt."), "missing [path].");
+        assert_eq!(clean(r"open C:\Program Files\acme\key.pem"), "open [path]");
+        assert_eq!(clean(r"share \\server\share\x"), "share [path]");
+        assert_eq!(
+            clean("config:/home/u/.aws/credentials unreadable"),
+            "config:[path] unreadable"
+        );
         assert_eq!(
             clean("GET https://coordinator.example/v1/artifacts/ab failed"),
             "GET https://coordinator.example/v1/artifacts/ab failed"
@@ -318,6 +396,51 @@ mod tests {
         assert_eq!(clean(py), "failed");
         let note = "thread 'main' panicked at src/x.rs:3:5:\nboom\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace";
         assert_eq!(clean(note), "thread 'main' panicked at src/x.rs:3:5: boom");
+    }
+
+    #[test]
+    fn more_ways_secrets_are_written() {
+        assert_eq!(
+            clean("aws_secret_access_key=AbC/dEf+GhI= secret_key: k1 session=s2 sig=z3 key=k4"),
+            "aws_secret_access_key=[redacted] secret_key: [redacted] session=[redacted] sig=[redacted] key=[redacted]"
+        );
+        assert_eq!(
+            clean("sent Authorization: Token abc123def and more\nnext line"),
+            "sent Authorization: [redacted] next line"
+        );
+        assert_eq!(
+            clean(r#"body {\"token\":\"s3cr3t\",\"n\":1}"#),
+            r#"body {\"token\":\"[redacted]\",\"n\":1}"#
+        );
+        assert_eq!(
+            clean(r#"password: "two words", user: ada"#),
+            r#"password: "[redacted]", user: ada"#
+        );
+        assert_eq!(clean("Cookie: a=1; b=2"), "Cookie: [redacted]");
+    }
+
+    #[test]
+    fn a_payload_value_that_is_a_label_hides_nothing() {
+        let payload = json!({"grant_type": "password", "token_type": "Bearer", "root": "/srv", "mode": "fail", "limit": 1000});
+        assert_eq!(
+            failure_message(
+                "password=hunter2x then Authorization: Bearer abc.def",
+                &payload
+            ),
+            "[payload]=[redacted] then Authorization: [redacted]"
+        );
+        assert_eq!(
+            failure_message("cannot open /srv/acme/secrets/key.pem", &payload),
+            "cannot open [path]"
+        );
+        // Whole values only: a value inside a longer word stays.
+        assert_eq!(
+            failure_message(
+                "handler failed after 10000ms; mode fail, limit 1000",
+                &payload
+            ),
+            "handler failed after 10000ms; mode [payload], limit [payload]"
+        );
     }
 
     #[test]

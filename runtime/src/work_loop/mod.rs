@@ -256,18 +256,9 @@ impl WorkLoop {
         let workspaces = config.workspaces.clone().unwrap_or_else(|| {
             let root = match store.remote() {
                 Some(remote) => remote.state_dir().join("jobs"),
-                None => std::env::temp_dir().join("scaffold-jobs").join(
-                    worker_id
-                        .chars()
-                        .map(|c| {
-                            if c.is_ascii_alphanumeric() || c == '-' {
-                                c
-                            } else {
-                                '_'
-                            }
-                        })
-                        .collect::<String>(),
-                ),
+                // A name no other user of the host can guess and make first.
+                None => std::env::temp_dir()
+                    .join(format!("scaffold-jobs-{:016x}", crate::retry::random_u64())),
             };
             crate::artifacts::Workspaces::new(root, crate::artifacts::Cleanup::default())
         });

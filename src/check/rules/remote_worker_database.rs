@@ -15,7 +15,9 @@
 //!   `pg…`, `postgres…`, `sqlite…`, `redis_url`, `mongo…`).
 //!
 //! Dev-dependencies are not reported: a remote worker's tests may start a coordinator over
-//! SQLite, and they are not linked into the binary that ships.
+//! SQLite, and they are not linked into the binary that ships (under resolver 2, which the
+//! generated workspace sets; resolver 1 would unify their features into the build). Not
+//! read yet: a crate's own `[features]` turning on `scaffold-runtime/sqlite`.
 //!
 //! ## Why
 //! A remote worker runs where the queue's database credentials must never go; it reaches
@@ -79,6 +81,7 @@ const DRIVERS: &[&str] = &[
     "mysql",
     "mysql_async",
     "postgres",
+    "pq-sys",
     "r2d2_postgres",
     "r2d2_sqlite",
     "redis",
@@ -87,6 +90,9 @@ const DRIVERS: &[&str] = &[
     "sea-orm",
     "sqlite",
     "sqlx",
+    "sqlx-mysql",
+    "sqlx-postgres",
+    "sqlx-sqlite",
     "surrealdb",
     "tiberius",
     "tokio-postgres",

@@ -468,13 +468,15 @@ impl Client {
     ) -> Result<(Reply, Vec<u8>), String> {
         let home = reqwest::Url::parse(&self.url(path)).map_err(|e| e.to_string())?;
         let mut url = home.clone();
+        // Once the chain has left the coordinator's origin, nothing it says is the
+        // coordinator's: no token goes anywhere again, and its refusals are no session's.
+        let mut left = false;
         for _ in 0..=MAX_REDIRECTS {
-            let ours = url.origin() == home.origin();
             let mut req = self
                 .http
                 .get(url.clone())
                 .timeout(self.shared.config.request_timeout);
-            if ours {
+            if !left {
                 req = req
                     .header(PROTOCOL_HEADER, session.protocol.to_string())
                     .header(header::AUTHORIZATION, format!("Bearer {}", session.token));
@@ -485,21 +487,19 @@ impl Client {
                 let location = res
                     .headers()
                     .get(header::LOCATION)
-                    .and_then(|v| v.to_str().ok())
-                    .ok_or_else(|| format!("a {status} without a location"))?;
-                let next = url
-                    .join(location)
-                    .map_err(|e| format!("a redirect to an unreadable location: {e}"))?;
+                    .and_then(|v| v.to_str().ok());
+                let Some(next) = location.and_then(|l| url.join(l).ok()) else {
+                    return Ok(not_followed("a redirect without a readable location"));
+                };
                 let loopback = next
                     .host_str()
                     .is_some_and(|h| super::loopback(&format!("http://{h}:0")));
                 if !(next.scheme() == "https" || (next.scheme() == "http" && loopback)) {
-                    return Err(format!(
-                        "a redirect to {}://{} is not followed: https only, or http to a loopback address",
-                        next.scheme(),
-                        next.host_str().unwrap_or("")
+                    return Ok(not_followed(
+                        "a redirect off https (plain http only to a loopback address)",
                     ));
                 }
+                left |= next.origin() != home.origin();
                 url = next;
                 continue;
             }
@@ -513,11 +513,25 @@ impl Client {
                     bytes,
                 ));
             }
+            if left {
+                // Another host's trouble: a 5xx or 429 is retried like the coordinator's;
+                // any other answer is that host's refusal (never "not stored", never a
+                // reason to drop the session).
+                if status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS {
+                    return Err(format!("{status} from the artifact's host"));
+                }
+                return Ok(not_followed(&format!(
+                    "the artifact's host answered {}",
+                    status.as_u16()
+                )));
+            }
             let bytes = read_upto(res, 64 << 10).await?;
             let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
             return Ok((Reply { status, body }, Vec::new()));
         }
-        Err(format!("more than {MAX_REDIRECTS} redirects"))
+        Ok(not_followed(&format!(
+            "more than {MAX_REDIRECTS} redirects"
+        )))
     }
 
     /// Counts and logs a refusal that means this worker sent what it should not have.
@@ -632,6 +646,18 @@ async fn read_capped(mut res: reqwest::Response, limit: usize) -> Result<Vec<u8>
     Ok(bytes)
 }
 
+/// A download not followed further: final, never retried within the call, and neither the
+/// coordinator's 401 nor its 404.
+fn not_followed(why: &str) -> (Reply, Vec<u8>) {
+    (
+        Reply {
+            status: StatusCode::UNPROCESSABLE_ENTITY,
+            body: serde_json::json!({ "error": why }),
+        },
+        Vec::new(),
+    )
+}
+
 /// `res`'s body, at most `limit` bytes of it (the rest is not read).
 async fn read_upto(mut res: reqwest::Response, limit: u64) -> Result<Vec<u8>, String> {
     let limit = usize::try_from(limit).unwrap_or(usize::MAX);
@@ -733,9 +759,32 @@ mod tests {
     #[tokio::test]
     async fn a_redirect_to_another_origin_drops_the_bearer_token() {
         let token = "scf_ses_THE-SESSION-TOKEN";
-        let (other, other_heads) = recording(|_| ok(b"blob bytes")).await;
+        // The home server's address, known once it is bound, for the hop that comes back.
+        let home_at: Arc<Mutex<String>> = Arc::default();
+        let back_to = Arc::clone(&home_at);
+        let (other, other_heads) = recording(move |path| match path {
+            "/away" => redirect(&format!(
+                "{}/v1/artifacts/final-after-away",
+                back_to.lock().expect("home").clone()
+            )),
+            "/missing" => {
+                b"HTTP/1.1 401 Unauthorized\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                    .to_vec()
+            }
+            _ => ok(b"blob bytes"),
+        })
+        .await;
         let to_other = format!("{other}/blob");
+        let to_away = format!("{other}/away");
+        let to_missing = format!("{other}/missing");
         let (home, home_heads) = recording(move |path| match path {
+            "/v1/artifacts/back" => redirect(&to_away),
+            "/v1/artifacts/gone" => redirect(&to_missing),
+            "/v1/artifacts/final-after-away" => {
+                b"HTTP/1.1 401 Unauthorized\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                    .to_vec()
+            }
+
             "/v1/artifacts/elsewhere" => redirect(&to_other),
             "/v1/artifacts/here" => redirect("/v1/artifacts/final"),
             "/v1/artifacts/final" => ok(b"home bytes"),
@@ -746,6 +795,7 @@ mod tests {
             }
         })
         .await;
+        *home_at.lock().expect("home") = home.clone();
         let c = client(&home, token);
 
         let got = c
@@ -795,10 +845,37 @@ mod tests {
                 .expect("a 404"),
             None
         );
-        for refused in ["/v1/artifacts/insecure", "/v1/artifacts/loop"] {
+        for refused in [
+            "/v1/artifacts/insecure",
+            "/v1/artifacts/loop",
+            "/v1/artifacts/back",
+            "/v1/artifacts/gone",
+        ] {
             let err = c.download(refused, 100).await.expect_err(refused);
             assert!(!err.to_string().contains(token), "{err}");
+            // Final at once: not retried within the call.
+            let asked = home_heads
+                .lock()
+                .expect("heads")
+                .iter()
+                .filter(|h| h.starts_with(&format!("get {refused} ")))
+                .count();
+            // (the loop is followed 5 times in its one call)
+            let once = if refused.ends_with("loop") { 6 } else { 1 };
+            assert_eq!(asked, once, "{refused} asked {asked} times");
         }
+        // Sent away and back: the token never goes out again once the chain left.
+        let back: Vec<String> = home_heads
+            .lock()
+            .expect("heads")
+            .iter()
+            .filter(|h| h.starts_with("get /v1/artifacts/final-after-away"))
+            .cloned()
+            .collect();
+        assert_eq!(back.len(), 1, "{back:?}");
+        assert!(!back[0].contains("authorization"), "{}", back[0]);
+        // A 401 off the coordinator's origin is no reason to drop the session.
+        assert_eq!(c.session().await.expect("session").token, token);
     }
 
     /// A loopback server answering every request with `head` then `chunks` chunked
