@@ -205,7 +205,7 @@ impl Shared {
             token,
             expires_at: rfc3339(expires_at),
             protocol: version,
-            capabilities: Vec::new(),
+            capabilities: vec![crate::protocol::ARTIFACT_RECEIPT.to_owned()],
             store_id: Some(self.store_id.clone()),
         };
         Ok((

@@ -66,6 +66,11 @@ pub struct SessionRequest {
     pub signature: String,
 }
 
+/// The capability of a coordinator whose `PUT /v1/artifacts/{sha256}` answers `200
+/// {"sha256", "size"}` (what it stored), which a worker checks before a completion names the
+/// output; a coordinator without it cannot be told an upload landed whole.
+pub const ARTIFACT_RECEIPT: &str = "artifact_receipt";
+
 #[derive(Debug, Serialize, Deserialize)]
 pub struct SessionAnswer {
     pub token: String,

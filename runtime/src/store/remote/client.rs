@@ -34,6 +34,8 @@ pub(crate) struct Session {
     pub protocol: i64,
     /// The coordinator's store id (part of every effect's idempotency key).
     pub store_id: Option<String>,
+    /// What the coordinator said it can do beyond the protocol version.
+    pub capabilities: Vec<String>,
 }
 
 /// What every HTTP client of one remote store shares: settings, the device key, the
@@ -617,6 +619,7 @@ impl Client {
             renew_at: asked + life.mul_f64(2.0 / 3.0),
             protocol: session.protocol,
             store_id: session.store_id,
+            capabilities: session.capabilities,
         })
     }
 }
@@ -745,6 +748,7 @@ mod tests {
                 renew_at: tokio::time::Instant::now() + std::time::Duration::from_secs(600),
                 protocol: 1,
                 store_id: None,
+                capabilities: Vec::new(),
             })),
             refused: Default::default(),
             retried: Default::default(),

@@ -606,6 +606,23 @@ impl Backend for RemoteBackend {
     ) -> BoxFuture<'_, StoreResult<()>> {
         Box::pin(async move {
             let path = format!("/v1/artifacts/{}", output.sha256);
+            // An older coordinator answers an upload with no receipt: what it stored could
+            // not be checked, so nothing is uploaded to it.
+            let session = self.client.session().await?;
+            if !session
+                .capabilities
+                .iter()
+                .any(|c| c == crate::protocol::ARTIFACT_RECEIPT)
+            {
+                return Err(StoreError::Refused {
+                    call: path,
+                    status: 0,
+                    code: format!(
+                        "the coordinator does not say `{}`: it cannot confirm what an upload stored (upgrade the coordinator)",
+                        crate::protocol::ARTIFACT_RECEIPT
+                    ),
+                });
+            }
             let reply = self.client.upload(&path, bytes).await?;
             if !reply.status.is_success() {
                 return Err(self.client.refused(&path, &reply));
