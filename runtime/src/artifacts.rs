@@ -105,6 +105,15 @@ pub struct Workspaces {
 }
 
 impl Workspaces {
+    /// Under the system's temporary directory, in a folder whose name no other user of the
+    /// host can guess and make first; cleaned up by the default policy.
+    pub fn in_temp() -> Self {
+        Workspaces::new(
+            std::env::temp_dir().join(format!("scaffold-jobs-{:016x}", crate::retry::random_u64())),
+            Cleanup::default(),
+        )
+    }
+
     /// `root`, cleaned up by `cleanup`.
     pub fn new(root: impl Into<PathBuf>, cleanup: Cleanup) -> Self {
         Workspaces {

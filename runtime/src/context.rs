@@ -99,10 +99,7 @@ impl WorkContext {
                 account: claimed.item.account.clone(),
                 inputs: claimed.inputs.clone(),
                 files: Mutex::new(Files {
-                    workspaces: Workspaces::new(
-                        std::env::temp_dir().join("scaffold-jobs"),
-                        artifacts::Cleanup::default(),
-                    ),
+                    workspaces: Workspaces::in_temp(),
                     dir: None,
                     fetched: BTreeMap::new(),
                     outputs: Vec::new(),
@@ -339,12 +336,7 @@ impl WorkContext {
         let bytes = self
             .inner
             .store
-            .fetch_artifact(
-                &self.inner.held,
-                &self.inner.account,
-                &input.sha256,
-                input.size,
-            )
+            .fetch_artifact(&self.inner.account, &input.sha256, input.size)
             .await
             .map_err(WorkError::Store)?
             .ok_or_else(|| {

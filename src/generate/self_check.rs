@@ -31,13 +31,7 @@ pub(crate) fn check_plan(plan: &Plan) -> Result<(), GenerateError> {
     copy_tree(root, tree)?;
     crate::check::cache::seed(root, tree);
     for (path, file) in plan.files() {
-        let to = tree.join(path);
-        if let Some(parent) = to.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| scratch_error(&format!("cannot make {}: {e}", parent.display())))?;
-        }
-        std::fs::write(&to, &file.after)
-            .map_err(|e| scratch_error(&format!("cannot write the planned {path}: {e}")))?;
+        put(tree, path, &file.after)?;
     }
     let after = errors(tree).map_err(|why| GenerateError::PlanFlagged {
         findings: format!("  the planned tree does not load: {why}"),
@@ -82,15 +76,19 @@ fn copy_tree(root: &Path, tree: &Path) -> Result<(), GenerateError> {
         let Ok(Some(bytes)) = crate::repo::inside::read_bytes(root, rel, COPY_LIMIT) else {
             continue;
         };
-        let to = tree.join(rel);
-        if let Some(parent) = to.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| scratch_error(&format!("cannot make {}: {e}", parent.display())))?;
-        }
-        std::fs::write(&to, bytes)
-            .map_err(|e| scratch_error(&format!("cannot copy {rel}: {e}")))?;
+        put(tree, rel, &bytes)?;
     }
     Ok(())
+}
+
+/// Writes `bytes` as `rel` (repo-relative, checked when planned or walked) in `tree`.
+fn put(tree: &Path, rel: &str, bytes: &[u8]) -> Result<(), GenerateError> {
+    let to = tree.join(rel);
+    if let Some(parent) = to.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| scratch_error(&format!("cannot make {}: {e}", parent.display())))?;
+    }
+    std::fs::write(&to, bytes).map_err(|e| scratch_error(&format!("cannot write {rel}: {e}")))
 }
 
 /// The errors a full `scaffold check` of `tree` reports (no baseline, no agent).

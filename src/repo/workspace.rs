@@ -54,7 +54,7 @@ pub struct Dep {
 }
 
 /// A `[workspace.dependencies]` entry, as a member's `workspace = true` inherits it.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub(crate) struct WorkspaceDep {
     pub package: Option<String>,
     /// Repo-relative directory, for a path dependency.
@@ -178,13 +178,7 @@ impl Workspace {
                             package,
                             path,
                             features: string_list(spec.and_then(|t| t.get("features"))),
-                            default_features: spec
-                                .and_then(|t| {
-                                    t.get("default-features")
-                                        .or_else(|| t.get("default_features"))
-                                })
-                                .and_then(Item::as_bool)
-                                != Some(false),
+                            default_features: spec.and_then(default_features_said) != Some(false),
                         },
                     );
                 }
@@ -302,6 +296,14 @@ fn toml_error(file: &SourceFile, e: &toml_edit::TomlError) -> Gap {
         at,
         why: Why::Toml { message: msg },
     }
+}
+
+/// What a dependency's `default-features` (or cargo's older `default_features`) says, if
+/// anything.
+fn default_features_said(spec: &dyn toml_edit::TableLike) -> Option<bool> {
+    spec.get("default-features")
+        .or_else(|| spec.get("default_features"))
+        .and_then(Item::as_bool)
 }
 
 fn string_list(item: Option<&Item>) -> Vec<String> {

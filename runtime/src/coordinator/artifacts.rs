@@ -51,7 +51,7 @@ impl Shared {
                     .with("sha256", got),
             );
         }
-        let bytes_len = bytes.len();
+        let size = bytes.len() as u64;
         self.store
             .coordinator()?
             .put_artifact(
@@ -62,7 +62,6 @@ impl Shared {
             )
             .await?;
         // What was stored, so the worker checks it before a completion names it.
-        let size = bytes_len as u64;
         Ok((
             StatusCode::OK,
             axum::Json(serde_json::json!({"sha256": sha256, "size": size})),

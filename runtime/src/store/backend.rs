@@ -219,27 +219,18 @@ pub trait Backend: Send + Sync + fmt::Debug {
     fn dashboard(&self) -> Option<&dyn super::dashboard::DashboardStore> {
         None
     }
-    /// The bytes of artifact `sha256` of `account`, one of the inputs of `held`'s job, read
+    /// The bytes of artifact `sha256` of `account` (an input of a job this worker holds), read
     /// no further than `limit` bytes (a longer answer is returned cut at `limit + 1`, which
     /// the caller sees is not the size it named); `None` when it is not stored. By default
     /// from the coordinator's tables of a store that owns them.
     fn fetch_artifact(
         &self,
-        held: Held,
         account: String,
         sha256: String,
         limit: u64,
     ) -> BoxFuture<'_, StoreResult<Option<Vec<u8>>>> {
-        let _ = (held, limit);
-        Box::pin(async move {
-            match self.coordinator() {
-                Some(c) => c.get_artifact(account, sha256).await,
-                None => Err(crate::error::StoreError::Unsupported(format!(
-                    "the {} store keeps no artifacts",
-                    self.name()
-                ))),
-            }
-        })
+        let _ = limit;
+        Box::pin(async move { artifact_tables(self)?.get_artifact(account, sha256).await })
     }
     /// Stores `bytes` (whose digest and size `output` names) as output `output.name` of
     /// `held`'s attempt. By default stored and recorded with the attempt at once (fenced and
@@ -254,12 +245,7 @@ pub trait Backend: Send + Sync + fmt::Debug {
         now: Timestamp,
     ) -> BoxFuture<'_, StoreResult<()>> {
         Box::pin(async move {
-            let c = self.coordinator().ok_or_else(|| {
-                crate::error::StoreError::Unsupported(format!(
-                    "the {} store keeps no artifacts",
-                    self.name()
-                ))
-            })?;
+            let c = artifact_tables(self)?;
             c.put_artifact(account.clone(), output.sha256.clone(), bytes, now)
                 .await?;
             c.record_outputs(held, account, vec![(output.name, output.sha256)], now)
@@ -290,6 +276,18 @@ pub trait Backend: Send + Sync + fmt::Debug {
         let _ = lane;
         Box::pin(tokio::time::sleep(max))
     }
+}
+
+/// The tables a backend keeps artifacts in; `Unsupported` for one that keeps none.
+fn artifact_tables<B: Backend + ?Sized>(
+    backend: &B,
+) -> StoreResult<&dyn super::coordinator::CoordinatorStore> {
+    backend.coordinator().ok_or_else(|| {
+        crate::error::StoreError::Unsupported(format!(
+            "the {} store keeps no artifacts",
+            backend.name()
+        ))
+    })
 }
 
 /// What a remote backend (a worker over the coordinator) adds: the identity the coordinator

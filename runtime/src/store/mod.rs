@@ -466,17 +466,16 @@ impl Store {
             .await
     }
 
-    /// The bytes of `account`'s artifact `sha256`, an input of `held`'s job, read no
-    /// further than `limit` bytes and one more (the caller checks digest and size).
+    /// The bytes of `account`'s artifact `sha256` (an input of a job this worker holds),
+    /// read no further than `limit` bytes and one more (the caller checks digest and size).
     pub async fn fetch_artifact(
         &self,
-        held: &Held,
         account: &str,
         sha256: &str,
         limit: u64,
     ) -> StoreResult<Option<Vec<u8>>> {
         self.backend
-            .fetch_artifact(held.clone(), account.to_owned(), sha256.to_owned(), limit)
+            .fetch_artifact(account.to_owned(), sha256.to_owned(), limit)
             .await
     }
 

@@ -253,15 +253,16 @@ impl WorkLoop {
                 format!("worker-{}-{salt:06x}", std::process::id())
             }),
         };
-        let workspaces = config.workspaces.clone().unwrap_or_else(|| {
-            let root = match store.remote() {
-                Some(remote) => remote.state_dir().join("jobs"),
-                // A name no other user of the host can guess and make first.
-                None => std::env::temp_dir()
-                    .join(format!("scaffold-jobs-{:016x}", crate::retry::random_u64())),
-            };
-            crate::artifacts::Workspaces::new(root, crate::artifacts::Cleanup::default())
-        });
+        let workspaces = config
+            .workspaces
+            .clone()
+            .unwrap_or_else(|| match store.remote() {
+                Some(remote) => crate::artifacts::Workspaces::new(
+                    remote.state_dir().join("jobs"),
+                    crate::artifacts::Cleanup::default(),
+                ),
+                None => crate::artifacts::Workspaces::in_temp(),
+            });
         let durations = handlers
             .keys()
             .map(|k| (*k, crate::metrics::Histogram::default()))

@@ -6,7 +6,10 @@ use std::collections::BTreeMap;
 use toml_edit::{Item, TableLike};
 
 use super::super::gaps::{Gap, Why};
-use super::{Crate, Dep, DepKind, Disk, WorkspaceDep, join_rel, string_list, toml_error};
+use super::{
+    Crate, Dep, DepKind, Disk, WorkspaceDep, default_features_said, join_rel, string_list,
+    toml_error,
+};
 use crate::check::finding::Location;
 use crate::repo::inside::EntryKind;
 use crate::source::SourceFile;
@@ -257,12 +260,7 @@ fn collect_deps(
         }
         features.sort();
         features.dedup();
-        let own_default = spec
-            .and_then(|s| {
-                s.get("default-features")
-                    .or_else(|| s.get("default_features"))
-            })
-            .and_then(Item::as_bool);
+        let own_default = spec.and_then(default_features_said);
         // Cargo: a member turns defaults off only where the workspace entry does too.
         let default_features = match inherited {
             Some(w) => w.default_features || own_default == Some(true),

@@ -224,22 +224,7 @@ impl Client {
         }
         // The error's text names the URL and the cause, never a header.
         let res = req.send().await.map_err(|e| e.without_url().to_string())?;
-        let status = res.status();
-        let retry_after = res
-            .headers()
-            .get(header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<u64>().ok());
-        let bytes = read_capped(res, ANSWER_LIMIT).await?;
-        let mut body = if bytes.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_slice(&bytes).unwrap_or(Value::Null)
-        };
-        if let (Some(s), Value::Object(map)) = (retry_after, &mut body) {
-            map.insert("retry_after".to_owned(), Value::from(s));
-        }
-        Ok(Reply { status, body })
+        reply_of(res).await
     }
 
     /// A request made until it has an answer that is not transient, for at most the
@@ -527,9 +512,7 @@ impl Client {
                     status.as_u16()
                 )));
             }
-            let bytes = read_upto(res, 64 << 10).await?;
-            let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-            return Ok((Reply { status, body }, Vec::new()));
+            return Ok((reply_of(res).await?, Vec::new()));
         }
         Ok(not_followed(&format!(
             "more than {MAX_REDIRECTS} redirects"
@@ -631,7 +614,7 @@ const ANSWER_LIMIT: usize = 128 << 20;
 
 /// `res`'s body, read chunk by chunk and refused past `limit` bytes (as no answer: the call
 /// is retried, then unreachable; a claim's jobs then go back when their leases run out).
-async fn read_capped(mut res: reqwest::Response, limit: usize) -> Result<Vec<u8>, String> {
+async fn read_capped(res: reqwest::Response, limit: usize) -> Result<Vec<u8>, String> {
     let too_big = || format!("the coordinator's answer is over {limit} bytes; not read further");
     if res
         .content_length()
@@ -639,14 +622,32 @@ async fn read_capped(mut res: reqwest::Response, limit: usize) -> Result<Vec<u8>
     {
         return Err(too_big());
     }
-    let mut bytes = Vec::new();
-    while let Some(chunk) = res.chunk().await.map_err(|e| e.without_url().to_string())? {
-        if bytes.len() + chunk.len() > limit {
-            return Err(too_big());
-        }
-        bytes.extend_from_slice(&chunk);
+    let bytes = read_upto(res, limit as u64 + 1).await?;
+    if bytes.len() > limit {
+        return Err(too_big());
     }
     Ok(bytes)
+}
+
+/// The coordinator's answer: its status and JSON body (`Null` for none or one that is not
+/// JSON), read up to [`ANSWER_LIMIT`], with its `Retry-After` seconds as `retry_after`.
+async fn reply_of(res: reqwest::Response) -> Result<Reply, String> {
+    let status = res.status();
+    let retry_after = res
+        .headers()
+        .get(header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    let bytes = read_capped(res, ANSWER_LIMIT).await?;
+    let mut body = if bytes.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null)
+    };
+    if let (Some(s), Value::Object(map)) = (retry_after, &mut body) {
+        map.insert("retry_after".to_owned(), Value::from(s));
+    }
+    Ok(Reply { status, body })
 }
 
 /// A download not followed further: final, never retried within the call, and neither the

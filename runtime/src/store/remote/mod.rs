@@ -581,7 +581,6 @@ impl Backend for RemoteBackend {
 
     fn fetch_artifact(
         &self,
-        _held: Held,
         _account: String,
         sha256: String,
         limit: u64,
