@@ -163,6 +163,14 @@ pub fn render(stats: &[LaneStats], loop_: Option<&WorkLoop>) -> String {
     out
 }
 
+/// `loop_`'s counters and handler durations alone, in the Prometheus text format: what a
+/// remote worker's `/metrics` answers (the queue's figures are the coordinator's).
+pub fn render_work_loop(loop_: &WorkLoop) -> String {
+    let mut out = String::new();
+    render_loop(&mut out, loop_);
+    out
+}
+
 /// The loop's counters and handler durations. Labels are stable names (the worker's
 /// lanes), never its process id: a restart must not start new series; which instance
 /// answered is Prometheus's own `instance` label.
