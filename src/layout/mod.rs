@@ -83,6 +83,12 @@ pub fn namespace_module(ns: &str) -> String {
 
 /// The lane a spec rides when it names none (`..WorkKindSpec::DEFAULT`).
 pub const DEFAULT_LANE: &str = "default";
+
+/// Where the coordinator's crate lives (`scaffold worker --remote` adds it).
+pub const COORDINATOR_DIR: &str = "platform/coordinator";
+
+/// The coordinator's name as an image and a deployment's worker.
+pub const COORDINATOR: &str = "coordinator";
 /// The local launch script: one worker process per line.
 pub const DEV_SH: &str = dev_sh::PATH;
 /// The local compose file the generator adds worker services to.

@@ -18,6 +18,10 @@
 //! ([`crate::layout::lane`]). A process of no known worker serves its `--lane`, else any lane
 //! variable's, else `default`.
 //!
+//! The coordinator (`platform/coordinator/`, what `scaffold worker --remote` adds) is not a
+//! worker: its `serve` claims nothing, so its process (dev.sh running its package, a compose
+//! service building `coordinator.Dockerfile`) serves no lane.
+//!
 //! A file of a place that cannot be read, or does not parse (YAML, HCL), is a finding of
 //! `lane-undeployed` (fail closed: never a silent skip), and its place then counts as
 //! serving every lane; so is a compose service's Dockerfile that cannot be read.
@@ -135,6 +139,15 @@ impl Place {
     }
 }
 
+/// The coordinator's package, when `platform/coordinator/` is a crate of the workspace.
+fn coordinator_package(repo: &Repo) -> Option<&str> {
+    repo.workspace
+        .crates
+        .iter()
+        .find(|c| c.dir == crate::layout::COORDINATOR_DIR)
+        .map(|c| c.package.as_str())
+}
+
 /// Whether `workers/<worker>/` is a crate of the workspace.
 fn is_worker(repo: &Repo, worker: &str) -> bool {
     repo.workspace
@@ -175,7 +188,17 @@ fn dev_sh(repo: &Repo) -> Place {
         .iter()
         .filter_map(|c| Some((c.package.as_str(), worker_folder(&c.dir)?.to_owned())))
         .collect();
+    let coordinator = coordinator_package(repo);
     for process in dev_sh_processes(&text) {
+        if coordinator.is_some_and(|package| {
+            runs_package(
+                &process.words,
+                package,
+                &format!("{}/Cargo.toml", crate::layout::COORDINATOR_DIR),
+            )
+        }) {
+            continue;
+        }
         let worker = workers.iter().find_map(|(package, w)| {
             runs_package(
                 &process.words,
@@ -233,6 +256,12 @@ fn compose(repo: &Repo) -> Place {
         for (key, svc) in entries {
             let worker = service_worker(key.as_str().unwrap_or_default(), svc);
             let known = is_worker(repo, &worker).then_some(worker.as_str());
+            if known.is_none()
+                && worker == crate::layout::COORDINATOR
+                && coordinator_package(repo).is_some()
+            {
+                continue;
+            }
             if compose_service(repo, svc, known, &mut place)
                 && let Some(w) = &mut place.workers
             {
