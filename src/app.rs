@@ -168,6 +168,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, AppError> {
                 orchestration: args.orchestration,
                 long_held: args.long_held,
                 integration: args.integration.clone(),
+                remote: args.remote,
                 dry_run: args.dry_run,
             };
             let done =

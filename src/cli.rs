@@ -339,6 +339,10 @@ pub struct WorkerArgs {
         conflicts_with_all = ["orchestration", "long_held"]
     )]
     pub integration: Option<String>,
+    /// A new remote worker: it reaches the queue through the coordinator
+    /// (`platform/coordinator/`, made with the first one) and holds no database.
+    #[arg(long, conflicts_with_all = ["orchestration", "integration"])]
+    pub remote: bool,
     /// Print the plan as unified diffs; write nothing.
     #[arg(long)]
     pub dry_run: bool,

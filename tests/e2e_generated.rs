@@ -6,7 +6,9 @@
 //! replica of the maintenance worker), an orchestration kind (resumed after a kill between
 //! its steps), a long-held kind, a kind calling an outside provider (its client crate, the
 //! handler's test on the twin), and a new worker with its own lane, container and role
-//! whose kind reuses that provider's crate.
+//! whose kind reuses that provider's crate, and a remote worker with the coordinator (a copy
+//! of whose manifest linking a database driver fails `remote-worker-database`), whose
+//! binaries then run as processes (tests/e2e_remote.rs).
 //! The generated workspace builds into one shared target directory
 //! (`target/e2e-generated`) to keep the time down.
 
@@ -356,4 +358,55 @@ fn the_generated_repository_stays_green_as_it_grows() {
         &dir,
         "worker billing CHARGE_CARD --lane payments --container --role scheduler --integration carrier",
     );
+
+    // A remote worker, and with it the coordinator: its tests start a coordinator over
+    // SQLite and work a kind through it (and refuse a payload with an unknown field); the
+    // worker links no database driver, which the checker holds it to.
+    run_ok(
+        &dir,
+        &["worker", "render", "RENDER_LABEL", "--remote"],
+        &dir,
+    );
+    for f in [
+        "workers/render/src/container.rs",
+        "workers/render/tests/serve.rs",
+        "platform/coordinator/src/main.rs",
+        "deployment/docker/coordinator.Dockerfile",
+        "deployment/terraform/modules/coordinator/main.tf",
+    ] {
+        assert!(dir.join(f).is_file(), "{f}");
+    }
+    green(&dir, "worker render RENDER_LABEL --remote");
+    let manifest = dir.join("workers/render/Cargo.toml");
+    let original = std::fs::read_to_string(&manifest).expect("the remote worker's manifest");
+    for (how, edited) in [
+        (
+            "a driver",
+            original.replace(
+                "serde.workspace = true\n",
+                "serde.workspace = true\nrusqlite = \"0.37\"\n",
+            ),
+        ),
+        (
+            "the runtime's sqlite feature",
+            original.replace(
+                "features = [\"remote\"]",
+                "features = [\"remote\", \"sqlite\"]",
+            ),
+        ),
+    ] {
+        assert_ne!(edited, original, "{how}: the edit applies");
+        std::fs::write(&manifest, edited).expect("edit the manifest");
+        let r = run_in(&dir, &["check", "--format", "json"]);
+        let found = r
+            .findings()
+            .iter()
+            .filter(|f| f["rule"] == "remote-worker-database")
+            .count();
+        assert_eq!(r.code, 1, "{how}: {}", r.stdout);
+        assert_eq!(found, 1, "{how}: {}", r.stdout);
+    }
+    std::fs::write(&manifest, original).expect("restore the manifest");
+
+    crate::e2e_remote::run(&dir, &target_dir(), |args| cargo(&dir, args));
 }

@@ -171,6 +171,7 @@ fn arbitrary_template_override_never_panics() {
         orchestration: false,
         long_held: false,
         integration: None,
+        remote: false,
         dry_run: true,
     };
     runner

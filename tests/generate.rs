@@ -13,6 +13,8 @@ mod long_running;
 mod producer;
 #[path = "generate/refusals.rs"]
 mod refusals;
+#[path = "generate/remote.rs"]
+mod remote;
 
 use std::collections::BTreeMap;
 use std::fs;

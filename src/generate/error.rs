@@ -262,6 +262,25 @@ pub enum GenerateError {
         help("drop --role: the worker's role is in workers/{worker}/Cargo.toml")
     )]
     RoleOfExistingWorker { worker: String },
+    #[error("worker `{worker}` exists and is not a remote worker; --remote makes a new one")]
+    #[diagnostic(
+        code(scaffold::worker_exists),
+        help(
+            "give the kind to a new worker (`scaffold worker <new-name> <KIND> --remote`), or drop --remote to add it to this worker"
+        )
+    )]
+    RemoteOfExistingWorker { worker: String },
+    #[error("a remote worker is not generated with {option} (worker `{worker}`)")]
+    #[diagnostic(
+        code(scaffold::remote_refuses),
+        help(
+            "a remote worker holds no database: orchestrations, schedules, a producer's transaction and provider crates built on the full runtime run on a local worker; drop {option}, or give the kind to a local worker"
+        )
+    )]
+    RemoteRefuses {
+        worker: String,
+        option: &'static str,
+    },
     #[error("worker `{worker}` exists; --container applies to a new worker")]
     #[diagnostic(
         code(scaffold::worker_exists),
@@ -382,6 +401,8 @@ impl GenerateError {
             | GenerateError::AmbiguousNamespace { .. }
             | GenerateError::UnknownRole { .. }
             | GenerateError::RoleOfExistingWorker { .. }
+            | GenerateError::RemoteOfExistingWorker { .. }
+            | GenerateError::RemoteRefuses { .. }
             | GenerateError::ContainerOfExistingWorker { .. }
             | GenerateError::NoWorkLoop { .. }
             | GenerateError::UnknownProducer { .. }

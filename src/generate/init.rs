@@ -172,6 +172,8 @@ pub(crate) fn worker_vars(
         ("role", Value::from(role)),
         ("metrics_port", Value::from(metrics_port)),
         ("maintenance", Value::from(maintenance)),
+        // A worker whose queue is the coordinator (`scaffold worker --remote`).
+        ("remote", Value::from(false)),
     ]);
     vars
 }

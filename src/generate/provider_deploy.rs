@@ -48,7 +48,7 @@ pub fn plan(plan: &mut Plan, name: &str, worker: &str) -> Result<(), GenerateErr
     Ok(())
 }
 
-fn refused(path: &str, what: &str) -> GenerateError {
+pub(crate) fn refused(path: &str, what: &str) -> GenerateError {
     GenerateError::Unwirable {
         path: path.to_owned(),
         what: what.to_owned(),
@@ -186,7 +186,7 @@ fn instances(main: &str, worker: &str, p: &str) -> Result<String, GenerateError>
 }
 
 /// Where a new attribute line goes in `block`: the start of its closing brace's line.
-fn insert_line(main: &str, block: &Block) -> Option<usize> {
+pub(crate) fn insert_line(main: &str, block: &Block) -> Option<usize> {
     let span = block.span()?;
     let close = main[..span.end].rfind('}')?;
     let line = main[..close].rfind('\n').map_or(0, |i| i + 1);
@@ -268,7 +268,7 @@ fn workflow_vars(plan: &mut Plan, path: &str, p: &str) -> Result<(), GenerateErr
     plan.edit(path, out)
 }
 
-fn parse(text: &str, path: &str) -> Result<Body, GenerateError> {
+pub(crate) fn parse(text: &str, path: &str) -> Result<Body, GenerateError> {
     hcl_edit::parser::parse_body(text).map_err(|e| GenerateError::Unwirable {
         path: path.to_owned(),
         what: format!(
@@ -279,7 +279,7 @@ fn parse(text: &str, path: &str) -> Result<Body, GenerateError> {
     })
 }
 
-fn blocks<'b>(body: &'b Body, ident: &'b str) -> impl Iterator<Item = &'b Block> + 'b {
+pub(crate) fn blocks<'b>(body: &'b Body, ident: &'b str) -> impl Iterator<Item = &'b Block> + 'b {
     body.iter().filter_map(move |s| match s {
         Structure::Block(b) if b.ident.as_str() == ident => Some(b),
         _ => None,

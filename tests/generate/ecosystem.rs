@@ -45,6 +45,12 @@ fn grown() -> (tempfile::TempDir, PathBuf) {
             "carrier",
         ],
     ));
+    // A remote worker: the coordinator's crate, image, compose services and Terraform
+    // module come with it.
+    ok(&run_in(
+        &dir,
+        &["worker", "render", "RENDER_LABEL", "--remote"],
+    ));
     (tmp, dir)
 }
 
@@ -137,8 +143,8 @@ fn the_grown_repository_passes_hadolint_shellcheck_and_actionlint() {
 
 /// `docker compose config` needs an engine this machine does not have; the schema it
 /// validates with (vendored under tests/compose/) and the references it resolves — every
-/// `depends_on` a service, every Dockerfile present, every published port once — are
-/// checked here instead.
+/// `depends_on` a service, every Dockerfile present, every named volume declared, every
+/// published port once — are checked here instead.
 #[test]
 fn the_grown_repositorys_compose_file_is_valid_compose() {
     const TEST: &str = "the_grown_repositorys_compose_file_is_valid_compose";
@@ -169,6 +175,20 @@ fn the_grown_repositorys_compose_file_is_valid_compose() {
             let file = build["dockerfile"].as_str().unwrap_or("Dockerfile");
             let path = dir.join("deployment/local").join(context).join(file);
             assert!(path.is_file(), "{name}: {} is missing", path.display());
+        }
+        // A named volume (not a path) is declared at the top level, as `docker compose
+        // config` requires.
+        for mount in service["volumes"].as_array().into_iter().flatten() {
+            let source = mount
+                .as_str()
+                .and_then(|m| m.split(':').next())
+                .unwrap_or("");
+            if !source.is_empty() && !source.starts_with(['.', '/', '~']) {
+                assert!(
+                    value["volumes"].get(source).is_some(),
+                    "{name} mounts the undeclared volume {source}"
+                );
+            }
         }
         for port in service["ports"].as_array().into_iter().flatten() {
             let port = port.as_str().expect("a port mapping");
@@ -319,7 +339,11 @@ fn health_test(dir: &Path) -> String {
          subnet_ids = [\"subnet-0a\"]\n  security_group_ids = [\"sg-0a\"]\n  \
          database_url_secret_arn = \"arn:aws:secretsmanager:eu-west-1:123456789012:secret:db\"\n  \
          carrier_base_url = \"https://carrier.example\"\n  \
-         carrier_token_secret_arn = \"arn:aws:secretsmanager:eu-west-1:123456789012:secret:carrier\"\n}}\n\n\
+         carrier_token_secret_arn = \"arn:aws:secretsmanager:eu-west-1:123456789012:secret:carrier\"\n  \
+         coordinator_public_url = \"https://queue.example.com\"\n  \
+         coordinator_public_subnet_ids = [\"subnet-0b\"]\n  \
+         coordinator_tls_cert_secret_arn = \"arn:aws:secretsmanager:eu-west-1:123456789012:secret:cert\"\n  \
+         coordinator_tls_key_secret_arn = \"arn:aws:secretsmanager:eu-west-1:123456789012:secret:key\"\n}}\n\n\
          run \"health_checks_run_a_binary_of_the_image\" {{\n  command = plan\n",
         images.join("\n")
     );
@@ -389,7 +413,16 @@ fn the_grown_repositorys_terraform_is_formatted_valid_and_health_checks_its_imag
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names, ["account", "environment", "registry", "service"]);
+    assert_eq!(
+        names,
+        [
+            "account",
+            "coordinator",
+            "environment",
+            "registry",
+            "service"
+        ]
+    );
     for name in &names {
         let module = modules.join(name);
         clean(

@@ -17,6 +17,8 @@ mod cli;
 mod common;
 #[path = "../e2e_generated.rs"]
 mod e2e_generated;
+#[path = "../e2e_remote.rs"]
+mod e2e_remote;
 #[path = "../fuzz.rs"]
 mod fuzz;
 #[path = "../generate.rs"]

@@ -4,6 +4,7 @@
 mod deploy;
 mod lookup;
 mod own_lane;
+mod remote;
 
 use std::path::Path;
 
@@ -42,6 +43,8 @@ pub struct WorkerOptions {
     pub long_held: bool,
     /// The outside provider the handler calls (`integrations/<provider>/`).
     pub integration: Option<String>,
+    /// A new worker that reaches the queue through the coordinator (no database).
+    pub remote: bool,
     pub dry_run: bool,
 }
 
@@ -177,6 +180,22 @@ pub fn worker(
             worker: worker.to_owned(),
         });
     }
+    let remote = if is_new {
+        opts.remote
+    } else {
+        let manifest = crate::layout::worker_file(worker, "Cargo.toml");
+        let text = Plan::new(&root).text(&manifest)?.unwrap_or_default();
+        let remote = remote::is_remote(&text);
+        if opts.remote && !remote {
+            return Err(GenerateError::RemoteOfExistingWorker {
+                worker: worker.to_owned(),
+            });
+        }
+        remote
+    };
+    if remote {
+        remote_refusals(opts)?;
+    }
     let templates = Templates::new(Some(&root));
     let mut plan = Plan::new(&root);
     let producer = if opts.orchestration {
@@ -226,6 +245,7 @@ pub fn worker(
     vars.push(("service_snake", Value::from(names::snake(&service))));
     vars.push(("service", Value::from(service)));
     vars.push(("long_held", Value::from(opts.long_held)));
+    vars.push(("remote", Value::from(remote)));
     vars.extend(super::integration::vars(opts.integration.as_deref()));
     let ctx = context(&vars);
 
@@ -246,7 +266,9 @@ pub fn worker(
         return finish("worker", txn, plan, opts.dry_run, next);
     }
     plan_kind(&mut plan, &templates, &ctx, &ns)?;
-    if is_new {
+    if is_new && remote {
+        remote::plan_new_remote_worker(&mut plan, &templates, &ctx, &name, worker)?;
+    } else if is_new {
         plan_new_worker(
             &mut plan,
             &templates,
@@ -320,7 +342,11 @@ pub fn worker(
                 rule: "a lane whose replica name no worker has",
             });
         }
-        plan_replica(&mut plan, &templates, &ctx, (&name, worker))?;
+        if remote {
+            remote::plan_remote_replica(&mut plan, &templates, &ctx, worker)?;
+        } else {
+            plan_replica(&mut plan, &templates, &ctx, (&name, worker))?;
+        }
     }
     let mut next = vec![format!(
         "edit workers/{worker}/src/handlers/{}.rs: do the work inside ctx.once",
@@ -359,6 +385,28 @@ pub fn worker(
     next.push(format!("cargo test -p {name}-{worker}"));
     next.push("scaffold check".to_owned());
     finish("worker", txn, plan, opts.dry_run, next)
+}
+
+/// What a remote worker is not generated with: the parts that need the database on the
+/// worker's host (an orchestration's child items, a schedule's enqueues) or a provider
+/// crate built on the full runtime.
+fn remote_refusals(opts: &WorkerOptions) -> Result<(), GenerateError> {
+    let refused = if opts.orchestration {
+        Some("--orchestration")
+    } else if opts.integration.is_some() {
+        Some("--integration")
+    } else if opts.role.as_deref() == Some("scheduler") {
+        Some("--role scheduler")
+    } else {
+        None
+    };
+    match refused {
+        Some(option) => Err(GenerateError::RemoteRefuses {
+            worker: opts.worker.clone(),
+            option,
+        }),
+        None => Ok(()),
+    }
 }
 
 /// The kind's variables: `KIND`, `Kind`, `kind_snake`, `kind_words`, `permission`, `lane`.

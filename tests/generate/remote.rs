@@ -1,0 +1,192 @@
+//! `scaffold worker … --remote`: the remote worker's crate and deployment, the coordinator
+//! made once with the first one, a kind joining a remote worker staying remote, and what
+//! it refuses with the tree byte-identical. (Building it and running it as processes is
+//! tests/e2e_generated.rs.)
+
+use super::*;
+use crate::common::Test;
+
+fn read(dir: &Path, rel: &str) -> String {
+    fs::read_to_string(dir.join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+fn findings_of(dir: &Path, rule: &str) -> Vec<serde_json::Value> {
+    run_in(dir, &["check", "--format", "json"])
+        .findings()
+        .into_iter()
+        .filter(|f| f["rule"] == rule)
+        .collect()
+}
+
+#[test]
+fn a_remote_worker_comes_with_the_coordinator_once_and_holds_no_database() {
+    let (_tmp, dir) = repo();
+    ok(&run_in(&dir, &["namespace", "shipping"]));
+    ok(&run_in(
+        &dir,
+        &["worker", "render", "RENDER_LABEL", "--remote"],
+    ));
+
+    let manifest = read(&dir, "workers/render/Cargo.toml");
+    assert!(manifest.contains("remote = true"), "{manifest}");
+    assert!(
+        manifest.contains(
+            "scaffold-runtime = { path = \"../../platform/runtime\", default-features = false, features = [\"remote\"] }"
+        ),
+        "{manifest}"
+    );
+    let om = read(&dir, "om/Cargo.toml");
+    assert!(
+        om.contains(
+            "scaffold-runtime = { path = \"../platform/runtime\", default-features = false }"
+        ),
+        "om no longer turns the database backends on: {om}"
+    );
+    let payload = read(&dir, "om/src/shipping/types/work.rs");
+    assert!(
+        payload.contains("#[serde(deny_unknown_fields)]"),
+        "{payload}"
+    );
+    let settings = read(&dir, "workers/render/src/settings.rs");
+    for var in [
+        "ACME_RENDER_COORDINATOR_URL",
+        "ACME_RENDER_TOKEN_FILE",
+        "ACME_RENDER_STATE_DIR",
+        "ACME_RENDER_CA_FILE",
+    ] {
+        assert!(settings.contains(var), "{var}");
+    }
+    assert!(!settings.contains("DATABASE"), "{settings}");
+    let compose = read(&dir, "deployment/local/docker-compose.full.yml");
+    let value: serde_json::Value = serde_saphyr::from_str(&compose).expect("compose is YAML");
+    let render = &value["services"]["render"];
+    assert_eq!(render["network_mode"], "service:coordinator");
+    let env = render["environment"].as_object().expect("its environment");
+    assert!(
+        env.keys().all(|k| !k.contains("DATABASE")),
+        "no database URL for the remote worker: {env:?}"
+    );
+    assert!(value["services"]["coordinator"].is_object());
+    assert!(value["services"]["render-enroll"].is_object());
+    let volumes = value["volumes"].as_object().expect("volumes");
+    assert!(volumes.contains_key("render-enroll"), "{volumes:?}");
+    let terraform = read(&dir, "deployment/terraform/modules/environment/main.tf");
+    let instance = terraform
+        .split("module \"render\"")
+        .nth(1)
+        .and_then(|rest| rest.split("\n}\n").next())
+        .expect("the remote worker's instance");
+    assert!(!instance.contains("secrets"), "no secret: {instance}");
+    assert!(terraform.contains("module \"coordinator\""), "{terraform}");
+    assert_eq!(
+        findings_of(&dir, "remote-worker-database"),
+        Vec::<serde_json::Value>::new()
+    );
+
+    // A second remote worker reuses the coordinator; a kind joining a remote worker keeps
+    // it remote (its payload refuses unknown fields too).
+    let coordinator = files(&dir.join("platform/coordinator"));
+    ok(&run_in(
+        &dir,
+        &["worker", "scan", "SCAN_PARCEL", "--remote"],
+    ));
+    ok(&run_in(&dir, &["worker", "render", "RENDER_MANIFEST"]));
+    assert_eq!(files(&dir.join("platform/coordinator")), coordinator);
+    let dev = read(&dir, "scripts/dev.sh");
+    assert_eq!(
+        dev.matches("cargo run -p acme-coordinator -- serve")
+            .count(),
+        1,
+        "{dev}"
+    );
+    let payloads = read(&dir, "om/src/shipping/types/work.rs");
+    assert_eq!(
+        payloads.matches("#[serde(deny_unknown_fields)]").count(),
+        3,
+        "{payloads}"
+    );
+    let compose = read(&dir, "deployment/local/docker-compose.full.yml");
+    assert_eq!(
+        compose.matches("\n  coordinator:\n").count(),
+        1,
+        "{compose}"
+    );
+}
+
+#[test]
+fn the_coordinators_process_serves_no_lane() {
+    // dev.sh runs the coordinator with `serve`: it is not a worker, so a lane nobody
+    // serves is still found.
+    let (_tmp, dir) = repo();
+    ok(&run_in(&dir, &["namespace", "shipping"]));
+    ok(&run_in(
+        &dir,
+        &["worker", "render", "RENDER_LABEL", "--remote"],
+    ));
+    assert_eq!(
+        findings_of(&dir, "lane-undeployed"),
+        Vec::<serde_json::Value>::new()
+    );
+    let dev = dir.join("scripts/dev.sh");
+    let text = read(&dir, "scripts/dev.sh");
+    fs::write(
+        &dev,
+        text.replace(
+            "ACME_METRICS_PORT=9100 cargo run -p acme-maintenance -- serve &\n",
+            "",
+        ),
+    )
+    .expect("write dev.sh");
+    let found = findings_of(&dir, "lane-undeployed");
+    assert!(
+        !found.is_empty(),
+        "the default lane's kinds are found unserved"
+    );
+    for f in &found {
+        let message = f["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("lane `default`") && message.contains("scripts/dev.sh"),
+            "{found:?}"
+        );
+    }
+}
+
+#[test]
+fn remote_refuses_what_needs_the_database_with_nothing_written() {
+    let (_tmp, dir) = repo();
+    ok(&run_in(&dir, &["namespace", "shipping"]));
+    for (args, says) in [
+        (
+            &["worker", "maintenance", "RENDER_LABEL", "--remote"][..],
+            "is not a remote worker",
+        ),
+        (
+            &[
+                "worker",
+                "render",
+                "RENDER_LABEL",
+                "--remote",
+                "--role",
+                "scheduler",
+            ][..],
+            "--role scheduler",
+        ),
+        (
+            &[
+                "worker",
+                "render",
+                "RENDER_LABEL",
+                "--remote",
+                "--orchestration",
+            ][..],
+            "cannot be used with",
+        ),
+    ] {
+        Test::in_dir(&dir)
+            .args(args.iter().copied())
+            .status(if says == "cannot be used with" { 2 } else { 1 })
+            .stderr_has(says)
+            .tree_unchanged()
+            .run();
+    }
+}
