@@ -410,6 +410,24 @@ pub fn run(dir: &Path, target: &Path, cargo: impl Fn(&[&str])) {
         "every leaky item failed its first attempt"
     );
     assert!(leaks.is_empty(), "{leaks:#?}");
+    // SIGTERM: a daemon drains and exits 0.
+    let (running, _, _) = &mut daemons[1];
+    signal(&running.0, "-TERM");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = running.0.try_wait().expect("the daemon's status") {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the daemon did not exit on SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(
+        status.success(),
+        "the daemon exits 0 after its drain: {status:?}"
+    );
     let workers = rt.block_on(store.workers()).expect("the workers");
     let render: Vec<_> = workers
         .iter()

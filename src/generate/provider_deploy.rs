@@ -103,7 +103,11 @@ fn locals(main: &str, provider: &str, p: &str, var: &str) -> String {
 
 /// Adds the token's secret to what the tasks' execution role may read.
 fn read_secret(main: &str, p: &str) -> Result<String, GenerateError> {
-    let arn = format!("var.{p}_token_secret_arn");
+    read_secret_arn(main, &format!("var.{p}_token_secret_arn"))
+}
+
+/// Adds the secret `arn` (an expression) to what the tasks' execution role may read.
+pub(crate) fn read_secret_arn(main: &str, arn: &str) -> Result<String, GenerateError> {
     let body = parse(main, TF_ENVIRONMENT)?;
     let statement = blocks(&body, "data")
         .find(|b| {
@@ -122,7 +126,7 @@ fn read_secret(main: &str, p: &str) -> Result<String, GenerateError> {
         return Err(refused(TF_ENVIRONMENT, "the read_secrets resources"));
     };
     let value = &main[span.clone()];
-    if value.contains(&arn) {
+    if value.contains(arn) {
         return Ok(main.to_owned());
     }
     let Some(inner) = value.strip_prefix('[').and_then(|v| v.strip_suffix(']')) else {

@@ -343,7 +343,8 @@ fn health_test(dir: &Path) -> String {
          coordinator_public_url = \"https://queue.example.com\"\n  \
          coordinator_public_subnet_ids = [\"subnet-0b\"]\n  \
          coordinator_tls_cert_secret_arn = \"arn:aws:secretsmanager:eu-west-1:123456789012:secret:cert\"\n  \
-         coordinator_tls_key_secret_arn = \"arn:aws:secretsmanager:eu-west-1:123456789012:secret:key\"\n}}\n\n\
+         coordinator_tls_key_secret_arn = \"arn:aws:secretsmanager:eu-west-1:123456789012:secret:key\"\n  \
+         render_enroll_token_secret_arn = \"arn:aws:secretsmanager:eu-west-1:123456789012:secret:render\"\n}}\n\n\
          run \"health_checks_run_a_binary_of_the_image\" {{\n  command = plan\n",
         images.join("\n")
     );

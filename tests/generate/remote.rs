@@ -67,16 +67,23 @@ fn a_remote_worker_comes_with_the_coordinator_once_and_holds_no_database() {
         "no database URL for the remote worker: {env:?}"
     );
     assert!(value["services"]["coordinator"].is_object());
-    assert!(value["services"]["render-enroll"].is_object());
+    assert!(value["services"]["render_enroll"].is_object());
     let volumes = value["volumes"].as_object().expect("volumes");
-    assert!(volumes.contains_key("render-enroll"), "{volumes:?}");
+    assert!(volumes.contains_key("render_enroll"), "{volumes:?}");
     let terraform = read(&dir, "deployment/terraform/modules/environment/main.tf");
     let instance = terraform
         .split("module \"render\"")
         .nth(1)
         .and_then(|rest| rest.split("\n}\n").next())
         .expect("the remote worker's instance");
-    assert!(!instance.contains("secrets"), "no secret: {instance}");
+    assert!(
+        !instance.contains("local.queue") && !instance.contains("DATABASE"),
+        "no database secret: {instance}"
+    );
+    assert!(
+        instance.contains("ACME_RENDER_TOKEN = var.render_enroll_token_secret_arn"),
+        "its enrollment token from a secret: {instance}"
+    );
     assert!(terraform.contains("module \"coordinator\""), "{terraform}");
     assert_eq!(
         findings_of(&dir, "remote-worker-database"),
@@ -93,30 +100,61 @@ fn a_remote_worker_comes_with_the_coordinator_once_and_holds_no_database() {
     ok(&run_in(&dir, &["worker", "render", "RENDER_MANIFEST"]));
     assert_eq!(files(&dir.join("platform/coordinator")), coordinator);
     let dev = read(&dir, "scripts/dev.sh");
-    assert_eq!(
-        dev.matches("cargo run -p acme-coordinator -- serve")
-            .count(),
-        1,
-        "{dev}"
-    );
+    let serving = dev
+        .matches("cargo run -p acme-coordinator -- serve")
+        .count();
+    assert_eq!(serving, 1, "{dev}");
+    // Each enrollment writes under .scaffold/remote/, made on the line before it, whatever
+    // order the workers' lines are in.
+    let lines: Vec<&str> = dev.lines().collect();
+    for (i, line) in lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.contains("-- enroll"))
+    {
+        assert_eq!(lines[i - 1], "mkdir -p .scaffold/remote", "{dev}");
+        assert!(line.starts_with("[[ -f .scaffold/remote/"), "{line}");
+    }
     let payloads = read(&dir, "om/src/shipping/types/work.rs");
-    assert_eq!(
-        payloads.matches("#[serde(deny_unknown_fields)]").count(),
-        3,
-        "{payloads}"
-    );
+    let refusing = payloads.matches("#[serde(deny_unknown_fields)]").count();
+    assert_eq!(refusing, 3, "{payloads}");
     let compose = read(&dir, "deployment/local/docker-compose.full.yml");
     assert_eq!(
         compose.matches("\n  coordinator:\n").count(),
         1,
         "{compose}"
     );
+
+    // A replica on another lane is another identity: its own state directory, token,
+    // enroll service and Terraform instance with its own token's secret.
+    ok(&run_in(
+        &dir,
+        &["worker", "render", "RENDER_BULK", "--lane", "bulk"],
+    ));
+    let dev = read(&dir, "scripts/dev.sh");
+    let own = "ACME_RENDER_STATE_DIR=.scaffold/remote/render-bulk \
+               ACME_RENDER_TOKEN_FILE=.scaffold/remote/render-bulk.token";
+    assert!(dev.contains(own), "{dev}");
+    let compose = read(&dir, "deployment/local/docker-compose.full.yml");
+    let value: serde_json::Value = serde_saphyr::from_str(&compose).expect("compose is YAML");
+    let bulk = &value["services"]["render-bulk"];
+    assert_eq!(bulk["network_mode"], "service:coordinator");
+    assert!(value["services"]["render_bulk_enroll"].is_object());
+    let terraform = read(&dir, "deployment/terraform/modules/environment/main.tf");
+    assert!(
+        terraform.contains("var.render_bulk_enroll_token_secret_arn"),
+        "{terraform}"
+    );
+    assert_eq!(
+        findings_of(&dir, "lane-undeployed"),
+        Vec::<serde_json::Value>::new()
+    );
 }
 
 #[test]
 fn the_coordinators_process_serves_no_lane() {
-    // dev.sh runs the coordinator with `serve`: it is not a worker, so a lane nobody
-    // serves is still found.
+    // dev.sh and compose run the coordinator with `serve`: it is not a worker, so a lane
+    // nobody serves is still found.
     let (_tmp, dir) = repo();
     ok(&run_in(&dir, &["namespace", "shipping"]));
     ok(&run_in(
@@ -127,28 +165,35 @@ fn the_coordinators_process_serves_no_lane() {
         findings_of(&dir, "lane-undeployed"),
         Vec::<serde_json::Value>::new()
     );
+    let unserved_in = |place: &str| {
+        let found = findings_of(&dir, "lane-undeployed");
+        assert!(
+            !found.is_empty(),
+            "the default lane's kinds are found unserved"
+        );
+        for f in &found {
+            let message = f["message"].as_str().unwrap_or_default();
+            assert!(
+                message.contains("lane `default`") && message.ends_with(place),
+                "{found:?}"
+            );
+        }
+    };
     let dev = dir.join("scripts/dev.sh");
     let text = read(&dir, "scripts/dev.sh");
-    fs::write(
-        &dev,
-        text.replace(
-            "ACME_METRICS_PORT=9100 cargo run -p acme-maintenance -- serve &\n",
-            "",
-        ),
-    )
-    .expect("write dev.sh");
-    let found = findings_of(&dir, "lane-undeployed");
-    assert!(
-        !found.is_empty(),
-        "the default lane's kinds are found unserved"
-    );
-    for f in &found {
-        let message = f["message"].as_str().unwrap_or_default();
-        assert!(
-            message.contains("lane `default`") && message.contains("scripts/dev.sh"),
-            "{found:?}"
-        );
-    }
+    let maintenance = "ACME_METRICS_PORT=9100 cargo run -p acme-maintenance -- serve &\n";
+    fs::write(&dev, text.replace(maintenance, "")).expect("write dev.sh");
+    unserved_in("scripts/dev.sh");
+    fs::write(&dev, text).expect("restore dev.sh");
+
+    // The maintenance worker's compose service moved to another lane: the coordinator's
+    // service (building coordinator.Dockerfile) does not stand in for it.
+    let compose = dir.join("deployment/local/docker-compose.full.yml");
+    let text = read(&dir, "deployment/local/docker-compose.full.yml");
+    let moved = text.replace("ACME_WORKER_LANE: default", "ACME_WORKER_LANE: elsewhere");
+    assert_ne!(moved, text);
+    fs::write(&compose, moved).expect("write compose");
+    unserved_in("deployment/local/docker-compose.full.yml");
 }
 
 #[test]

@@ -20,7 +20,8 @@
 //!
 //! The coordinator (`platform/coordinator/`, what `scaffold worker --remote` adds) is not a
 //! worker: its `serve` claims nothing, so its process (dev.sh running its package, a compose
-//! service building `coordinator.Dockerfile`) serves no lane.
+//! service building `coordinator.Dockerfile`) serves no lane. Only those two are told
+//! apart: a service merely named `coordinator` is judged like any other.
 //!
 //! A file of a place that cannot be read, or does not parse (YAML, HCL), is a finding of
 //! `lane-undeployed` (fail closed: never a silent skip), and its place then counts as
@@ -137,6 +138,17 @@ impl Place {
             }
         }
     }
+}
+
+/// Whether a compose service builds the coordinator's image (`…/coordinator.Dockerfile`):
+/// a service merely named `coordinator` could run anything.
+fn builds_coordinator(svc: &Node) -> bool {
+    get(svc, "build")
+        .and_then(|b| get(b, "dockerfile"))
+        .and_then(scalar)
+        .is_some_and(|df| {
+            df.rsplit('/').next() == Some(&format!("{}.Dockerfile", crate::layout::COORDINATOR))
+        })
 }
 
 /// The coordinator's package, when `platform/coordinator/` is a crate of the workspace.
@@ -256,10 +268,7 @@ fn compose(repo: &Repo) -> Place {
         for (key, svc) in entries {
             let worker = service_worker(key.as_str().unwrap_or_default(), svc);
             let known = is_worker(repo, &worker).then_some(worker.as_str());
-            if known.is_none()
-                && worker == crate::layout::COORDINATOR
-                && coordinator_package(repo).is_some()
-            {
+            if known.is_none() && builds_coordinator(svc) && coordinator_package(repo).is_some() {
                 continue;
             }
             if compose_service(repo, svc, known, &mut place)

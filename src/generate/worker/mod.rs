@@ -51,7 +51,7 @@ pub struct WorkerOptions {
 use crate::layout::DEV_SH;
 
 /// Worker names whose package the workspace already has (`<name>-om`, …).
-const RESERVED_WORKERS: &[&str] = &["om", "verification", "runtime"];
+const RESERVED_WORKERS: &[&str] = &["om", "verification", "runtime", "coordinator"];
 
 /// Plans and (unless dry-run) writes the kind, and the worker when it is new.
 pub fn worker(
@@ -185,7 +185,7 @@ pub fn worker(
     } else {
         let manifest = crate::layout::worker_file(worker, "Cargo.toml");
         let text = Plan::new(&root).text(&manifest)?.unwrap_or_default();
-        let remote = remote::is_remote(&text);
+        let remote = remote::is_remote(&manifest, &text)?;
         if opts.remote && !remote {
             return Err(GenerateError::RemoteOfExistingWorker {
                 worker: worker.to_owned(),
@@ -196,6 +196,10 @@ pub fn worker(
     if remote {
         remote_refusals(opts)?;
     }
+    let coordinator_was_there = root
+        .join(crate::layout::COORDINATOR_DIR)
+        .join("Cargo.toml")
+        .is_file();
     let templates = Templates::new(Some(&root));
     let mut plan = Plan::new(&root);
     let producer = if opts.orchestration {
@@ -366,6 +370,24 @@ pub fn worker(
         "start one by hand: scaffold queue enqueue {} --payload '{{\"id\":\"<record id>\"}}' (then bash scripts/dev.sh runs it)",
         opts.kind
     ));
+    if remote {
+        // A new process of it (the worker itself, or a replica on a lane it did not serve)
+        // is a new identity: it needs a token of its own.
+        let new_process = is_new
+            || (opts.lane.is_some()
+                && !served_lanes(&dev_sh, &name, worker, own.as_deref()).contains(&lane));
+        let service = if is_new {
+            names::snake(worker)
+        } else {
+            names::snake(&format!("{worker}-{lane}"))
+        };
+        next.extend(remote_next(
+            &root,
+            (&name, worker),
+            new_process.then_some(service.as_str()),
+            coordinator_was_there,
+        ));
+    }
     if scheduler {
         next.push(format!(
             "{schedule} enqueues {} once a slot of EVERY (60 s; change it there), deduplicated per slot",
@@ -385,6 +407,34 @@ pub fn worker(
     next.push(format!("cargo test -p {name}-{worker}"));
     next.push("scaffold check".to_owned());
     finish("worker", txn, plan, opts.dry_run, next)
+}
+
+/// What to do after a remote worker (or its replica) is added: its token, and the
+/// repository variables its deployment and the coordinator's read.
+fn remote_next(
+    root: &Path,
+    (name, worker): (&str, &str),
+    new_service: Option<&str>,
+    coordinator_was_there: bool,
+) -> Vec<String> {
+    let up = names::shouty(name);
+    let worker_up = names::shouty(worker);
+    let mut next = vec![format!(
+        "bash scripts/dev.sh enrolls it from the coordinator; elsewhere give it a token from scaffold queue enroll --worker {worker} --out <file> ({up}_{worker_up}_TOKEN_FILE; spent on its first start, its identity then kept in {up}_{worker_up}_STATE_DIR)"
+    )];
+    let terraform = root.join(crate::layout::TF_ENVIRONMENT).is_file();
+    if let Some(service) = new_service.filter(|_| terraform) {
+        next.push(format!(
+            "before the next deploy, set the repository variable {}_ENROLL_TOKEN_SECRET_ARN: a Secrets Manager secret holding a token from scaffold queue enroll --worker {worker}",
+            service.to_ascii_uppercase()
+        ));
+    }
+    if terraform && !coordinator_was_there {
+        next.push(
+            "before the next deploy, set the repository variables COORDINATOR_PUBLIC_URL (https://…), COORDINATOR_PUBLIC_SUBNET_IDS, COORDINATOR_TLS_CERT_SECRET_ARN and COORDINATOR_TLS_KEY_SECRET_ARN (Secrets Manager secrets with the PEM certificate and key for that URL), and point the URL's name at the coordinator module's load_balancer_dns_name".to_owned(),
+        );
+    }
+    next
 }
 
 /// What a remote worker is not generated with: the parts that need the database on the

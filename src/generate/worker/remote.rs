@@ -22,17 +22,18 @@ const RUNTIME_LAYER: &str = "runtime:      {paths: [\"platform/runtime/**\"], ma
 /// The port it listens on (`scaffold queue serve`'s default too).
 const COORDINATOR_PORT: u16 = 7700;
 
-/// Whether a worker's manifest says `[package.metadata.scaffold] remote = true`.
-pub(super) fn is_remote(manifest: &str) -> bool {
-    let Ok(doc) = manifest.parse::<toml_edit::DocumentMut>() else {
-        return false;
-    };
-    doc.get("package")
+/// Whether a worker's manifest says `[package.metadata.scaffold] remote = true`; one that
+/// does not parse is an error (taking it for a local worker would give its replica a
+/// database URL).
+pub(super) fn is_remote(path: &str, manifest: &str) -> Result<bool, GenerateError> {
+    let doc = crate::generate::members::parse(path, manifest)?;
+    Ok(doc
+        .get("package")
         .and_then(|p| p.get("metadata"))
         .and_then(|m| m.get("scaffold"))
         .and_then(|s| s.get("remote"))
         .and_then(toml_edit::Item::as_bool)
-        == Some(true)
+        == Some(true))
 }
 
 /// A new remote worker, and the coordinator when the repository has none yet.
@@ -59,7 +60,6 @@ pub(super) fn plan_new_remote_worker(
     let place = "the list of workers in this file";
     for (path, template) in [
         (DEV_SH, "remote/dev-sh.j2"),
-        (TF_ENVIRONMENT, "remote/terraform-module.j2"),
         (TF_ACCOUNT_VARS, "new-worker/images.j2"),
         (STAGING, "new-worker/staging.j2"),
         (PRODUCTION, "new-worker/production.j2"),
@@ -93,7 +93,7 @@ pub(super) fn plan_new_remote_worker(
     {
         plan_coordinator(plan, templates, name)?;
     }
-    Ok(())
+    plan_remote_terraform(plan, templates, ctx)
 }
 
 /// A replica of a remote worker on another lane: in dev.sh, compose (when the worker has a
@@ -118,15 +118,70 @@ pub(super) fn plan_remote_replica(
     if super::deploy::compose_has_service(&compose, worker) {
         plan_remote_compose(plan, templates, ctx, worker)?;
     }
+    plan_remote_terraform(plan, templates, ctx)
+}
+
+/// A remote worker's (or replica's) Terraform: its instance, with its state on the
+/// environment's EFS and its enrollment token's secret, which the execution role may read
+/// and the workflows pass on from a repository variable through the account module.
+fn plan_remote_terraform(
+    plan: &mut Plan,
+    templates: &Templates,
+    ctx: &Value,
+) -> Result<(), GenerateError> {
+    use crate::generate::provider_deploy::{read_secret_arn, refused};
+    let Some(main) = plan.text(TF_ENVIRONMENT)? else {
+        // A repository without Terraform deploys elsewhere: nothing to wire.
+        return Ok(());
+    };
+    if !main.contains("resource \"aws_efs_file_system\" \"projections\"") {
+        return Err(refused(
+            TF_ENVIRONMENT,
+            "the environment's EFS file system (`resource \"aws_efs_file_system\" \"projections\"`), where a remote worker keeps its identity",
+        ));
+    }
     insert_snippet(
         plan,
         templates,
         ctx,
         TF_ENVIRONMENT,
         marker::WORKERS,
-        place,
+        "the list of workers in this file",
         "remote/terraform-module.j2",
-    )
+    )?;
+    let service = ctx
+        .get_attr("service_snake")
+        .ok()
+        .and_then(|s| s.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    let variable = format!("{service}_enroll_token_secret_arn");
+    let main = plan.text(TF_ENVIRONMENT)?.unwrap_or_default();
+    plan.edit(
+        TF_ENVIRONMENT,
+        read_secret_arn(&main, &format!("var.{variable}"))?,
+    )?;
+    let declared = templates
+        .render("remote/terraform-token-variable.j2", ctx)?
+        .text;
+    for path in [TF_ENVIRONMENT_VARS, TF_ACCOUNT_VARS] {
+        if let Some(text) = plan.text(path)? {
+            plan.edit(path, append(&text, &declared))?;
+        }
+    }
+    pass_to_environment(plan, &format!("\n{variable} = var.{variable}\n"))?;
+    let up = variable.to_ascii_uppercase();
+    for path in [STAGING, PRODUCTION] {
+        insert_after_line(
+            plan,
+            (
+                path,
+                "      TF_VAR_database_url_secret_arn: ${{ vars.DATABASE_URL_SECRET_ARN }}",
+                "the deploy job's Terraform settings, which a remote worker's token follows",
+            ),
+            &format!("TF_VAR_{variable}: ${{{{ vars.{up} }}}}"),
+        )?;
+    }
+    Ok(())
 }
 
 /// The worker's compose service (in the coordinator's network namespace) and the one-shot
@@ -149,12 +204,14 @@ fn plan_remote_compose(
         "the list of workers in this file",
         "remote/compose-service.j2",
     )?;
+    // `<service>_enroll`: an underscore no worker, lane or service name has, so the enroll
+    // service and its volume never share a name with a worker's service.
     let service = ctx
-        .get_attr("service")
+        .get_attr("service_snake")
         .ok()
         .and_then(|s| s.as_str().map(str::to_owned))
-        .unwrap_or_else(|| worker.to_owned());
-    add_compose_volume(plan, &format!("{service}-enroll"))
+        .unwrap_or_else(|| crate::generate::names::snake(worker));
+    add_compose_volume(plan, &format!("{service}_enroll"))
 }
 
 /// `platform/coordinator/`: its crate, workspace member, lock entry, image, process in
@@ -462,15 +519,18 @@ mod tests {
 
     #[test]
     fn a_remote_manifest_says_so_in_its_scaffold_metadata() {
-        assert!(is_remote(
-            "[package]\nname = \"a\"\n[package.metadata.scaffold]\nremote = true\n"
-        ));
-        assert!(!is_remote(
-            "[package]\nname = \"a\"\n[package.metadata.scaffold]\nrole = \"x\"\n"
-        ));
-        assert!(!is_remote(
-            "[package.metadata.scaffold]\nremote = \"yes\"\n"
-        ));
-        assert!(!is_remote("not toml ["));
+        let remote = |text: &str| is_remote("workers/a/Cargo.toml", text).ok();
+        let scaffold = "[package]\nname = \"a\"\n[package.metadata.scaffold]\n";
+        assert_eq!(remote(&format!("{scaffold}remote = true\n")), Some(true));
+        assert_eq!(remote(&format!("{scaffold}role = \"x\"\n")), Some(false));
+        assert_eq!(
+            remote(&format!("{scaffold}remote = \"yes\"\n")),
+            Some(false)
+        );
+        assert_eq!(
+            remote("not toml ["),
+            None,
+            "a manifest that does not parse is an error"
+        );
     }
 }
