@@ -50,37 +50,15 @@ pub(super) fn plan_new_worker(
     let manifest =
         super::super::members::add("Cargo.toml", &manifest, &crate::layout::worker_dir(worker))?;
     plan.edit("Cargo.toml", manifest)?;
-    let workers_place = "the list of workers in this file";
-    for (path, template) in [
-        (DEV_SH, "deploy/dev-sh.j2"),
-        (TF_ENVIRONMENT, "deploy/terraform-module.j2"),
-        (TF_ACCOUNT_VARS, "new-worker/images.j2"),
-        (STAGING, "new-worker/staging.j2"),
-        (PRODUCTION, "new-worker/production.j2"),
-    ] {
-        insert_snippet(
-            plan,
-            templates,
-            ctx,
-            path,
-            marker::WORKERS,
-            workers_place,
-            template,
-        )?;
-    }
-    // The image repositories: a repository made before the registry module existed, or
-    // whose registry is managed elsewhere, has no such file, and that is its choice.
-    if plan.text(TF_REGISTRY)?.is_some() {
-        insert_snippet(
-            plan,
-            templates,
-            ctx,
-            TF_REGISTRY,
-            marker::WORKERS,
-            workers_place,
-            "new-worker/images.j2",
-        )?;
-    }
+    plan_processes(
+        plan,
+        templates,
+        ctx,
+        &[
+            (DEV_SH, "deploy/dev-sh.j2"),
+            (TF_ENVIRONMENT, "deploy/terraform-module.j2"),
+        ],
+    )?;
     insert_snippet(
         plan,
         templates,
@@ -97,8 +75,42 @@ pub(super) fn plan_new_worker(
             ctx,
             COMPOSE,
             marker::WORKERS,
-            workers_place,
+            "the list of workers in this file",
             "deploy/compose-service.j2",
+        )?;
+    }
+    Ok(())
+}
+
+/// Below the workers marker of each `(path, template)` (where a process of it runs), and
+/// then of every place its image is named: the images `account` requires, both workflows'
+/// matrices, and the registry's repositories (a repository made before the registry
+/// module existed, or whose registry is managed elsewhere, has no such file, and that is
+/// its choice).
+pub(super) fn plan_processes(
+    plan: &mut Plan,
+    templates: &Templates,
+    ctx: &Value,
+    processes: &[(&str, &str)],
+) -> Result<(), GenerateError> {
+    let place = "the list of workers in this file";
+    let images = [
+        (TF_ACCOUNT_VARS, "new-worker/images.j2"),
+        (STAGING, "new-worker/staging.j2"),
+        (PRODUCTION, "new-worker/production.j2"),
+    ];
+    for (path, template) in processes.iter().chain(images.iter()) {
+        insert_snippet(plan, templates, ctx, path, marker::WORKERS, place, template)?;
+    }
+    if plan.text(TF_REGISTRY)?.is_some() {
+        insert_snippet(
+            plan,
+            templates,
+            ctx,
+            TF_REGISTRY,
+            marker::WORKERS,
+            place,
+            "new-worker/images.j2",
         )?;
     }
     Ok(())

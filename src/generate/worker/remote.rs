@@ -14,7 +14,7 @@ use crate::generate::templates::Templates;
 use crate::layout::markers as marker;
 use crate::layout::{
     COMPOSE, COORDINATOR, COORDINATOR_DIR, DEV_SH, ENV_EXAMPLE, PRODUCTION, STAGING, TF_ACCOUNT,
-    TF_ACCOUNT_VARS, TF_ENVIRONMENT, TF_ENVIRONMENT_VARS, TF_REGISTRY,
+    TF_ACCOUNT_VARS, TF_ENVIRONMENT, TF_ENVIRONMENT_VARS,
 };
 
 /// The runtime's layer in the codemap `init` writes, which the coordinator's follows.
@@ -57,26 +57,7 @@ pub(super) fn plan_new_remote_worker(
         ctx,
     )?;
     add_member(plan, &crate::layout::worker_dir(worker))?;
-    let place = "the list of workers in this file";
-    for (path, template) in [
-        (DEV_SH, "remote/dev-sh.j2"),
-        (TF_ACCOUNT_VARS, "new-worker/images.j2"),
-        (STAGING, "new-worker/staging.j2"),
-        (PRODUCTION, "new-worker/production.j2"),
-    ] {
-        insert_snippet(plan, templates, ctx, path, marker::WORKERS, place, template)?;
-    }
-    if plan.text(TF_REGISTRY)?.is_some() {
-        insert_snippet(
-            plan,
-            templates,
-            ctx,
-            TF_REGISTRY,
-            marker::WORKERS,
-            place,
-            "new-worker/images.j2",
-        )?;
-    }
+    super::deploy::plan_processes(plan, templates, ctx, &[(DEV_SH, "remote/dev-sh.j2")])?;
     insert_snippet(
         plan,
         templates,
@@ -284,35 +265,15 @@ fn plan_coordinator(
             plan.edit("Cargo.lock", lock)?;
         }
     }
-    let place = "the list of workers in this file";
-    for (path, template) in [
-        (DEV_SH, "remote/coordinator-dev-sh.j2"),
-        (TF_ENVIRONMENT, "remote/coordinator-terraform.j2"),
-        (TF_ACCOUNT_VARS, "new-worker/images.j2"),
-        (STAGING, "new-worker/staging.j2"),
-        (PRODUCTION, "new-worker/production.j2"),
-    ] {
-        insert_snippet(
-            plan,
-            templates,
-            &ctx,
-            path,
-            marker::WORKERS,
-            place,
-            template,
-        )?;
-    }
-    if plan.text(TF_REGISTRY)?.is_some() {
-        insert_snippet(
-            plan,
-            templates,
-            &ctx,
-            TF_REGISTRY,
-            marker::WORKERS,
-            place,
-            "new-worker/images.j2",
-        )?;
-    }
+    super::deploy::plan_processes(
+        plan,
+        templates,
+        &ctx,
+        &[
+            (DEV_SH, "remote/coordinator-dev-sh.j2"),
+            (TF_ENVIRONMENT, "remote/coordinator-terraform.j2"),
+        ],
+    )?;
     insert_snippet(
         plan,
         templates,
@@ -329,7 +290,7 @@ fn plan_coordinator(
             &ctx,
             COMPOSE,
             marker::WORKERS,
-            place,
+            "the list of workers in this file",
             "remote/coordinator-compose.j2",
         )?;
     }
