@@ -6,8 +6,9 @@
 //! that compute for three leases without yielding, first attempts failing with a token, an
 //! absolute path, a backtrace and a payload value in the message, and an input whose stored
 //! bytes are not the ones its digest names. While they are worked, the daemons are
-//! SIGKILLed and started again on the identity in their state directories, and one is
-//! SIGSTOPped for three leases.
+//! SIGKILLed and started again on the identity in their state directories (ten times), the
+//! coordinator is SIGKILLed and started again (twice), and a daemon is SIGSTOPped for three
+//! leases.
 //!
 //! Counted, and each must be 0: items lost (not completed), items completed other than once
 //! under their last fence, effects recorded other than once, outputs missing or wrong, the
@@ -192,13 +193,16 @@ pub fn run(dir: &Path, target: &Path, cargo: impl Fn(&[&str])) {
             .env("ACME_COORDINATOR_LEASE_SECS", "1")
             .env_remove("ACME_COORDINATOR_PUBLIC_URL");
     };
-    let mut serve = Command::new(bin("acme-coordinator"));
-    serve
-        .arg("serve")
-        .stdout(Stdio::null())
-        .stderr(log(&tmp.path().join("coordinator.log")));
-    coordinator_env(&mut serve);
-    let _coordinator = Running(serve.spawn().expect("the coordinator starts"));
+    let start_coordinator = || {
+        let mut serve = Command::new(bin("acme-coordinator"));
+        serve
+            .arg("serve")
+            .stdout(Stdio::null())
+            .stderr(log(&tmp.path().join("coordinator.log")));
+        coordinator_env(&mut serve);
+        Running(serve.spawn().expect("the coordinator starts"))
+    };
+    let mut coordinator = start_coordinator();
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let mut health = Command::new(bin("acme-coordinator"));
@@ -281,7 +285,7 @@ pub fn run(dir: &Path, target: &Path, cargo: impl Fn(&[&str])) {
             done
         })
     };
-    let mut kills = 0;
+    let (mut kills, mut coordinator_kills) = (0, 0);
     while kills < 10 {
         std::thread::sleep(Duration::from_millis(400));
         let (running, token, state) = &mut daemons[kills % 2];
@@ -289,6 +293,14 @@ pub fn run(dir: &Path, target: &Path, cargo: impl Fn(&[&str])) {
         let _ = running.0.wait();
         *running = daemon(&bin("acme-render"), port, token, state);
         kills += 1;
+        // The coordinator too, twice: SIGKILLed and started again on the same queue and
+        // port; the daemons' calls in flight fail and are retried.
+        if kills % 4 == 3 {
+            let _ = coordinator.0.kill();
+            let _ = coordinator.0.wait();
+            coordinator = start_coordinator();
+            coordinator_kills += 1;
+        }
     }
     signal(&daemons[0].0.0, "-STOP");
     std::thread::sleep(Duration::from_secs(3));
@@ -389,7 +401,8 @@ pub fn run(dir: &Path, target: &Path, cargo: impl Fn(&[&str])) {
         seen
     });
     println!(
-        "generated remote worker under chaos: {ITEMS} items, {kills} SIGKILLs and restarts, one SIGSTOP of three leases; \
+        "generated remote worker under chaos: {ITEMS} items, {kills} SIGKILLs and restarts of a daemon, \
+         {coordinator_kills} of the coordinator, one SIGSTOP of three leases; \
          lost {lost}, completions not once under the last fence {completions_wrong}, effects not once {effects_wrong}, \
          outputs wrong {outputs_wrong}, corrupted input not dead at once {tampered_wrong}, leaky failures recorded {leaky_failures}, \
          failure messages leaking {}",
