@@ -149,4 +149,9 @@ pub enum CoordinatorError {
     Store(#[from] StoreError),
     #[error("the operating system's random source failed: {0}")]
     Random(String),
+    #[error("the coordinator on {addr} is not healthy: {why}")]
+    Unhealthy {
+        addr: std::net::SocketAddr,
+        why: String,
+    },
 }

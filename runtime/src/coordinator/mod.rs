@@ -19,6 +19,7 @@ mod jobs;
 mod limits;
 mod metrics;
 mod origins;
+mod probe;
 mod serve;
 mod sweep;
 pub mod tokens;
@@ -31,6 +32,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use error::{ApiError, CoordinatorError};
+pub use probe::probe_health;
 pub use serve::Bound;
 #[cfg(feature = "dashboard")]
 pub(crate) use serve::{accept_until as serve_accept_until, tls_acceptor as serve_tls_acceptor};

@@ -223,3 +223,60 @@ async fn retention_collects_artifacts_no_item_names() {
             .is_some()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_health_probe_makes_the_handshake_and_pins_the_certificate() {
+    use rcgen::{CertificateParams, KeyPair};
+    use scaffold_runtime::coordinator::{Transport, probe_health};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cert_of = |name: &str| {
+        let key = KeyPair::generate().expect("key");
+        let cert = CertificateParams::new(vec!["localhost".to_owned()])
+            .expect("params")
+            .self_signed(&key)
+            .expect("cert");
+        let pem = dir.path().join(format!("{name}.pem"));
+        let private = dir.path().join(format!("{name}.key"));
+        std::fs::write(&pem, cert.pem()).expect("write");
+        std::fs::write(&private, key.serialize_pem()).expect("write");
+        (pem, private)
+    };
+    let (cert, key) = cert_of("ours");
+    let (other, other_key) = cert_of("other");
+    let tls = |cert: &std::path::Path, key: &std::path::Path| Transport::Tls {
+        cert: cert.to_owned(),
+        key: key.to_owned(),
+        public_url: "https://localhost:7443".to_owned(),
+    };
+    let store = scaffold_runtime::Store::open("memory://")
+        .await
+        .expect("open");
+    let ours = tls(&cert, &key);
+    let s = Server::start(store, |c| c.transport = ours.clone()).await;
+    let wait = Duration::from_secs(5);
+    probe_health(s.addr, &ours, wait)
+        .await
+        .expect("healthy over TLS");
+    // Asked for another certificate than the one it serves, or in plain HTTP: unhealthy.
+    let err = probe_health(s.addr, &tls(&other, &other_key), wait)
+        .await
+        .expect_err("another certificate");
+    assert!(err.to_string().contains("is not healthy"), "{err}");
+    probe_health(s.addr, &Transport::InsecureLoopback, wait)
+        .await
+        .expect_err("plain HTTP to a TLS port");
+    // A port whose connections the kernel accepts and nothing answers: unhealthy in time.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let err = probe_health(
+        silent.local_addr().expect("addr"),
+        &ours,
+        Duration::from_millis(300),
+    )
+    .await
+    .expect_err("a silent port");
+    assert!(err.to_string().contains("no answer within"), "{err}");
+    let plain = Server::fresh().await;
+    probe_health(plain.addr, &Transport::InsecureLoopback, wait)
+        .await
+        .expect("healthy over plain HTTP on loopback");
+}

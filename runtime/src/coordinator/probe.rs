@@ -1,0 +1,171 @@
+//! [`probe_health`]: whether the coordinator on this host answers `GET /health` over the
+//! transport it serves. With TLS the handshake is made and the certificate presented must be
+//! the one the coordinator was given (pinned: the probe runs beside it, with the same file),
+//! so a coordinator that still accepts connections (the kernel does, into its backlog) but no
+//! longer answers, or answers with another certificate, is unhealthy.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustls::DigitallySignedStruct;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::CryptoProvider;
+use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use super::{CoordinatorError, Transport};
+
+/// The most of an answer read (its status line is all that is looked at).
+const ANSWER_MAX: u64 = 64 * 1024;
+
+/// Ok when the coordinator listening on `addr` (an unspecified address is asked on
+/// loopback) answers `GET /health` with 200 within `timeout`, over `transport`.
+pub async fn probe_health(
+    addr: SocketAddr,
+    transport: &Transport,
+    timeout: Duration,
+) -> Result<(), CoordinatorError> {
+    let mut addr = addr;
+    if addr.ip().is_unspecified() {
+        addr.set_ip(match addr {
+            SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+            SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+        });
+    }
+    let unhealthy = |why: String| CoordinatorError::Unhealthy { addr, why };
+    let connector = match transport {
+        Transport::Tls { cert, .. } => Some(pinned_connector(cert)?),
+        Transport::InsecureLoopback => None,
+    };
+    let exchange = async {
+        let tcp = tokio::net::TcpStream::connect(addr).await?;
+        match connector {
+            Some(connector) => {
+                let name = ServerName::IpAddress(addr.ip().into());
+                let tls = connector.connect(name, tcp).await?;
+                ask(tls, addr).await
+            }
+            None => ask(tcp, addr).await,
+        }
+    };
+    let answer = tokio::time::timeout(timeout, exchange)
+        .await
+        .map_err(|_| unhealthy(format!("no answer within {} s", timeout.as_secs_f32())))?
+        .map_err(|e| unhealthy(e.to_string()))?;
+    let status = answer.lines().next().unwrap_or_default();
+    if status.starts_with("HTTP/1.1 200 ") {
+        Ok(())
+    } else if status.is_empty() {
+        Err(unhealthy(
+            "it closed the connection without an answer".to_owned(),
+        ))
+    } else {
+        Err(unhealthy(format!("it answered `{status}`")))
+    }
+}
+
+/// Sends `GET /health` on `stream` and reads the answer (at most [`ANSWER_MAX`] bytes).
+async fn ask(
+    mut stream: impl AsyncRead + AsyncWrite + Unpin,
+    addr: SocketAddr,
+) -> std::io::Result<String> {
+    let request = format!("GET /health HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await?;
+    let mut answer = Vec::new();
+    (&mut stream)
+        .take(ANSWER_MAX)
+        .read_to_end(&mut answer)
+        .await?;
+    Ok(String::from_utf8_lossy(&answer).into_owned())
+}
+
+/// A TLS connector that trusts exactly the first certificate of the PEM chain at `cert`.
+fn pinned_connector(cert: &Path) -> Result<tokio_rustls::TlsConnector, CoordinatorError> {
+    use rustls_pki_types::pem::PemObject;
+    let unreadable = |message: String| CoordinatorError::TlsFile {
+        what: "certificate",
+        path: cert.to_owned(),
+        message,
+    };
+    let pinned = CertificateDer::pem_file_iter(cert)
+        .map_err(|e| unreadable(e.to_string()))?
+        .next()
+        .ok_or_else(|| unreadable("it holds no certificate".to_owned()))?
+        .map_err(|e| unreadable(e.to_string()))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verifier = Pinned {
+        cert: pinned,
+        provider: Arc::clone(&provider),
+    };
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| CoordinatorError::Tls(e.to_string()))?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(verifier))
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
+}
+
+/// Accepts the server's certificate when it is byte for byte the pinned one; the handshake's
+/// signatures are still verified against it, so only the holder of its key passes.
+#[derive(Debug)]
+struct Pinned {
+    cert: CertificateDer<'static>,
+    provider: Arc<CryptoProvider>,
+}
+
+impl ServerCertVerifier for Pinned {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        if end_entity.as_ref() == self.cert.as_ref() {
+            Ok(ServerCertVerified::assertion())
+        } else {
+            Err(rustls::Error::General(
+                "the certificate presented is not the coordinator's".to_owned(),
+            ))
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
