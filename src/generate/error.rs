@@ -297,6 +297,18 @@ pub enum GenerateError {
         )
     )]
     Unwirable { path: String, what: String },
+    #[error("{path}: cannot declare the volume `{volume}`: {why}")]
+    #[diagnostic(
+        code(scaffold::compose_volume),
+        help(
+            "nothing was written: write the file's top-level `volumes:` as a block mapping (one `name:` per line), or declare the volume there by hand and run again"
+        )
+    )]
+    ComposeVolume {
+        path: String,
+        volume: String,
+        why: String,
+    },
     #[error("which lane worker `{worker}`'s own process serves cannot be told")]
     #[diagnostic(
         code(scaffold::unknown_lane),

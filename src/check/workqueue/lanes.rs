@@ -265,10 +265,11 @@ fn compose(repo: &Repo) -> Place {
         let Value::Map(entries) = &services.value else {
             continue;
         };
+        let has_coordinator = coordinator_package(repo).is_some();
         for (key, svc) in entries {
             let worker = service_worker(key.as_str().unwrap_or_default(), svc);
             let known = is_worker(repo, &worker).then_some(worker.as_str());
-            if known.is_none() && builds_coordinator(svc) && coordinator_package(repo).is_some() {
+            if known.is_none() && builds_coordinator(svc) && has_coordinator {
                 continue;
             }
             if compose_service(repo, svc, known, &mut place)

@@ -29,16 +29,7 @@ pub(super) fn plan_new_worker(
     }
     // The new crate depends on what the maintenance worker's template depends on, so the
     // lock gains its package and stays `--locked`-buildable.
-    let template = super::super::templates::embedded_file(super::super::lockfile::EMBEDDED_LOCK);
-    if let (Some(lock), Some(template)) = (plan.text("Cargo.lock")?, template) {
-        let template = super::super::lockfile::rename(&String::from_utf8_lossy(template), name)?;
-        let new = format!("{name}-{worker}");
-        let like = format!("{name}-maintenance");
-        if let Some(lock) = super::super::lockfile::add_member_like(&lock, &template, &new, &like)?
-        {
-            plan.edit("Cargo.lock", lock)?;
-        }
-    }
+    add_to_lock_like_maintenance(plan, name, &format!("{name}-{worker}"))?;
     create_from(
         plan,
         templates,
@@ -46,10 +37,7 @@ pub(super) fn plan_new_worker(
         &crate::layout::dockerfile(worker),
         ctx,
     )?;
-    let manifest = plan.text("Cargo.toml")?.unwrap_or_default();
-    let manifest =
-        super::super::members::add("Cargo.toml", &manifest, &crate::layout::worker_dir(worker))?;
-    plan.edit("Cargo.toml", manifest)?;
+    add_member(plan, &crate::layout::worker_dir(worker))?;
     plan_processes(
         plan,
         templates,
@@ -80,6 +68,33 @@ pub(super) fn plan_new_worker(
         )?;
     }
     Ok(())
+}
+
+/// Cargo.lock with `package`, a workspace member depending on what the maintenance
+/// worker's template does (a repository without a lock, or an embedded template without
+/// one, is left to cargo).
+pub(super) fn add_to_lock_like_maintenance(
+    plan: &mut Plan,
+    name: &str,
+    package: &str,
+) -> Result<(), GenerateError> {
+    use crate::generate::{lockfile, templates};
+    let template = templates::embedded_file(lockfile::EMBEDDED_LOCK);
+    if let (Some(lock), Some(template)) = (plan.text("Cargo.lock")?, template) {
+        let template = lockfile::rename(&String::from_utf8_lossy(template), name)?;
+        let like = format!("{name}-maintenance");
+        if let Some(lock) = lockfile::add_member_like(&lock, &template, package, &like)? {
+            plan.edit("Cargo.lock", lock)?;
+        }
+    }
+    Ok(())
+}
+
+/// The root manifest with `dir` among the workspace's members.
+pub(super) fn add_member(plan: &mut Plan, dir: &str) -> Result<(), GenerateError> {
+    let manifest = plan.text("Cargo.toml")?.unwrap_or_default();
+    let manifest = crate::generate::members::add("Cargo.toml", &manifest, dir)?;
+    plan.edit("Cargo.toml", manifest)
 }
 
 /// Below the workers marker of each `(path, template)` (where a process of it runs), and

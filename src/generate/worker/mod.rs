@@ -196,12 +196,11 @@ pub fn worker(
     if remote {
         remote_refusals(opts)?;
     }
-    let coordinator_was_there = root
-        .join(crate::layout::COORDINATOR_DIR)
-        .join("Cargo.toml")
-        .is_file();
     let templates = Templates::new(Some(&root));
     let mut plan = Plan::new(&root);
+    let coordinator_was_there = plan
+        .text(&format!("{}/Cargo.toml", crate::layout::COORDINATOR_DIR))?
+        .is_some();
     let producer = if opts.orchestration {
         None
     } else {
@@ -246,7 +245,8 @@ pub fn worker(
     } else {
         format!("{worker}-{lane}")
     };
-    vars.push(("service_snake", Value::from(names::snake(&service))));
+    let service_snake = names::snake(&service);
+    vars.push(("service_snake", Value::from(service_snake.as_str())));
     vars.push(("service", Value::from(service)));
     vars.push(("long_held", Value::from(opts.long_held)));
     vars.push(("remote", Value::from(remote)));
@@ -271,7 +271,13 @@ pub fn worker(
     }
     plan_kind(&mut plan, &templates, &ctx, &ns)?;
     if is_new && remote {
-        remote::plan_new_remote_worker(&mut plan, &templates, &ctx, &name, worker)?;
+        remote::plan_new_remote_worker(
+            &mut plan,
+            &templates,
+            &ctx,
+            &name,
+            (worker, &service_snake),
+        )?;
     } else if is_new {
         plan_new_worker(
             &mut plan,
@@ -326,10 +332,11 @@ pub fn worker(
             &format!("{}_produced.rs", names::snake(&opts.kind)),
         )?;
     }
-    if !is_new
+    // A lane no process of an existing worker serves yet gets a replica of it.
+    let new_replica = !is_new
         && opts.lane.is_some()
-        && !served_lanes(&dev_sh, &name, worker, own.as_deref()).contains(&lane)
-    {
+        && !served_lanes(&dev_sh, &name, worker, own.as_deref()).contains(&lane);
+    if new_replica {
         let replica = format!("{worker}-{lane}");
         if root
             .join("workers")
@@ -347,7 +354,7 @@ pub fn worker(
             });
         }
         if remote {
-            remote::plan_remote_replica(&mut plan, &templates, &ctx, worker)?;
+            remote::plan_remote_replica(&mut plan, &templates, &ctx, (worker, &service_snake))?;
         } else {
             plan_replica(&mut plan, &templates, &ctx, (&name, worker))?;
         }
@@ -373,19 +380,11 @@ pub fn worker(
     if remote {
         // A new process of it (the worker itself, or a replica on a lane it did not serve)
         // is a new identity: it needs a token of its own.
-        let new_process = is_new
-            || (opts.lane.is_some()
-                && !served_lanes(&dev_sh, &name, worker, own.as_deref()).contains(&lane));
-        let service = if is_new {
-            names::snake(worker)
-        } else {
-            names::snake(&format!("{worker}-{lane}"))
-        };
+        let terraform = plan.text(crate::layout::TF_ENVIRONMENT)?.is_some();
         next.extend(remote_next(
-            &root,
             (&name, worker),
-            new_process.then_some(service.as_str()),
-            coordinator_was_there,
+            (is_new || new_replica).then_some(service_snake.as_str()),
+            (terraform, coordinator_was_there),
         ));
     }
     if scheduler {
@@ -409,20 +408,19 @@ pub fn worker(
     finish("worker", txn, plan, opts.dry_run, next)
 }
 
-/// What to do after a remote worker (or its replica) is added: its token, and the
-/// repository variables its deployment and the coordinator's read.
+/// What to do after a remote worker (or its replica) is added: its token, and (when the
+/// repository deploys with Terraform) the repository variables its deployment and, with the
+/// first remote worker, the coordinator's read.
 fn remote_next(
-    root: &Path,
     (name, worker): (&str, &str),
     new_service: Option<&str>,
-    coordinator_was_there: bool,
+    (terraform, coordinator_was_there): (bool, bool),
 ) -> Vec<String> {
     let up = names::shouty(name);
     let worker_up = names::shouty(worker);
     let mut next = vec![format!(
         "bash scripts/dev.sh enrolls it from the coordinator; elsewhere give it a token from scaffold queue enroll --worker {worker} --out <file> ({up}_{worker_up}_TOKEN_FILE; spent on its first start, its identity then kept in {up}_{worker_up}_STATE_DIR)"
     )];
-    let terraform = root.join(crate::layout::TF_ENVIRONMENT).is_file();
     if let Some(service) = new_service.filter(|_| terraform) {
         next.push(format!(
             "before the next deploy, set the repository variable {}_ENROLL_TOKEN_SECRET_ARN: a Secrets Manager secret holding a token from scaffold queue enroll --worker {worker}",

@@ -11,6 +11,7 @@ use crate::generate::kind_files::insert_snippet;
 use crate::generate::plan::Plan;
 use crate::generate::render::{context, create_from};
 use crate::generate::templates::Templates;
+use crate::generate::worker::deploy::{add_member, add_to_lock_like_maintenance};
 use crate::layout::markers as marker;
 use crate::layout::{
     COMPOSE, COORDINATOR, COORDINATOR_DIR, DEV_SH, ENV_EXAMPLE, PRODUCTION, STAGING, TF_ACCOUNT,
@@ -42,7 +43,7 @@ pub(super) fn plan_new_remote_worker(
     templates: &Templates,
     ctx: &Value,
     name: &str,
-    worker: &str,
+    (worker, service): (&str, &str),
 ) -> Result<(), GenerateError> {
     render_into_worker(plan, templates, "remote-worker/", worker, ctx)?;
     om_without_database_backends(plan)?;
@@ -67,23 +68,23 @@ pub(super) fn plan_new_remote_worker(
         "the settings of the workers `scaffold worker` adds",
         "remote/env.j2",
     )?;
-    plan_remote_compose(plan, templates, ctx, worker)?;
+    plan_remote_compose(plan, templates, ctx, service)?;
     if plan
         .text(&format!("{COORDINATOR_DIR}/Cargo.toml"))?
         .is_none()
     {
         plan_coordinator(plan, templates, name)?;
     }
-    plan_remote_terraform(plan, templates, ctx)
+    plan_remote_terraform(plan, templates, ctx, service)
 }
 
 /// A replica of a remote worker on another lane: in dev.sh, compose (when the worker has a
-/// service there) and Terraform.
+/// service there) and Terraform. `service` is the replica's service name, in snake case.
 pub(super) fn plan_remote_replica(
     plan: &mut Plan,
     templates: &Templates,
     ctx: &Value,
-    worker: &str,
+    (worker, service): (&str, &str),
 ) -> Result<(), GenerateError> {
     let place = "the list of workers in this file";
     insert_snippet(
@@ -97,9 +98,9 @@ pub(super) fn plan_remote_replica(
     )?;
     let compose = plan.text(COMPOSE)?.unwrap_or_default();
     if super::deploy::compose_has_service(&compose, worker) {
-        plan_remote_compose(plan, templates, ctx, worker)?;
+        plan_remote_compose(plan, templates, ctx, service)?;
     }
-    plan_remote_terraform(plan, templates, ctx)
+    plan_remote_terraform(plan, templates, ctx, service)
 }
 
 /// A remote worker's (or replica's) Terraform: its instance, with its state on the
@@ -109,6 +110,7 @@ fn plan_remote_terraform(
     plan: &mut Plan,
     templates: &Templates,
     ctx: &Value,
+    service: &str,
 ) -> Result<(), GenerateError> {
     use crate::generate::provider_deploy::{read_secret_arn, refused};
     let Some(main) = plan.text(TF_ENVIRONMENT)? else {
@@ -130,11 +132,6 @@ fn plan_remote_terraform(
         "the list of workers in this file",
         "remote/terraform-module.j2",
     )?;
-    let service = ctx
-        .get_attr("service_snake")
-        .ok()
-        .and_then(|s| s.as_str().map(str::to_owned))
-        .unwrap_or_default();
     let variable = format!("{service}_enroll_token_secret_arn");
     let main = plan.text(TF_ENVIRONMENT)?.unwrap_or_default();
     plan.edit(
@@ -166,12 +163,13 @@ fn plan_remote_terraform(
 }
 
 /// The worker's compose service (in the coordinator's network namespace) and the one-shot
-/// service that enrolls it, with the volume the token passes through.
+/// service that enrolls it, with the volume the token passes through; `service` is its
+/// service's name in snake case.
 fn plan_remote_compose(
     plan: &mut Plan,
     templates: &Templates,
     ctx: &Value,
-    worker: &str,
+    service: &str,
 ) -> Result<(), GenerateError> {
     if plan.text(COMPOSE)?.is_none() {
         return Ok(());
@@ -187,11 +185,6 @@ fn plan_remote_compose(
     )?;
     // `<service>_enroll`: an underscore no worker, lane or service name has, so the enroll
     // service and its volume never share a name with a worker's service.
-    let service = ctx
-        .get_attr("service_snake")
-        .ok()
-        .and_then(|s| s.as_str().map(str::to_owned))
-        .unwrap_or_else(|| crate::generate::names::snake(worker));
     add_compose_volume(plan, &format!("{service}_enroll"))
 }
 
@@ -403,29 +396,6 @@ fn om_without_database_backends(plan: &mut Plan) -> Result<(), GenerateError> {
     Ok(())
 }
 
-fn add_to_lock_like_maintenance(
-    plan: &mut Plan,
-    name: &str,
-    package: &str,
-) -> Result<(), GenerateError> {
-    use crate::generate::{lockfile, templates};
-    let template = templates::embedded_file(lockfile::EMBEDDED_LOCK);
-    if let (Some(lock), Some(template)) = (plan.text("Cargo.lock")?, template) {
-        let template = lockfile::rename(&String::from_utf8_lossy(template), name)?;
-        let like = format!("{name}-maintenance");
-        if let Some(lock) = lockfile::add_member_like(&lock, &template, package, &like)? {
-            plan.edit("Cargo.lock", lock)?;
-        }
-    }
-    Ok(())
-}
-
-fn add_member(plan: &mut Plan, dir: &str) -> Result<(), GenerateError> {
-    let manifest = plan.text("Cargo.toml")?.unwrap_or_default();
-    let manifest = crate::generate::members::add("Cargo.toml", &manifest, dir)?;
-    plan.edit("Cargo.toml", manifest)
-}
-
 /// `text` with `more` after it, one blank line between.
 fn append(text: &str, more: &str) -> String {
     format!("{}\n\n{}", text.trim_end_matches('\n'), more)
@@ -446,37 +416,143 @@ fn insert_after_line(
     plan.edit(path, out)
 }
 
-/// The compose file with a named volume declared under its top-level `volumes:` (added at
-/// the end when it has none).
+/// Declares the named `volume` in the compose file's top-level `volumes:`, made when
+/// missing.
 fn add_compose_volume(plan: &mut Plan, volume: &str) -> Result<(), GenerateError> {
     let Some(text) = plan.text(COMPOSE)? else {
         return Ok(());
     };
-    let entry = format!("  {volume}:");
-    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
-    match lines.iter().position(|l| l == "volumes:") {
-        Some(at) => {
-            // The section runs to the next line that is not indented (or the end).
-            let section = lines[at + 1..]
-                .iter()
-                .take_while(|l| l.is_empty() || l.starts_with(' ') || l.starts_with('#'));
-            if section.clone().any(|l| *l == entry) {
-                return Ok(());
-            }
-            lines.insert(at + 1, entry);
-        }
-        None => {
-            lines.push(String::new());
-            lines.push("volumes:".to_owned());
-            lines.push(entry);
-        }
+    match with_compose_volume(&text, volume) {
+        Ok(Some(out)) => plan.edit(COMPOSE, out),
+        Ok(None) => Ok(()),
+        Err(why) => Err(GenerateError::ComposeVolume {
+            path: COMPOSE.to_owned(),
+            volume: volume.to_owned(),
+            why,
+        }),
     }
-    plan.edit(COMPOSE, format!("{}\n", lines.join("\n")))
+}
+
+/// `text` (a compose file) with `volume` declared under its top-level `volumes:`, read as
+/// YAML: a line `<indent><volume>:` above the first entry, with the entries' indentation
+/// and the file's line ending, or a new `volumes:` section at the end; `None` when it is
+/// declared already. A `volumes:` written in flow style, or that is not a mapping, is
+/// refused (with why) rather than written around; so is an edit whose result does not
+/// declare the volume when read back.
+fn with_compose_volume(text: &str, volume: &str) -> Result<Option<String>, String> {
+    use crate::repo::yaml::{self, Value as Yaml};
+    let declared = |text: &str| -> Result<Option<bool>, String> {
+        let doc = yaml::parse(text).map_err(|e| format!("it does not parse: {}", e.message))?;
+        let Yaml::Map(top) = &doc.value else {
+            return Err("it is not a mapping".to_owned());
+        };
+        Ok(top
+            .iter()
+            .find(|(k, _)| k.as_str() == Some("volumes"))
+            .map(|(_, v)| match &v.value {
+                Yaml::Map(entries) => entries.iter().any(|(k, _)| k.as_str() == Some(volume)),
+                _ => false,
+            }))
+    };
+    let eol = crate::generate::markers::line_ending(text);
+    let line_end = |at: usize| text[at..].find('\n').map_or(text.len(), |i| at + i + 1);
+    let doc = yaml::parse(text).map_err(|e| format!("it does not parse: {}", e.message))?;
+    let Yaml::Map(top) = &doc.value else {
+        return Err("it is not a mapping".to_owned());
+    };
+    let out = match top.iter().find(|(k, _)| k.as_str() == Some("volumes")) {
+        None => {
+            let mut out = text.to_owned();
+            if !out.is_empty() && !out.ends_with('\n') {
+                out.push_str(eol);
+            }
+            out.push_str(&format!("{eol}volumes:{eol}  {volume}:{eol}"));
+            out
+        }
+        Some((key, value)) => match &value.value {
+            Yaml::Map(entries) => {
+                if entries.iter().any(|(k, _)| k.as_str() == Some(volume)) {
+                    return Ok(None);
+                }
+                let first = entries
+                    .first()
+                    .map(|(k, _)| k)
+                    .filter(|_| !text[value.pos.offset..].starts_with('{'))
+                    .ok_or("its top-level `volumes:` is written in flow style")?;
+                let at = text[..first.pos.offset].rfind('\n').map_or(0, |i| i + 1);
+                let indent = " ".repeat(first.pos.column.saturating_sub(1));
+                format!("{}{indent}{volume}:{eol}{}", &text[..at], &text[at..])
+            }
+            // `volumes:` with nothing under it (a comment at most).
+            Yaml::Null => {
+                let after_key = &text[key.pos.offset + key.pos.len..line_end(key.pos.offset)];
+                let rest = after_key
+                    .trim_start()
+                    .strip_prefix(':')
+                    .unwrap_or("")
+                    .trim();
+                if !(rest.is_empty() || rest.starts_with('#')) {
+                    return Err(format!(
+                        "its top-level `volumes:` is `{rest}`, not a mapping"
+                    ));
+                }
+                let at = line_end(key.pos.offset);
+                let mut out = text[..at].to_owned();
+                if !out.ends_with('\n') {
+                    out.push_str(eol);
+                }
+                format!("{out}  {volume}:{eol}{}", &text[at..])
+            }
+            other => {
+                return Err(format!(
+                    "its top-level `volumes:` is {}, not a mapping",
+                    other.type_name()
+                ));
+            }
+        },
+    };
+    match declared(&out)? {
+        Some(true) => Ok(Some(out)),
+        _ => Err("the edited file does not declare it when read back".to_owned()),
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::is_remote;
+    use super::{is_remote, with_compose_volume};
+
+    #[test]
+    fn a_volume_is_declared_in_the_files_own_shape() {
+        let add = |text: &str| with_compose_volume(text, "w_enroll");
+        let added = |text: &str| add(text).expect("accepted").expect("the volume is added");
+        assert_eq!(
+            added("services: {}\n"),
+            "services: {}\n\nvolumes:\n  w_enroll:\n"
+        );
+        // A trailing comment on `volumes:`, four-space entries, CRLF: all kept.
+        let crlf = "services: {}\r\nvolumes:  # named\r\n    data: {}\r\n";
+        assert_eq!(
+            added(crlf),
+            "services: {}\r\nvolumes:  # named\r\n    w_enroll:\r\n    data: {}\r\n"
+        );
+        assert_eq!(
+            added("volumes: # none yet\nservices: {}\n"),
+            "volumes: # none yet\n  w_enroll:\nservices: {}\n"
+        );
+        assert_eq!(
+            add("volumes:\n  w_enroll:\n").expect("accepted"),
+            None,
+            "declared already"
+        );
+        for refused in [
+            "volumes: {data: {}}\n",
+            "volumes: [a]\n",
+            "volumes: here\n",
+            "- a\n",
+        ] {
+            assert!(add(refused).is_err(), "{refused:?}");
+        }
+    }
 
     #[test]
     fn a_remote_manifest_says_so_in_its_scaffold_metadata() {
