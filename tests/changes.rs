@@ -4,6 +4,7 @@ use crate::common;
 
 use std::path::Path;
 
+use crate::common::Test;
 use common::{copy_fixture, git, run_in, scaffold};
 
 fn commit_all(dir: &Path) {
@@ -34,12 +35,9 @@ fn rules_of(v: &serde_json::Value) -> Vec<(String, String)> {
 fn staged_reports_only_findings_in_what_changed() {
     let repo = copy_fixture("rules/import-forbidden");
     commit_all(repo.path());
-    let clean = run_in(repo.path(), &["check", "--staged", "--format", "json"]);
-    assert_eq!(
-        clean.code, 0,
-        "nothing staged, nothing reported: {}",
-        clean.stdout
-    );
+    Test::in_dir(repo.path())
+        .args(["check", "--staged", "--format", "json"])
+        .run();
     let test_file = repo.path().join("workers/maintenance/tests/dns.rs");
     std::fs::write(
         &test_file,
@@ -47,8 +45,10 @@ fn staged_reports_only_findings_in_what_changed() {
     )
     .expect("write");
     git(repo.path(), &["add", "-A"]);
-    let r = run_in(repo.path(), &["check", "--staged", "--format", "json"]);
-    assert_eq!(r.code, 1);
+    let r = Test::in_dir(repo.path())
+        .args(["check", "--staged", "--format", "json"])
+        .status(1)
+        .run();
     let found = rules_of(&json(&r.stdout));
     assert_eq!(found.len(), 2, "{found:?}");
     assert!(found.iter().all(
@@ -76,22 +76,30 @@ fn staged_reports_only_findings_in_what_changed() {
 fn ownership_needs_a_known_agent_and_a_change_set() {
     let repo = copy_fixture("rules/ownership-forbidden");
     commit_all(repo.path());
-    let r = run_in(repo.path(), &["check", "--staged", "--as", "ops-agent"]);
-    assert_eq!(r.code, 2);
+    let r = Test::in_dir(repo.path())
+        .args(["check", "--staged", "--as", "ops-agent"])
+        .status(2)
+        .run();
     assert!(
         r.stderr.contains("unknown agent `ops-agent`") && r.stderr.contains("worker-agent"),
         "{}",
         r.stderr
     );
-    let r = run_in(repo.path(), &["check", "--as", "worker-agent"]);
-    assert_eq!(r.code, 2);
+    let r = Test::in_dir(repo.path())
+        .args(["check", "--as", "worker-agent"])
+        .status(2)
+        .run();
     assert!(r.stderr.contains("--as needs a change set"), "{}", r.stderr);
-    let r = run_in(repo.path(), &["check", "--since", "no-such-rev"]);
-    assert_eq!(r.code, 2);
+    Test::in_dir(repo.path())
+        .args(["check", "--since", "no-such-rev"])
+        .status(2)
+        .run();
     let plain = tempfile::tempdir().expect("tmp");
     common::copy_dir(&common::fixture("clean"), plain.path());
-    let r = run_in(plain.path(), &["check", "--staged"]);
-    assert_eq!(r.code, 2, "not a git repository: {}", r.stderr);
+    Test::in_dir(plain.path())
+        .args(["check", "--staged"])
+        .status(2)
+        .run();
 }
 
 #[test]
@@ -107,18 +115,17 @@ fn renames_count_on_both_sides_and_deletions_count() {
         ],
     );
     git(repo.path(), &["rm", "-q", "om/src/lib.rs"]);
-    let r = run_in(
-        repo.path(),
-        &[
+    let r = Test::in_dir(repo.path())
+        .args([
             "check",
             "--staged",
             "--as",
             "worker-agent",
             "--format",
             "json",
-        ],
-    );
-    assert_eq!(r.code, 1);
+        ])
+        .status(1)
+        .run();
     let found = rules_of(&json(&r.stdout));
     assert!(
         found.contains(&(
@@ -141,18 +148,16 @@ fn renames_count_on_both_sides_and_deletions_count() {
 
 #[test]
 fn gates_resolve_package_and_dedupe() {
-    let r = run_in(
-        &common::fixture("clean"),
-        &[
+    let r = Test::in_dir(&common::fixture("clean"))
+        .args([
             "gates",
             "workers/maintenance/README.md",
             "workers/maintenance/src/main.rs",
             "services/billing/src/lib.rs",
             "--format",
             "json",
-        ],
-    );
-    assert_eq!(r.code, 0, "{}", r.stderr);
+        ])
+        .run();
     let expected = r#"{"gates":[{"gate":"worker-build","command":["cargo","check","-p","acme-maintenance"],"triggered_by":["workers/maintenance/README.md","workers/maintenance/src/main.rs"]},{"gate":"worker-test","command":["cargo","test","-p","acme-maintenance"],"triggered_by":["workers/maintenance/README.md","workers/maintenance/src/main.rs"]},{"gate":"boundary","command":["scaffold","check"],"triggered_by":["workers/maintenance/README.md","workers/maintenance/src/main.rs"]}]}"#;
     assert_eq!(r.stdout.trim(), expected);
     let none = run_in(
@@ -186,8 +191,10 @@ fn gates_from_a_change_set_and_run_stops_at_the_first_failure() {
         .map(|g| g["gate"].as_str().expect("gate"))
         .collect();
     assert_eq!(names, ["first", "broken", "never"]);
-    let r = run_in(repo.path(), &["gates", "--staged", "--run"]);
-    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let r = Test::in_dir(repo.path())
+        .args(["gates", "--staged", "--run"])
+        .status(1)
+        .run();
     assert!(
         r.stdout.contains("==> gate first: true") && r.stdout.contains("==> gate broken: false"),
         "{}",
@@ -203,11 +210,13 @@ fn gates_from_a_change_set_and_run_stops_at_the_first_failure() {
 #[test]
 fn baseline_adopt_then_new_finding_fails_then_fixed_finding_is_stale() {
     let repo = copy_fixture("rules/import-forbidden");
-    let w = run_in(repo.path(), &["check", "--write-baseline"]);
-    assert_eq!(w.code, 0, "{}", w.stderr);
+    let w = Test::in_dir(repo.path())
+        .args(["check", "--write-baseline"])
+        .run();
     assert!(w.stdout.contains("8 entries"), "{}", w.stdout);
-    let adopted = run_in(repo.path(), &["check", "--format", "json"]);
-    assert_eq!(adopted.code, 0, "{}", adopted.stdout);
+    let adopted = Test::in_dir(repo.path())
+        .args(["check", "--format", "json"])
+        .run();
     assert_eq!(json(&adopted.stdout)["summary"]["baselined"], 8);
 
     // Moving code down a line keeps it baselined: fingerprints carry no line numbers.
@@ -224,8 +233,10 @@ fn baseline_adopt_then_new_finding_fails_then_fixed_finding_is_stale() {
         format!("{dns}\npub fn again() {{\n    resolver::resolve();\n    infra::resolve();\n}}\n"),
     )
     .expect("write");
-    let new = run_in(repo.path(), &["check", "--format", "json"]);
-    assert_eq!(new.code, 1);
+    let new = Test::in_dir(repo.path())
+        .args(["check", "--format", "json"])
+        .status(1)
+        .run();
     assert_eq!(json(&new.stdout)["summary"]["errors"], 2);
     // Under CI the baseline may not grow.
     let refused = scaffold()
@@ -241,8 +252,9 @@ fn baseline_adopt_then_new_finding_fails_then_fixed_finding_is_stale() {
 
     // A fixed finding leaves a stale entry: a warning, an error under CI.
     std::fs::remove_file(repo.path().join("workers/maintenance/tests/dns.rs")).expect("rm");
-    let stale = run_in(repo.path(), &["check", "--format", "json"]);
-    assert_eq!(stale.code, 0);
+    let stale = Test::in_dir(repo.path())
+        .args(["check", "--format", "json"])
+        .run();
     assert_eq!(
         rules_of(&json(&stale.stdout)),
         [("baseline-stale".to_owned(), "agent/baseline.yml".to_owned())]
@@ -276,8 +288,7 @@ fn baseline_adopt_then_new_finding_fails_then_fixed_finding_is_stale() {
 fn hook_install_writes_ours_and_refuses_a_foreign_hook() {
     let repo = copy_fixture("clean");
     commit_all(repo.path());
-    let r = run_in(repo.path(), &["hook", "install"]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    Test::in_dir(repo.path()).args(["hook", "install"]).run();
     let hook = repo.path().join(".git/hooks/pre-commit");
     let text = std::fs::read_to_string(&hook).expect("hook written");
     assert!(
@@ -298,8 +309,10 @@ fn hook_install_writes_ours_and_refuses_a_foreign_hook() {
         "replacing our own hook is fine"
     );
     std::fs::write(&hook, "#!/bin/sh\nmake lint\n").expect("write");
-    let refused = run_in(repo.path(), &["hook", "install"]);
-    assert_eq!(refused.code, 2);
+    let refused = Test::in_dir(repo.path())
+        .args(["hook", "install"])
+        .status(2)
+        .run();
     assert!(
         refused.stderr.contains("was not written by scaffold"),
         "{}",
@@ -322,8 +335,9 @@ fn hook_in_a_subdirectory_changes_into_it() {
     let outer = tempfile::tempdir().expect("tmp");
     common::copy_dir(&common::fixture("clean"), &outer.path().join("platform"));
     commit_all(outer.path());
-    let r = run_in(&outer.path().join("platform"), &["hook", "install"]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    Test::in_dir(&outer.path().join("platform"))
+        .args(["hook", "install"])
+        .run();
     let text = std::fs::read_to_string(outer.path().join(".git/hooks/pre-commit")).expect("hook");
     assert!(
         text.contains("exec scaffold -C 'platform' check --staged"),
@@ -364,8 +378,7 @@ fn a_file_no_agent_may_write_is_found_and_its_content_never_shown() {
         &["check", "--staged", "--format", "sarif"],
         &["check", "--staged", "--format", "github"],
     ] {
-        let r = run_in(repo.path(), args);
-        assert_eq!(r.code, 1, "{args:?}: {}", r.stdout);
+        let r = Test::in_dir(repo.path()).args(args).status(1).run();
         assert!(r.stdout.contains(".env"), "{args:?}: {}", r.stdout);
         assert!(!r.stdout.contains("hunter2"), "{args:?}: {}", r.stdout);
     }
@@ -392,15 +405,17 @@ fn a_file_no_agent_may_write_is_found_and_its_content_never_shown() {
 #[test]
 fn schemas_and_completions() {
     for kind in ["codemap", "gate-matrix"] {
-        let r = run_in(&common::fixture("clean"), &["schema", kind]);
-        assert_eq!(r.code, 0);
+        let r = Test::in_dir(&common::fixture("clean"))
+            .args(["schema", kind])
+            .run();
         let v = json(&r.stdout);
         assert_eq!(v["type"], "object");
         assert_eq!(v["properties"]["version"]["const"], 1);
         assert_eq!(v["additionalProperties"], false);
     }
-    let c = run_in(&common::fixture("clean"), &["completions", "bash"]);
-    assert_eq!(c.code, 0);
+    let c = Test::in_dir(&common::fixture("clean"))
+        .args(["completions", "bash"])
+        .run();
     assert!(c.stdout.contains("scaffold") && c.stdout.contains("--staged"));
 }
 

@@ -5,19 +5,21 @@ use crate::common;
 use std::io::Read;
 use std::process::Stdio;
 
+use crate::common::Test;
 use common::{copy_fixture, fixture, run_in, scaffold};
 
 #[test]
 fn clean_fixture_exits_0_and_a_violating_one_exits_1() {
-    let clean = run_in(&fixture("clean"), &["check"]);
-    assert_eq!(clean.code, 0, "{}{}", clean.stdout, clean.stderr);
+    let clean = Test::in_dir(&fixture("clean")).args(["check"]).run();
     assert!(
         clean.stdout.starts_with("ok: no findings in"),
         "{}",
         clean.stdout
     );
-    let bad = run_in(&fixture("rules/import-forbidden"), &["check"]);
-    assert_eq!(bad.code, 1);
+    Test::in_dir(&fixture("rules/import-forbidden"))
+        .args(["check"])
+        .status(1)
+        .run();
 }
 
 #[test]
@@ -45,8 +47,10 @@ fn json_is_byte_identical_across_runs_with_repo_relative_slash_paths() {
 #[test]
 fn run_from_a_subdirectory_finds_the_root_and_names_it_relatively() {
     let dir = fixture("rules/import-forbidden/workers/maintenance/src");
-    let r = run_in(&dir, &["check", "--format", "json"]);
-    assert_eq!(r.code, 1);
+    let r = Test::in_dir(&dir)
+        .args(["check", "--format", "json"])
+        .status(1)
+        .run();
     let v: serde_json::Value = serde_json::from_str(&r.stdout).expect("valid JSON");
     assert_eq!(v["root"], "../../..");
 }
@@ -57,8 +61,7 @@ fn unknown_codemap_key_exits_2_naming_file_line_col() {
     let codemap = tmp.path().join("agent/codemap.yml");
     let text = std::fs::read_to_string(&codemap).expect("codemap");
     std::fs::write(&codemap, text.replace("agents:", "agentz:")).expect("write");
-    let r = run_in(tmp.path(), &["check"]);
-    assert_eq!(r.code, 2, "{}", r.stdout);
+    let r = Test::in_dir(tmp.path()).args(["check"]).status(2).run();
     assert!(r.stdout.contains("unknown key `agentz`"), "{}", r.stdout);
     assert!(
         r.stdout.contains("[agent/codemap.yml:10:1]"),
@@ -80,8 +83,7 @@ fn unknown_codemap_key_exits_2_naming_file_line_col() {
 #[test]
 fn missing_codemap_exits_2_saying_where_it_looked() {
     let tmp = tempfile::tempdir().expect("tmp");
-    let r = run_in(tmp.path(), &["check"]);
-    assert_eq!(r.code, 2);
+    let r = Test::in_dir(tmp.path()).args(["check"]).status(2).run();
     assert!(r.stderr.contains("no agent/codemap.yml in"), "{}", r.stderr);
     assert!(
         r.stderr
@@ -94,30 +96,38 @@ fn missing_codemap_exits_2_saying_where_it_looked() {
 
 #[test]
 fn bad_working_directory_and_unknown_rule_exit_2() {
-    let r = run_in(std::path::Path::new("/nonexistent/scaffold"), &["check"]);
-    assert_eq!(r.code, 2);
-    let r = run_in(&fixture("clean"), &["check", "--rule", "import-forbiden"]);
-    assert_eq!(r.code, 2);
+    Test::in_dir(std::path::Path::new("/nonexistent/scaffold"))
+        .args(["check"])
+        .status(2)
+        .run();
+    let r = Test::in_dir(&fixture("clean"))
+        .args(["check", "--rule", "import-forbiden"])
+        .status(2)
+        .run();
     assert!(
         r.stderr.contains("did you mean `import-forbidden`"),
         "{}",
         r.stderr
     );
-    let r = run_in(&fixture("clean"), &["explain", "nope"]);
-    assert_eq!(r.code, 2);
-    let r = run_in(&fixture("clean"), &["rules", "--format", "sarif"]);
-    assert_eq!(r.code, 2);
-    let r = run_in(&fixture("clean"), &["check", "--no-such-flag"]);
-    assert_eq!(r.code, 2);
+    Test::in_dir(&fixture("clean"))
+        .args(["explain", "nope"])
+        .status(2)
+        .run();
+    Test::in_dir(&fixture("clean"))
+        .args(["rules", "--format", "sarif"])
+        .status(2)
+        .run();
+    Test::in_dir(&fixture("clean"))
+        .args(["check", "--no-such-flag"])
+        .status(2)
+        .run();
 }
 
 #[test]
 fn rule_filter_runs_only_the_named_rules() {
-    let r = run_in(
-        &fixture("rules/import-forbidden"),
-        &["check", "--rule", "gate-unknown", "--format", "json"],
-    );
-    assert_eq!(r.code, 0, "{}", r.stdout);
+    let r = Test::in_dir(&fixture("rules/import-forbidden"))
+        .args(["check", "--rule", "gate-unknown", "--format", "json"])
+        .run();
     // The suppression of dependency-forbidden is not reported as unused: that rule did not run.
     assert!(!r.stdout.contains("suppression-invalid"), "{}", r.stdout);
 }
@@ -129,8 +139,9 @@ fn policy_changes_severity_and_turns_rules_off() {
     let mut text = std::fs::read_to_string(&codemap).expect("codemap");
     text.push_str("policy:\n  import-forbidden: warning\n  dependency-forbidden: off\n");
     std::fs::write(&codemap, text).expect("write");
-    let r = run_in(tmp.path(), &["check", "--format", "json"]);
-    assert_eq!(r.code, 0, "warnings only: {}", r.stdout);
+    let r = Test::in_dir(tmp.path())
+        .args(["check", "--format", "json"])
+        .run();
     let v: serde_json::Value = serde_json::from_str(&r.stdout).expect("valid JSON");
     assert_eq!(v["summary"]["errors"], 0);
     assert_eq!(v["summary"]["warnings"], 8);
@@ -139,8 +150,10 @@ fn policy_changes_severity_and_turns_rules_off() {
 #[test]
 fn sarif_has_a_location_on_every_result_and_rules_with_help() {
     let repo = copy_fixture("rules/worker-role-unknown");
-    let r = run_in(repo.path(), &["check", "--format", "sarif"]);
-    assert_eq!(r.code, 1);
+    let r = Test::in_dir(repo.path())
+        .args(["check", "--format", "sarif"])
+        .status(1)
+        .run();
     let v: serde_json::Value = serde_json::from_str(&r.stdout).expect("valid SARIF JSON");
     assert_eq!(v["version"], "2.1.0");
     let run = &v["runs"][0];
@@ -195,8 +208,9 @@ fn sarif_has_a_location_on_every_result_and_rules_with_help() {
 #[test]
 fn github_format_prints_annotations_and_a_summary() {
     let repo = copy_fixture("rules/import-undeclared");
-    let r = run_in(repo.path(), &["check", "--format", "github"]);
-    assert_eq!(r.code, 0);
+    let r = Test::in_dir(repo.path())
+        .args(["check", "--format", "github"])
+        .run();
     let lines: Vec<&str> = r.stdout.lines().collect();
     assert_eq!(lines.len(), 3);
     // Named from the checkout's root: this repository's fixture folder first (when the
@@ -350,11 +364,10 @@ fn edges_follow_each_crates_own_dependencies() {
 #[test]
 fn write_baseline_refuses_a_partial_run() {
     let tmp = copy_fixture("rules/import-forbidden");
-    let r = run_in(
-        tmp.path(),
-        &["check", "--write-baseline", "--rule", "import-forbidden"],
-    );
-    assert_eq!(r.code, 2);
+    let r = Test::in_dir(tmp.path())
+        .args(["check", "--write-baseline", "--rule", "import-forbidden"])
+        .status(2)
+        .run();
     assert!(
         r.stderr.contains("records every finding of a full run"),
         "{}",
@@ -597,13 +610,13 @@ fn each_command_offers_the_formats_it_has() {
         &["rules", "--format", "sarif"],
         &["queue", "status", "--format", "github"],
     ] {
-        let r = run_in(&fixture("clean"), args);
-        assert_eq!(r.code, 2, "{args:?}: {}", r.stdout);
+        let r = Test::in_dir(&fixture("clean")).args(args).status(2).run();
         assert!(r.stdout.is_empty(), "{args:?}: {}", r.stdout);
         assert!(r.stderr.contains("--format"), "{args:?}: {}", r.stderr);
     }
-    let r = run_in(&fixture("clean"), &["completions", "bash"]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    Test::in_dir(&fixture("clean"))
+        .args(["completions", "bash"])
+        .run();
     let help = run_in(&fixture("clean"), &["completions", "--help"]);
     assert!(!help.stdout.contains("--format"), "{}", help.stdout);
     let help = run_in(&fixture("clean"), &["rules", "--help"]);

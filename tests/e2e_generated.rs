@@ -18,6 +18,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::common::Test;
 use common::run_in;
 
 fn target_dir() -> PathBuf {
@@ -84,12 +85,7 @@ fn green(dir: &Path, step: &str) {
     describe_kinds(dir, step);
     cargo(dir, &["fmt", "--all", "--check"]);
     cargo(dir, &["test", "--workspace", "--locked", "--quiet"]);
-    let r = run_in(dir, &["check", "--format", "json"]);
-    assert_eq!(
-        r.code, 0,
-        "scaffold check after {step}:\n{}{}",
-        r.stdout, r.stderr
-    );
+    let r = Test::in_dir(dir).args(["check", "--format", "json"]).run();
     let v: serde_json::Value = serde_json::from_str(&r.stdout).expect("JSON");
     assert_eq!(
         v["findings"].as_array().map(Vec::len),
@@ -107,8 +103,7 @@ fn green(dir: &Path, step: &str) {
 fn run_ok(dir: &Path, args: &[&str], repo: &Path) {
     let mut with_json = args.to_vec();
     with_json.extend(["--format", "json"]);
-    let r = run_in(dir, &with_json);
-    assert_eq!(r.code, 0, "scaffold {args:?}:\n{}{}", r.stdout, r.stderr);
+    let r = Test::in_dir(dir).args(&with_json).run();
     let v: serde_json::Value = serde_json::from_str(&r.stdout).expect("JSON");
     if !repo.join(".git").exists() {
         common::git(repo, &["init", "-q"]);
@@ -243,8 +238,9 @@ fn the_generated_repository_stays_green_as_it_grows() {
             "r-1",
         ],
     );
-    let status = run_in(&dir, &["queue", "status", "--format", "json"]);
-    assert_eq!(status.code, 0, "{}{}", status.stdout, status.stderr);
+    let status = Test::in_dir(&dir)
+        .args(["queue", "status", "--format", "json"])
+        .run();
     let v: serde_json::Value = serde_json::from_str(&status.stdout).expect("JSON");
     assert_eq!(v["outbox"]["pending"], 1, "the write's work row: {v:#}");
 

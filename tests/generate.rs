@@ -21,7 +21,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use common::{Run, assert_same, files, run_in, tree};
+use crate::common::Test;
+use common::{assert_same, files, run_in, tree};
 
 fn copy_tree(from: &Path, to: &Path) {
     for (rel, bytes) in files(from) {
@@ -50,8 +51,7 @@ fn pristine() -> &'static Path {
     let (_, path) = DIR.get_or_init(|| {
         let tmp = tempfile::tempdir().expect("tempdir");
         let path = tmp.path().join("acme");
-        let r = run_in(tmp.path(), &["init", "acme"]);
-        assert_eq!(r.code, 0, "init failed:\n{}{}", r.stdout, r.stderr);
+        Test::in_dir(tmp.path()).args(["init", "acme"]).run();
         (tmp, path)
     });
     path
@@ -63,10 +63,6 @@ fn repo() -> (tempfile::TempDir, PathBuf) {
     let path = tmp.path().join("acme");
     copy_tree(pristine(), &path);
     (tmp, path)
-}
-
-fn ok(r: &Run) {
-    assert_eq!(r.code, 0, "expected success:\n{}{}", r.stdout, r.stderr);
 }
 
 /// The tree listing with the vendored runtime's files counted, not listed (they change with
@@ -182,22 +178,28 @@ fn every_generated_config_file_parses() {
 fn init_refuses_bad_names_and_non_empty_directories() {
     let tmp = tempfile::tempdir().expect("tempdir");
     for name in ["../x", "Acme", "a/b", "1acme", "acme-", ""] {
-        let r = run_in(tmp.path(), &["init", "new", "--name", name]);
-        assert_eq!(r.code, 1, "--name {name:?}: {}{}", r.stdout, r.stderr);
+        let r = Test::in_dir(tmp.path())
+            .args(["init", "new", "--name", name])
+            .status(1)
+            .run();
         assert!(r.stderr.contains("invalid project name"), "{}", r.stderr);
         assert!(
             !tmp.path().join("new").exists(),
             "--name {name:?} created the directory"
         );
     }
-    let r = run_in(tmp.path(), &["init", "Bad_Dir"]);
-    assert_eq!(r.code, 1, "{}", r.stderr);
+    let r = Test::in_dir(tmp.path())
+        .args(["init", "Bad_Dir"])
+        .status(1)
+        .run();
     assert!(r.stderr.contains("--name"), "{}", r.stderr);
     fs::create_dir(tmp.path().join("full")).expect("mkdir");
     fs::write(tmp.path().join("full/README.md"), "mine\n").expect("write");
     let before = tree(tmp.path());
-    let r = run_in(tmp.path(), &["init", "full", "--name", "acme"]);
-    assert_eq!(r.code, 1, "{}", r.stderr);
+    let r = Test::in_dir(tmp.path())
+        .args(["init", "full", "--name", "acme"])
+        .status(1)
+        .run();
     assert!(r.stderr.contains("is not empty"), "{}", r.stderr);
     assert_same(&tree(tmp.path()), &before, "the tree changed");
 }
@@ -210,8 +212,10 @@ fn init_with_an_override_that_renders_invalid_rust_writes_nothing() {
     fs::create_dir_all(&over).expect("mkdir");
     fs::write(over.join("lib.rs.j2"), "pub fn broken( {\n").expect("write");
     let before = tree(tmp.path());
-    let r = run_in(tmp.path(), &["init", "acme"]);
-    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    let r = Test::in_dir(tmp.path())
+        .args(["init", "acme"])
+        .status(2)
+        .run();
     assert!(
         r.stderr.contains("workers/maintenance/src/lib.rs"),
         "{}",
@@ -226,8 +230,10 @@ fn init_into_an_unwritable_place_leaves_nothing() {
     let tmp = tempfile::tempdir().expect("tempdir");
     fs::write(tmp.path().join("file"), "x").expect("write");
     let before = tree(tmp.path());
-    let r = run_in(tmp.path(), &["init", "file/acme"]);
-    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    let r = Test::in_dir(tmp.path())
+        .args(["init", "file/acme"])
+        .status(2)
+        .run();
     assert!(r.stderr.contains("file/acme"), "{}", r.stderr);
     assert_same(&tree(tmp.path()), &before, "the tree changed");
 }
@@ -235,8 +241,9 @@ fn init_into_an_unwritable_place_leaves_nothing() {
 #[test]
 fn init_dry_run_writes_nothing_and_json_lists_files() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let r = run_in(tmp.path(), &["init", "acme", "--dry-run"]);
-    ok(&r);
+    let r = Test::in_dir(tmp.path())
+        .args(["init", "acme", "--dry-run"])
+        .run();
     assert!(
         r.stdout.contains("+++ b/om/src/root.rs"),
         "{}",
@@ -244,8 +251,9 @@ fn init_dry_run_writes_nothing_and_json_lists_files() {
     );
     assert!(r.stdout.contains("dry run: nothing was written"));
     assert!(!tmp.path().join("acme").exists());
-    let r = run_in(tmp.path(), &["init", "acme", "--format", "json"]);
-    ok(&r);
+    let r = Test::in_dir(tmp.path())
+        .args(["init", "acme", "--format", "json"])
+        .run();
     let v: serde_json::Value = serde_json::from_str(&r.stdout).expect("JSON");
     assert_eq!(v["command"], "init");
     let created = v["created"].as_array().expect("created");
@@ -257,26 +265,22 @@ fn init_dry_run_writes_nothing_and_json_lists_files() {
 #[test]
 fn worker_adds_a_kind_to_an_existing_worker() {
     let (_tmp, dir) = repo();
-    ok(&run_in(&dir, &["namespace", "shipping"]));
+    Test::in_dir(&dir).args(["namespace", "shipping"]).run();
     let before = tree(&dir);
-    let dry = run_in(
-        &dir,
-        &["worker", "maintenance", "NOTIFY_SHIPMENT", "--dry-run"],
-    );
-    ok(&dry);
+    let dry = Test::in_dir(&dir)
+        .args(["worker", "maintenance", "NOTIFY_SHIPMENT", "--dry-run"])
+        .run();
     assert_same(&tree(&dir), &before, "--dry-run wrote");
     insta::assert_snapshot!("worker_notify_shipment_diff", dry.stdout);
-    let r = run_in(
-        &dir,
-        &[
+    let r = Test::in_dir(&dir)
+        .args([
             "worker",
             "maintenance",
             "NOTIFY_SHIPMENT",
             "--format",
             "json",
-        ],
-    );
-    ok(&r);
+        ])
+        .run();
     let v: serde_json::Value = serde_json::from_str(&r.stdout).expect("JSON");
     let list = |k: &str| -> Vec<String> {
         v[k].as_array()
@@ -309,8 +313,10 @@ fn worker_adds_a_kind_to_an_existing_worker() {
     );
     // Again: refused, naming where the kind is registered, and nothing changes.
     let after = tree(&dir);
-    let again = run_in(&dir, &["worker", "maintenance", "NOTIFY_SHIPMENT"]);
-    assert_eq!(again.code, 1, "{}", again.stderr);
+    let again = Test::in_dir(&dir)
+        .args(["worker", "maintenance", "NOTIFY_SHIPMENT"])
+        .status(1)
+        .run();
     assert!(
         again.stderr.contains("om/src/shipping/kinds.rs:"),
         "{}",
@@ -334,25 +340,25 @@ fn check_clean(dir: &Path, step: &str) {
 fn every_step_checks_clean() {
     let (_tmp, dir) = repo();
     check_clean(&dir, "init");
-    ok(&run_in(&dir, &["namespace", "shipping"]));
+    Test::in_dir(&dir).args(["namespace", "shipping"]).run();
     check_clean(&dir, "namespace shipping");
-    ok(&run_in(&dir, &["worker", "maintenance", "NOTIFY_SHIPMENT"]));
+    Test::in_dir(&dir)
+        .args(["worker", "maintenance", "NOTIFY_SHIPMENT"])
+        .run();
     check_clean(&dir, "worker maintenance NOTIFY_SHIPMENT");
-    ok(&run_in(
-        &dir,
-        &[
+    Test::in_dir(&dir)
+        .args([
             "worker",
             "maintenance",
             "REINDEX_SHIPMENTS",
             "--lane",
             "bulk",
-        ],
-    ));
+        ])
+        .run();
     check_clean(&dir, "worker maintenance REINDEX_SHIPMENTS --lane bulk");
-    ok(&run_in(&dir, &["namespace", "billing"]));
-    ok(&run_in(
-        &dir,
-        &[
+    Test::in_dir(&dir).args(["namespace", "billing"]).run();
+    Test::in_dir(&dir)
+        .args([
             "worker",
             "billing",
             "CHARGE_CARD",
@@ -363,12 +369,11 @@ fn every_step_checks_clean() {
             "--container",
             "--role",
             "scheduler",
-        ],
-    ));
+        ])
+        .run();
     check_clean(&dir, "worker billing CHARGE_CARD");
-    ok(&run_in(
-        &dir,
-        &[
+    Test::in_dir(&dir)
+        .args([
             "worker",
             "order-sync",
             "SYNC_ORDER",
@@ -376,8 +381,8 @@ fn every_step_checks_clean() {
             "shipping",
             "--role",
             "sync-reconciler",
-        ],
-    ));
+        ])
+        .run();
     check_clean(&dir, "worker order-sync SYNC_ORDER");
 }
 
@@ -386,19 +391,17 @@ fn every_step_checks_clean() {
 #[test]
 fn a_lane_on_an_existing_worker_adds_a_replica_everywhere_it_runs() {
     let (_tmp, dir) = repo();
-    ok(&run_in(&dir, &["namespace", "shipping"]));
-    let r = run_in(
-        &dir,
-        &[
+    Test::in_dir(&dir).args(["namespace", "shipping"]).run();
+    let r = Test::in_dir(&dir)
+        .args([
             "worker",
             "maintenance",
             "REINDEX_SHIPMENTS",
             "--lane",
             "bulk",
             "--dry-run",
-        ],
-    );
-    ok(&r);
+        ])
+        .run();
     let deployment: String = r
         .stdout
         .split("--- a/")
@@ -459,19 +462,18 @@ fn a_kind_without_a_lane_is_on_its_workers_own_lane_in_every_order() {
     for (worker, own) in [("maintenance", "default"), ("billing", "payments")] {
         for order in orders {
             let (_tmp, dir) = repo();
-            ok(&run_in(&dir, &["namespace", "shipping"]));
+            Test::in_dir(&dir).args(["namespace", "shipping"]).run();
             if worker == "billing" {
-                ok(&run_in(
-                    &dir,
-                    &["worker", "billing", "CHARGE_CARD", "--lane", "payments"],
-                ));
+                Test::in_dir(&dir)
+                    .args(["worker", "billing", "CHARGE_CARD", "--lane", "payments"])
+                    .run();
             }
             for (kind, lane) in order {
                 let mut args = vec!["worker", worker, kind];
                 if let Some(lane) = lane {
                     args.extend(["--lane", lane]);
                 }
-                ok(&run_in(&dir, &args));
+                Test::in_dir(&dir).args(&args).run();
             }
             let lanes = spec_lanes(&dir);
             for (kind, lane) in order {
@@ -490,11 +492,10 @@ fn a_kind_without_a_lane_is_on_its_workers_own_lane_in_every_order() {
 #[test]
 fn a_new_worker_gets_every_file_it_needs() {
     let (_tmp, dir) = repo();
-    ok(&run_in(&dir, &["namespace", "billing"]));
+    Test::in_dir(&dir).args(["namespace", "billing"]).run();
     let original = fs::read_to_string(dir.join("Cargo.toml")).expect("Cargo.toml");
-    let r = run_in(
-        &dir,
-        &[
+    let r = Test::in_dir(&dir)
+        .args([
             "worker",
             "billing",
             "CHARGE_CARD",
@@ -505,9 +506,8 @@ fn a_new_worker_gets_every_file_it_needs() {
             "scheduler",
             "--format",
             "json",
-        ],
-    );
-    ok(&r);
+        ])
+        .run();
     let v: serde_json::Value = serde_json::from_str(&r.stdout).expect("JSON");
     let changed: Vec<&str> = v["changed"]
         .as_array()
@@ -547,18 +547,17 @@ fn a_new_worker_gets_every_file_it_needs() {
 #[test]
 fn a_new_workers_deployments_take_its_lane_off_the_spec() {
     let (_tmp, dir) = repo();
-    ok(&run_in(&dir, &["namespace", "billing"]));
-    ok(&run_in(
-        &dir,
-        &[
+    Test::in_dir(&dir).args(["namespace", "billing"]).run();
+    Test::in_dir(&dir)
+        .args([
             "worker",
             "billing",
             "CHARGE_CARD",
             "--lane",
             "payments",
             "--container",
-        ],
-    ));
+        ])
+        .run();
     let read = |p: &str| fs::read_to_string(dir.join(p)).expect(p);
     let dev = read("scripts/dev.sh");
     let compose = read("deployment/local/docker-compose.full.yml");
@@ -577,7 +576,7 @@ fn a_new_workers_deployments_take_its_lane_off_the_spec() {
     let env = read(".env.example");
     assert!(env.contains("# ACME_BILLING_LANE="), "{env}");
     assert!(!env.contains("\nACME_BILLING_LANE"), "{env}");
-    ok(&run_in(&dir, &["check"]));
+    Test::in_dir(&dir).args(["check"]).run();
 
     // Without the worker's process, dev.sh has nobody on `payments`.
     let without: String = dev
@@ -601,11 +600,12 @@ fn a_new_workers_deployments_take_its_lane_off_the_spec() {
     );
     fs::write(dir.join("scripts/dev.sh"), &dev).expect("write");
 
-    ok(&run_in(&dir, &["worker", "billing", "REFUND_CARD"]));
-    ok(&run_in(
-        &dir,
-        &["worker", "billing", "REINDEX_CHARGES", "--lane", "bulk"],
-    ));
+    Test::in_dir(&dir)
+        .args(["worker", "billing", "REFUND_CARD"])
+        .run();
+    Test::in_dir(&dir)
+        .args(["worker", "billing", "REINDEX_CHARGES", "--lane", "bulk"])
+        .run();
     let lanes = spec_lanes(&dir);
     assert_eq!(
         lanes.get("REFUND_CARD").map(String::as_str),
@@ -619,7 +619,7 @@ fn a_new_workers_deployments_take_its_lane_off_the_spec() {
     assert!(dev.contains("acme-billing -- serve --lane bulk &"), "{dev}");
     let tf = read("deployment/terraform/modules/environment/main.tf");
     assert!(tf.contains("ACME_BILLING_LANE = \"bulk\""), "{tf}");
-    ok(&run_in(&dir, &["check"]));
+    Test::in_dir(&dir).args(["check"]).run();
 }
 
 /// Item 3 of issue 37: a provider added to a worker is wired into every place the worker is
@@ -630,22 +630,19 @@ fn a_new_workers_deployments_take_its_lane_off_the_spec() {
 #[test]
 fn an_integrations_settings_reach_every_deployment_of_its_worker() {
     let (_tmp, dir) = repo();
-    ok(&run_in(&dir, &["namespace", "shipping"]));
-    ok(&run_in(
-        &dir,
-        &["worker", "maintenance", "REINDEX", "--lane", "bulk"],
-    ));
-    let r = run_in(
-        &dir,
-        &[
+    Test::in_dir(&dir).args(["namespace", "shipping"]).run();
+    Test::in_dir(&dir)
+        .args(["worker", "maintenance", "REINDEX", "--lane", "bulk"])
+        .run();
+    let r = Test::in_dir(&dir)
+        .args([
             "worker",
             "maintenance",
             "BOOK_PICKUP",
             "--integration",
             "carrier",
-        ],
-    );
-    ok(&r);
+        ])
+        .run();
     // What the operator must set before the next deploy, with its real names.
     assert!(
         r.stdout
@@ -654,10 +651,9 @@ fn an_integrations_settings_reach_every_deployment_of_its_worker() {
         "{}",
         r.stdout
     );
-    ok(&run_in(
-        &dir,
-        &["worker", "maintenance", "ARCHIVE", "--lane", "cold"],
-    ));
+    Test::in_dir(&dir)
+        .args(["worker", "maintenance", "ARCHIVE", "--lane", "cold"])
+        .run();
     let read = |p: &str| fs::read_to_string(dir.join(p)).expect(p);
     let main = read("deployment/terraform/modules/environment/main.tf");
     for module in ["maintenance", "maintenance_bulk", "maintenance_cold"] {
@@ -700,7 +696,7 @@ fn an_integrations_settings_reach_every_deployment_of_its_worker() {
     ] {
         assert!(read(path).contains(needle), "{path} lacks {needle}");
     }
-    ok(&run_in(&dir, &["check"]));
+    Test::in_dir(&dir).args(["check"]).run();
 
     // Taken out of the replica's instance, and out of the compose service: both found.
     let broken = main.replacen(
@@ -777,8 +773,8 @@ fn tool(test: &str, tool: &str, dir: &Path, args: &[&str]) -> Option<std::proces
 #[test]
 fn the_printed_way_to_start_work_by_hand_works() {
     let (_tmp, dir) = repo();
-    ok(&run_in(&dir, &["namespace", "shipping"]));
-    ok(&run_in(&dir, &["queue", "migrate"]));
+    Test::in_dir(&dir).args(["namespace", "shipping"]).run();
+    Test::in_dir(&dir).args(["queue", "migrate"]).run();
     for (args, kind) in [
         (
             &[
@@ -802,8 +798,7 @@ fn the_printed_way_to_start_work_by_hand_works() {
             "ORCHESTRATION",
         ),
     ] {
-        let r = run_in(&dir, args);
-        ok(&r);
+        let r = Test::in_dir(&dir).args(args).run();
         let v: serde_json::Value = serde_json::from_str(&r.stdout).expect("JSON");
         let line = v["next"]
             .as_array()
@@ -817,10 +812,11 @@ fn the_printed_way_to_start_work_by_hand_works() {
         assert_eq!(words[..3], ["scaffold", "queue", "enqueue"], "{command}");
         assert_eq!(words[3], kind, "{command}");
         let words: Vec<&str> = words[1..].iter().map(String::as_str).collect();
-        ok(&run_in(&dir, &words));
+        Test::in_dir(&dir).args(&words).run();
     }
-    let r = run_in(&dir, &["queue", "list", "--format", "json"]);
-    ok(&r);
+    let r = Test::in_dir(&dir)
+        .args(["queue", "list", "--format", "json"])
+        .run();
     assert!(r.stdout.contains("NOTIFY_SHIPMENT"), "{}", r.stdout);
     assert!(r.stdout.contains("\"ORCHESTRATION\""), "{}", r.stdout);
 }

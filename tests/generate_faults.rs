@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::common::Test;
 use common::{copy_dir, init_repo, run_in};
 
 /// Every file and folder under `root`, with its bytes and whether it is executable, but
@@ -270,8 +271,7 @@ fn concurrent_runs_each_land_their_work() {
         for worker in ["workers/billing", "workers/mailer"] {
             assert!(members.contains(worker), "round {n}: {worker} lost");
         }
-        let check = run_in(&dir, &["check"]);
-        assert_eq!(check.code, 0, "round {n}: {}{}", check.stdout, check.stderr);
+        Test::in_dir(&dir).args(["check"]).run();
         assert!(!dir.join(".scaffold/lock").exists(), "round {n}: lock left");
         assert!(!dir.join(".scaffold/txn").exists(), "round {n}: txn left");
         std::fs::remove_dir_all(&dir).expect("clean up");

@@ -28,8 +28,10 @@ fn a_finding_on_a_very_long_line_is_shown_clipped() {
     std::fs::write(repo.path().join("workers/maintenance/src/long.rs"), long).expect("write");
     declare_module(repo.path(), "mod long;");
     for format in ["human", "json", "sarif", "github"] {
-        let run = run_in(repo.path(), &["check", "--format", format]);
-        assert_eq!(run.code, 1, "{format}: {}{}", run.stdout, run.stderr);
+        let run = Test::in_dir(repo.path())
+            .args(["check", "--format", format])
+            .status(1)
+            .run();
         assert!(run.stdout.contains("long.rs"), "{format}: {}", run.stdout);
         assert!(!run.stderr.contains("panicked"), "{format}: {}", run.stderr);
     }
@@ -121,8 +123,10 @@ fn non_utf8_names_and_contents_are_findings() {
     .expect("write");
     std::fs::write(src.join("latin.rs"), b"// caf\xe9\npub fn g() {}\n").expect("write");
     declare_module(repo.path(), "mod latin;");
-    let run = run_in(repo.path(), &["check", "--format", "json"]);
-    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    let run = Test::in_dir(repo.path())
+        .args(["check", "--format", "json"])
+        .status(1)
+        .run();
     let doc: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON");
     let findings = doc["findings"].as_array().expect("findings");
     let says = |needle: &str| {
@@ -156,8 +160,10 @@ fn a_symlinked_source_is_a_finding() {
         repo.path().join("workers/maintenance/src/evil.rs"),
     )
     .expect("link");
-    let run = run_in(repo.path(), &["check", "--format", "json"]);
-    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    let run = Test::in_dir(repo.path())
+        .args(["check", "--format", "json"])
+        .status(1)
+        .run();
     assert!(
         run.stdout.contains("evil.rs is a symlink"),
         "{}",
@@ -363,16 +369,20 @@ fn deep_nesting_of_any_mix_is_a_finding_never_a_stack_overflow() {
         let mut text = std::fs::read_to_string(&kinds).expect("read");
         text.push_str(&body);
         std::fs::write(&kinds, &text).expect("write");
-        let check = run_in(&repo, &["check", "--format", "json"]);
-        assert_eq!(check.code, 1, "{}", check.stderr);
+        let check = Test::in_dir(&repo)
+            .args(["check", "--format", "json"])
+            .status(1)
+            .run();
         assert!(
             check.stdout.contains("source-unparsed"),
             "{}",
             &check.stdout[..200]
         );
         assert!(check.stdout.contains("nests deeper than scaffold reads"));
-        let worker = run_in(&repo, &["worker", "maintenance", "REINDEX"]);
-        assert_eq!(worker.code, 2, "{}", worker.stderr);
+        let worker = Test::in_dir(&repo)
+            .args(["worker", "maintenance", "REINDEX"])
+            .status(2)
+            .run();
         assert!(
             worker.stderr.contains("nests deeper than scaffold reads"),
             "{}",
@@ -396,8 +406,10 @@ fn a_glob_of_deeply_nested_braces_is_a_manifest_problem() {
         text.replace("[\"infra/**\"]", &format!("[\"{glob}\"]")),
     )
     .expect("write");
-    let run = run_in(&repo, &["check", "--format", "json"]);
-    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    let run = Test::in_dir(&repo)
+        .args(["check", "--format", "json"])
+        .status(2)
+        .run();
     assert!(
         run.stdout.contains("nests `{…}` deeper than 16 levels"),
         "{}",
@@ -422,8 +434,10 @@ fn oversized_readmes_and_sources_are_findings_read_no_further_than_their_limit()
     let mut main_text = std::fs::read_to_string(&main).expect("read");
     main_text.push_str("mod big;\n");
     std::fs::write(&main, main_text).expect("write");
-    let run = run_in(&repo, &["check", "--format", "json"]);
-    assert_eq!(run.code, 1, "{}", run.stderr);
+    let run = Test::in_dir(&repo)
+        .args(["check", "--format", "json"])
+        .status(1)
+        .run();
     let v: serde_json::Value = serde_json::from_str(&run.stdout).expect("json");
     let findings = v["findings"].as_array().expect("findings");
     let has = |rule: &str, path: &str, words: &str| {

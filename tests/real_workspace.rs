@@ -7,17 +7,15 @@
 
 use crate::common;
 
+use crate::common::Test;
 use common::{copy_fixture, run_in};
 
 #[test]
 fn every_edge_is_found_and_no_near_miss_is() {
     let repo = copy_fixture("real-workspace");
-    let human = run_in(repo.path(), &["check", "--color", "never"]);
-    assert_eq!(
-        human.code, 0,
-        "warnings only: {}{}",
-        human.stdout, human.stderr
-    );
+    let human = Test::in_dir(repo.path())
+        .args(["check", "--color", "never"])
+        .run();
     insta::assert_snapshot!("edges_human", human.stdout);
     let json = run_in(repo.path(), &["check", "--format", "json"]);
     insta::assert_snapshot!("edges_json", json.stdout);

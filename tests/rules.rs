@@ -5,6 +5,7 @@ use crate::common;
 
 use std::collections::BTreeSet;
 
+use crate::common::Test;
 use common::{repo_root, run_in};
 use scaffold::check::{catalogue, rules};
 
@@ -204,22 +205,17 @@ fn each_rule_fires_on_its_fixture_and_nowhere_else() {
         assert_eq!(json.code, expected_code, "{id}: exit code");
         insta::assert_snapshot!(format!("{id}_json"), json.stdout);
         let human_args = with(&["check"]);
-        let human = run_in(
-            &dir,
-            &human_args.iter().map(String::as_str).collect::<Vec<_>>(),
-        );
-        assert_eq!(
-            human.code, expected_code,
-            "{id}: exit code of the human run"
-        );
+        let human = Test::in_dir(&dir)
+            .args(human_args.iter().map(String::as_str).collect::<Vec<_>>())
+            .status(expected_code)
+            .run();
         insta::assert_snapshot!(format!("{id}_human"), human.stdout);
     }
 }
 
 #[test]
 fn explain_prints_every_rule_and_rules_lists_them_all() {
-    let listed = run_in(&repo_root(), &["rules"]);
-    assert_eq!(listed.code, 0);
+    let listed = Test::in_dir(&repo_root()).args(["rules"]).run();
     for info in catalogue::rules() {
         assert!(
             listed
@@ -229,8 +225,7 @@ fn explain_prints_every_rule_and_rules_lists_them_all() {
             "{} not listed",
             info.id
         );
-        let ex = run_in(&repo_root(), &["explain", info.id]);
-        assert_eq!(ex.code, 0, "{}: {}", info.id, ex.stderr);
+        let ex = Test::in_dir(&repo_root()).args(["explain", info.id]).run();
         for s in SECTIONS {
             assert!(ex.stdout.contains(s), "{}: explain lacks {s}", info.id);
         }

@@ -9,7 +9,7 @@ use std::os::unix::fs::symlink;
 use std::path::Path;
 
 use common::Test;
-use common::{copy_fixture, run_in};
+use common::copy_fixture;
 
 const SECRET: &str = "CI_TOKEN=hunter2-do-not-print";
 /// What of [`SECRET`] must never be printed.
@@ -178,8 +178,7 @@ fn check_never_writes_through_a_committed_cache_link() {
     std::fs::create_dir_all(&cache).expect("mkdir");
     symlink(out.path().join("environ"), cache.join("CACHEDIR.TAG")).expect("link");
     symlink(out.path().join("dangling"), cache.join(".gitignore")).expect("link");
-    let run = run_in(repo.path(), &["check"]);
-    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    Test::in_dir(repo.path()).args(["check"]).run();
     assert!(
         std::fs::read_to_string(out.path().join("environ"))
             .expect("read")
@@ -196,8 +195,7 @@ fn check_never_writes_through_a_committed_cache_link() {
     let _ = std::fs::remove_dir_all(repo.path().join(".scaffold"));
     let elsewhere = tempfile::tempdir().expect("tempdir");
     symlink(elsewhere.path(), repo.path().join(".scaffold")).expect("link");
-    let run = run_in(repo.path(), &["check"]);
-    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    Test::in_dir(repo.path()).args(["check"]).run();
     let written: Vec<_> = std::fs::read_dir(elsewhere.path())
         .expect("read_dir")
         .collect();
@@ -209,8 +207,10 @@ fn queue_migrate_refuses_a_symlinked_scaffold_folder() {
     let repo = tempfile::tempdir().expect("tempdir");
     let elsewhere = tempfile::tempdir().expect("tempdir");
     symlink(elsewhere.path(), repo.path().join(".scaffold")).expect("link");
-    let run = run_in(repo.path(), &["queue", "migrate"]);
-    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    let run = Test::in_dir(repo.path())
+        .args(["queue", "migrate"])
+        .status(2)
+        .run();
     assert!(run.stderr.contains("symlink"), "{}", run.stderr);
     let written: Vec<_> = std::fs::read_dir(elsewhere.path())
         .expect("read_dir")
@@ -255,8 +255,10 @@ fn a_hidden_member_manifest_is_a_finding() {
             &repo.path().join("services/billing/Cargo.toml"),
             out.path(),
         );
-        let run = run_in(repo.path(), &["check", "--format", "json"]);
-        assert_eq!(run.code, 1, "{how}: {}{}", run.stdout, run.stderr);
+        let run = Test::in_dir(repo.path())
+            .args(["check", "--format", "json"])
+            .status(1)
+            .run();
         assert!(
             run.stdout.contains("source-unparsed") && run.stdout.contains("services/billing"),
             "{how}: {}",
@@ -271,8 +273,10 @@ fn a_hidden_member_manifest_is_a_finding() {
 fn a_named_baseline_must_exist_inside_the_repository() {
     let out = outside();
     let repo = copy_fixture("clean");
-    let run = run_in(repo.path(), &["check", "--baseline", "agent/typo.yml"]);
-    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    let run = Test::in_dir(repo.path())
+        .args(["check", "--baseline", "agent/typo.yml"])
+        .status(2)
+        .run();
     assert!(
         run.stderr.contains("no baseline at agent/typo.yml"),
         "{}",
@@ -282,11 +286,9 @@ fn a_named_baseline_must_exist_inside_the_repository() {
     let elsewhere = elsewhere.to_str().expect("UTF-8 temp path");
     refused(repo.path(), &["check", "--baseline", elsewhere], 2).run();
     // Writing one creates it.
-    let run = run_in(
-        repo.path(),
-        &["check", "--write-baseline", "--baseline", "agent/new.yml"],
-    );
-    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    Test::in_dir(repo.path())
+        .args(["check", "--write-baseline", "--baseline", "agent/new.yml"])
+        .run();
     assert!(repo.path().join("agent/new.yml").is_file());
 }
 

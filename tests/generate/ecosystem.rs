@@ -11,30 +11,28 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use super::{files, ok, repo, run_in, tool};
+use super::{files, repo, tool};
+use crate::common::Test;
 
 /// The repository every test here grows.
 fn grown() -> (tempfile::TempDir, PathBuf) {
     let (tmp, dir) = repo();
-    ok(&run_in(&dir, &["namespace", "billing"]));
-    ok(&run_in(
-        &dir,
-        &["worker", "maintenance", "REINDEX", "--lane", "bulk"],
-    ));
+    Test::in_dir(&dir).args(["namespace", "billing"]).run();
+    Test::in_dir(&dir)
+        .args(["worker", "maintenance", "REINDEX", "--lane", "bulk"])
+        .run();
     // A provider for the maintenance worker, whose bulk replica exists already.
-    ok(&run_in(
-        &dir,
-        &[
+    Test::in_dir(&dir)
+        .args([
             "worker",
             "maintenance",
             "BOOK_PICKUP",
             "--integration",
             "carrier",
-        ],
-    ));
-    ok(&run_in(
-        &dir,
-        &[
+        ])
+        .run();
+    Test::in_dir(&dir)
+        .args([
             "worker",
             "billing",
             "CHARGE_CARD",
@@ -43,14 +41,13 @@ fn grown() -> (tempfile::TempDir, PathBuf) {
             "scheduler",
             "--integration",
             "carrier",
-        ],
-    ));
+        ])
+        .run();
     // A remote worker: the coordinator's crate, image, compose services and Terraform
     // module come with it.
-    ok(&run_in(
-        &dir,
-        &["worker", "render", "RENDER_LABEL", "--remote"],
-    ));
+    Test::in_dir(&dir)
+        .args(["worker", "render", "RENDER_LABEL", "--remote"])
+        .run();
     (tmp, dir)
 }
 

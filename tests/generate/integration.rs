@@ -5,7 +5,8 @@
 
 use std::fs;
 
-use super::{assert_same, ok, repo, run_in, tree};
+use super::{assert_same, repo, run_in, tree};
+use crate::common::Test;
 
 const CRATE: &[&str] = &[
     "integrations/mailer/Cargo.toml",
@@ -20,20 +21,18 @@ const CRATE: &[&str] = &[
 #[test]
 fn an_integration_is_a_client_crate_the_handler_takes_from_its_context() {
     let (_tmp, dir) = repo();
-    ok(&run_in(&dir, &["namespace", "shipping"]));
+    Test::in_dir(&dir).args(["namespace", "shipping"]).run();
     let before = tree(&dir);
-    let r = run_in(
-        &dir,
-        &[
+    let r = Test::in_dir(&dir)
+        .args([
             "worker",
             "maintenance",
             "NOTIFY_SHIPMENT",
             "--integration",
             "mailer",
             "--dry-run",
-        ],
-    );
-    ok(&r);
+        ])
+        .run();
     for path in CRATE {
         assert!(
             r.stdout.contains(&format!("+++ b/{path}")),
@@ -52,9 +51,8 @@ fn an_integration_is_a_client_crate_the_handler_takes_from_its_context() {
     );
     assert_same(&tree(&dir), &before, "--dry-run wrote");
 
-    let r = run_in(
-        &dir,
-        &[
+    let r = Test::in_dir(&dir)
+        .args([
             "worker",
             "maintenance",
             "NOTIFY_SHIPMENT",
@@ -62,9 +60,8 @@ fn an_integration_is_a_client_crate_the_handler_takes_from_its_context() {
             "mailer",
             "--format",
             "json",
-        ],
-    );
-    ok(&r);
+        ])
+        .run();
     let v: serde_json::Value = serde_json::from_str(&r.stdout).expect("JSON");
     let created: Vec<&str> = v["created"]
         .as_array()
@@ -117,14 +114,12 @@ fn an_integration_is_a_client_crate_the_handler_takes_from_its_context() {
         config.contains("ACME_MAILER_IMPL = { value = \"twin\", force = false }"),
         "{config}"
     );
-    let check = run_in(&dir, &["check", "--format", "json"]);
-    assert_eq!(check.code, 0, "{}{}", check.stdout, check.stderr);
+    Test::in_dir(&dir).args(["check", "--format", "json"]).run();
 
     // A second kind naming the provider reuses its crate and registration.
     let lib = fs::read(dir.join("integrations/mailer/src/lib.rs")).expect("lib");
-    let r = run_in(
-        &dir,
-        &[
+    let r = Test::in_dir(&dir)
+        .args([
             "worker",
             "maintenance",
             "SEND_RECEIPT",
@@ -132,9 +127,8 @@ fn an_integration_is_a_client_crate_the_handler_takes_from_its_context() {
             "mailer",
             "--format",
             "json",
-        ],
-    );
-    ok(&r);
+        ])
+        .run();
     let v: serde_json::Value = serde_json::from_str(&r.stdout).expect("JSON");
     assert!(
         !v["created"].to_string().contains("integrations/"),
@@ -172,9 +166,8 @@ fn an_integration_is_a_client_crate_the_handler_takes_from_its_context() {
     let setting = "      ACME_MAILER_IMPL: ${ACME_MAILER_IMPL:-twin}\n";
     let text = fs::read_to_string(dir.join(compose)).expect("compose");
     assert_eq!(text.matches(setting).count(), 1, "{text}");
-    ok(&run_in(
-        &dir,
-        &[
+    Test::in_dir(&dir)
+        .args([
             "worker",
             "maintenance",
             "REINDEX",
@@ -182,18 +175,17 @@ fn an_integration_is_a_client_crate_the_handler_takes_from_its_context() {
             "bulk",
             "--from",
             "none",
-        ],
-    ));
+        ])
+        .run();
     let text = fs::read_to_string(dir.join(compose)).expect("compose");
     assert_eq!(text.matches(setting).count(), 2, "the replica too:\n{text}");
-    let check = run_in(&dir, &["check", "--format", "json"]);
-    assert_eq!(check.code, 0, "{}{}", check.stdout, check.stderr);
+    Test::in_dir(&dir).args(["check", "--format", "json"]).run();
 }
 
 #[test]
 fn a_bad_provider_a_foreign_crate_or_a_moved_lock_is_refused_with_nothing_written() {
     let (_tmp, dir) = repo();
-    ok(&run_in(&dir, &["namespace", "shipping"]));
+    Test::in_dir(&dir).args(["namespace", "shipping"]).run();
     let before = tree(&dir);
     let attempt = |provider: &str| {
         run_in(
@@ -217,29 +209,26 @@ fn a_bad_provider_a_foreign_crate_or_a_moved_lock_is_refused_with_nothing_writte
     );
     let r = attempt("../mailer");
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
-    let r = run_in(&dir, &["worker", "mailer-integration", "NOTIFY_SHIPMENT"]);
-    assert_eq!(
-        r.code, 1,
-        "a worker named like a provider's crate: {}",
-        r.stderr
-    );
+    Test::in_dir(&dir)
+        .args(["worker", "mailer-integration", "NOTIFY_SHIPMENT"])
+        .status(1)
+        .run();
     let r = attempt("work");
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
     assert!(r.stderr.contains("would clash"), "{}", r.stderr);
     assert_same(&tree(&dir), &before, "a bad provider name changed the tree");
 
-    let r = run_in(
-        &dir,
-        &[
+    Test::in_dir(&dir)
+        .args([
             "worker",
             "maintenance",
             "SYNC_LEDGER",
             "--orchestration",
             "--integration",
             "mailer",
-        ],
-    );
-    assert_eq!(r.code, 2, "clap refuses the combination: {}", r.stderr);
+        ])
+        .status(2)
+        .run();
     assert_same(
         &tree(&dir),
         &before,

@@ -5,24 +5,23 @@
 
 use std::fs;
 
-use super::{assert_same, ok, repo, run_in, tree};
+use super::{assert_same, repo, tree};
+use crate::common::Test;
 
 #[test]
 fn an_orchestration_kind_is_a_spec_its_steps_and_their_mapping() {
     let (_tmp, dir) = repo();
-    ok(&run_in(&dir, &["namespace", "ledger"]));
-    let r = run_in(
-        &dir,
-        &[
+    Test::in_dir(&dir).args(["namespace", "ledger"]).run();
+    let r = Test::in_dir(&dir)
+        .args([
             "worker",
             "maintenance",
             "SYNC_LEDGER",
             "--orchestration",
             "--format",
             "json",
-        ],
-    );
-    ok(&r);
+        ])
+        .run();
     let v: serde_json::Value = serde_json::from_str(&r.stdout).expect("JSON");
     assert_eq!(
         v["created"],
@@ -51,41 +50,37 @@ fn an_orchestration_kind_is_a_spec_its_steps_and_their_mapping() {
         arm.contains("\"SYNC_LEDGER\" => crate::handlers::sync_ledger::run("),
         "{arm}"
     );
-    let check = run_in(&dir, &["check", "--format", "json"]);
-    assert_eq!(check.code, 0, "{}{}", check.stdout, check.stderr);
+    Test::in_dir(&dir).args(["check", "--format", "json"]).run();
 
     // A second orchestration of the namespace is not registered twice.
-    ok(&run_in(
-        &dir,
-        &["worker", "maintenance", "CLOSE_BOOKS", "--orchestration"],
-    ));
+    Test::in_dir(&dir)
+        .args(["worker", "maintenance", "CLOSE_BOOKS", "--orchestration"])
+        .run();
     let root = fs::read_to_string(dir.join("om/src/root.rs")).expect("root");
     assert_eq!(root.matches("LEDGER_ORCHESTRATIONS").count(), 1, "{root}");
     // And its name is taken now.
-    let again = run_in(
-        &dir,
-        &["worker", "maintenance", "SYNC_LEDGER", "--orchestration"],
-    );
-    assert_eq!(again.code, 1, "{}", again.stderr);
+    Test::in_dir(&dir)
+        .args(["worker", "maintenance", "SYNC_LEDGER", "--orchestration"])
+        .status(1)
+        .run();
 }
 
 #[test]
 fn an_orchestration_with_a_lane_or_outside_the_maintenance_worker_is_refused() {
     let (_tmp, dir) = repo();
-    ok(&run_in(&dir, &["namespace", "ledger"]));
+    Test::in_dir(&dir).args(["namespace", "ledger"]).run();
     let before = tree(&dir);
-    let r = run_in(
-        &dir,
-        &[
+    let r = Test::in_dir(&dir)
+        .args([
             "worker",
             "maintenance",
             "SYNC_LEDGER",
             "--orchestration",
             "--lane",
             "bulk",
-        ],
-    );
-    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+        ])
+        .status(1)
+        .run();
     assert!(r.stderr.contains("has no lane of its own"), "{}", r.stderr);
     assert!(
         r.stderr.contains("--long-held --lane bulk"),
@@ -98,11 +93,10 @@ fn an_orchestration_with_a_lane_or_outside_the_maintenance_worker_is_refused() {
         "--orchestration --lane changed the tree",
     );
 
-    let r = run_in(
-        &dir,
-        &["worker", "billing", "SYNC_LEDGER", "--orchestration"],
-    );
-    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let r = Test::in_dir(&dir)
+        .args(["worker", "billing", "SYNC_LEDGER", "--orchestration"])
+        .status(1)
+        .run();
     assert!(r.stderr.contains("runs no orchestrations"), "{}", r.stderr);
     assert_same(
         &tree(&dir),
@@ -110,18 +104,17 @@ fn an_orchestration_with_a_lane_or_outside_the_maintenance_worker_is_refused() {
         "an orchestration for a new worker changed the tree",
     );
 
-    let r = run_in(
-        &dir,
-        &[
+    Test::in_dir(&dir)
+        .args([
             "worker",
             "maintenance",
             "SYNC_LEDGER",
             "--orchestration",
             "--from",
             "LedgerManager::record",
-        ],
-    );
-    assert_eq!(r.code, 2, "clap refuses the combination: {}", r.stderr);
+        ])
+        .status(2)
+        .run();
     assert_same(
         &tree(&dir),
         &before,
@@ -132,11 +125,10 @@ fn an_orchestration_with_a_lane_or_outside_the_maintenance_worker_is_refused() {
 #[test]
 fn a_long_held_kind_works_in_chunks_and_may_have_a_lane() {
     let (_tmp, dir) = repo();
-    ok(&run_in(&dir, &["namespace", "ledger"]));
+    Test::in_dir(&dir).args(["namespace", "ledger"]).run();
     let before = tree(&dir);
-    let r = run_in(
-        &dir,
-        &[
+    let r = Test::in_dir(&dir)
+        .args([
             "worker",
             "maintenance",
             "REBUILD_LEDGER",
@@ -144,9 +136,8 @@ fn a_long_held_kind_works_in_chunks_and_may_have_a_lane() {
             "--lane",
             "bulk",
             "--dry-run",
-        ],
-    );
-    ok(&r);
+        ])
+        .run();
     assert!(
         r.stdout
             .contains("+++ b/workers/maintenance/src/handlers/rebuild_ledger.rs"),
@@ -159,19 +150,17 @@ fn a_long_held_kind_works_in_chunks_and_may_have_a_lane() {
         r.stdout
     );
     assert_same(&tree(&dir), &before, "--dry-run wrote");
-    ok(&run_in(
-        &dir,
-        &[
+    Test::in_dir(&dir)
+        .args([
             "worker",
             "maintenance",
             "REBUILD_LEDGER",
             "--long-held",
             "--lane",
             "bulk",
-        ],
-    ));
+        ])
+        .run();
     let kinds = fs::read_to_string(dir.join("om/src/ledger/kinds.rs")).expect("kinds");
     assert!(kinds.contains("lane: \"bulk\""), "{kinds}");
-    let check = run_in(&dir, &["check", "--format", "json"]);
-    assert_eq!(check.code, 0, "{}{}", check.stdout, check.stderr);
+    Test::in_dir(&dir).args(["check", "--format", "json"]).run();
 }

@@ -5,14 +5,15 @@
 
 use std::fs;
 
-use super::{assert_same, ok, repo, run_in, tree};
+use super::{assert_same, repo, tree};
+use crate::common::Test;
 
 const MANAGER: &str = "services/shipping/src/manager.rs";
 
 #[test]
 fn the_kind_joins_the_services_one_write_with_its_test() {
     let (_tmp, dir) = repo();
-    ok(&run_in(&dir, &["namespace", "shipping"]));
+    Test::in_dir(&dir).args(["namespace", "shipping"]).run();
     for f in [
         "services/shipping/Cargo.toml",
         "services/shipping/src/manager.rs",
@@ -21,17 +22,15 @@ fn the_kind_joins_the_services_one_write_with_its_test() {
     ] {
         assert!(dir.join(f).is_file(), "{f}");
     }
-    let r = run_in(
-        &dir,
-        &[
+    let r = Test::in_dir(&dir)
+        .args([
             "worker",
             "maintenance",
             "NOTIFY_SHIPMENT",
             "--format",
             "json",
-        ],
-    );
-    ok(&r);
+        ])
+        .run();
     let v: serde_json::Value = serde_json::from_str(&r.stdout).expect("JSON");
     let listed = v.to_string();
     for f in [
@@ -61,16 +60,15 @@ fn the_kind_joins_the_services_one_write_with_its_test() {
     );
 
     // A second kind joins the same write, named explicitly this time.
-    ok(&run_in(
-        &dir,
-        &[
+    Test::in_dir(&dir)
+        .args([
             "worker",
             "maintenance",
             "REINDEX_SHIPMENTS",
             "--from",
             "ShippingManager::record",
-        ],
-    ));
+        ])
+        .run();
     let manager = fs::read_to_string(dir.join(MANAGER)).expect("manager");
     assert!(manager.contains("ShippingKind::ReindexShipments.as_str()"));
 }
@@ -78,20 +76,19 @@ fn the_kind_joins_the_services_one_write_with_its_test() {
 #[test]
 fn a_missing_or_unplain_producer_is_refused_with_the_tree_unchanged() {
     let (_tmp, dir) = repo();
-    ok(&run_in(&dir, &["namespace", "shipping"]));
+    Test::in_dir(&dir).args(["namespace", "shipping"]).run();
 
     let before = tree(&dir);
-    let r = run_in(
-        &dir,
-        &[
+    let r = Test::in_dir(&dir)
+        .args([
             "worker",
             "maintenance",
             "NOTIFY_SHIPMENT",
             "--from",
             "ShippingManager::ship",
-        ],
-    );
-    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+        ])
+        .status(1)
+        .run();
     assert!(
         r.stderr.contains("has no write `ShippingManager::ship`"),
         "{}",
@@ -108,17 +105,16 @@ fn a_missing_or_unplain_producer_is_refused_with_the_tree_unchanged() {
         "a missing --from method changed the tree",
     );
 
-    let r = run_in(
-        &dir,
-        &[
+    let r = Test::in_dir(&dir)
+        .args([
             "worker",
             "maintenance",
             "NOTIFY_SHIPMENT",
             "--from",
             "record",
-        ],
-    );
-    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+        ])
+        .status(1)
+        .run();
     assert!(
         r.stderr.contains("is not <Manager>::<method>"),
         "{}",
@@ -137,8 +133,10 @@ fn a_missing_or_unplain_producer_is_refused_with_the_tree_unchanged() {
     );
     fs::write(&path, text).expect("write");
     let before = tree(&dir);
-    let r = run_in(&dir, &["worker", "maintenance", "NOTIFY_SHIPMENT"]);
-    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let r = Test::in_dir(&dir)
+        .args(["worker", "maintenance", "NOTIFY_SHIPMENT"])
+        .status(1)
+        .run();
     assert!(
         r.stderr.contains("which write starts the kind?"),
         "{}",
@@ -162,17 +160,16 @@ fn a_missing_or_unplain_producer_is_refused_with_the_tree_unchanged() {
     );
 
     // A write without the `record` its row is filled from: refused, with the way out.
-    let r = run_in(
-        &dir,
-        &[
+    let r = Test::in_dir(&dir)
+        .args([
             "worker",
             "maintenance",
             "NOTIFY_SHIPMENT",
             "--from",
             "ShippingManager::archive",
-        ],
-    );
-    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+        ])
+        .status(1)
+        .run();
     assert!(r.stderr.contains("cannot fill a work row"), "{}", r.stderr);
     assert!(r.stderr.contains("--from none"), "{}", r.stderr);
     assert_same(
@@ -183,25 +180,23 @@ fn a_missing_or_unplain_producer_is_refused_with_the_tree_unchanged() {
 
     // `--from none`: a kind no write starts; the manager is left alone.
     let manager_before = fs::read_to_string(&path).expect("manager");
-    ok(&run_in(
-        &dir,
-        &["worker", "maintenance", "SCHEDULED_AUDIT", "--from", "none"],
-    ));
+    Test::in_dir(&dir)
+        .args(["worker", "maintenance", "SCHEDULED_AUDIT", "--from", "none"])
+        .run();
     assert_eq!(fs::read_to_string(&path).expect("manager"), manager_before);
     assert!(
         !dir.join("workers/maintenance/tests/scheduled_audit_produced.rs")
             .exists()
     );
-    ok(&run_in(
-        &dir,
-        &[
+    Test::in_dir(&dir)
+        .args([
             "worker",
             "maintenance",
             "NOTIFY_SHIPMENT",
             "--from",
             "ShippingManager::cancel",
-        ],
-    ));
+        ])
+        .run();
     let text = fs::read_to_string(&path).expect("manager");
     let cancel = text.find("pub async fn cancel").expect("cancel");
     let row = text.find("ShippingKind::NotifyShipment").expect("the row");
@@ -211,13 +206,11 @@ fn a_missing_or_unplain_producer_is_refused_with_the_tree_unchanged() {
 #[test]
 fn dry_run_shows_the_producer_as_a_diff() {
     let (_tmp, dir) = repo();
-    ok(&run_in(&dir, &["namespace", "shipping"]));
+    Test::in_dir(&dir).args(["namespace", "shipping"]).run();
     let before = tree(&dir);
-    let r = run_in(
-        &dir,
-        &["worker", "maintenance", "NOTIFY_SHIPMENT", "--dry-run"],
-    );
-    ok(&r);
+    let r = Test::in_dir(&dir)
+        .args(["worker", "maintenance", "NOTIFY_SHIPMENT", "--dry-run"])
+        .run();
     assert!(
         r.stdout.contains(&format!("+++ b/{MANAGER}")),
         "{}",
@@ -234,10 +227,11 @@ fn dry_run_shows_the_producer_as_a_diff() {
 #[test]
 fn manager_enqueues_fires_on_a_generated_manager_edited_to_enqueue_directly() {
     let (_tmp, dir) = repo();
-    ok(&run_in(&dir, &["namespace", "shipping"]));
-    ok(&run_in(&dir, &["worker", "maintenance", "NOTIFY_SHIPMENT"]));
-    let r = run_in(&dir, &["check", "--format", "json"]);
-    assert_eq!(r.code, 0, "clean before the edit: {}{}", r.stdout, r.stderr);
+    Test::in_dir(&dir).args(["namespace", "shipping"]).run();
+    Test::in_dir(&dir)
+        .args(["worker", "maintenance", "NOTIFY_SHIPMENT"])
+        .run();
+    Test::in_dir(&dir).args(["check", "--format", "json"]).run();
     let path = dir.join(MANAGER);
     let text = fs::read_to_string(&path).expect("manager");
     let edited = text.replacen(
@@ -247,8 +241,10 @@ fn manager_enqueues_fires_on_a_generated_manager_edited_to_enqueue_directly() {
     );
     assert_ne!(edited, text, "the edit applied");
     fs::write(&path, edited).expect("write");
-    let r = run_in(&dir, &["check", "--format", "json"]);
-    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let r = Test::in_dir(&dir)
+        .args(["check", "--format", "json"])
+        .status(1)
+        .run();
     let v: serde_json::Value = serde_json::from_str(&r.stdout).expect("JSON");
     let hits: Vec<&serde_json::Value> = v["findings"]
         .as_array()

@@ -7,8 +7,7 @@ use crate::common::Test;
 #[test]
 fn namespace_creates_its_files_and_refuses_bad_or_existing_names() {
     let (_tmp, dir) = repo();
-    let r = run_in(&dir, &["namespace", "shipping"]);
-    ok(&r);
+    Test::in_dir(&dir).args(["namespace", "shipping"]).run();
     for f in ["mod.rs", "kinds.rs", "types/work.rs", "README.md"] {
         assert!(dir.join("om/src/shipping").join(f).is_file(), "{f}");
     }
@@ -59,7 +58,7 @@ fn namespace_without_its_marker_is_an_error_and_writes_nothing() {
 #[test]
 fn worker_refuses_bad_names_with_nothing_written() {
     let (_tmp, dir) = repo();
-    ok(&run_in(&dir, &["namespace", "shipping"]));
+    Test::in_dir(&dir).args(["namespace", "shipping"]).run();
     let cases: &[(&[&str], &str)] = &[
         (&["maintenance", "notify_shipment"], "invalid kind"),
         (&["maintenance", "Notify"], "invalid kind"),
@@ -135,11 +134,13 @@ fn worker_refuses_bad_names_with_nothing_written() {
 #[test]
 fn worker_needs_a_namespace_and_asks_when_there_are_several() {
     let (_tmp, dir) = repo();
-    let r = run_in(&dir, &["worker", "maintenance", "NOTIFY_SHIPMENT"]);
-    assert_eq!(r.code, 1, "{}", r.stderr);
+    let r = Test::in_dir(&dir)
+        .args(["worker", "maintenance", "NOTIFY_SHIPMENT"])
+        .status(1)
+        .run();
     assert!(r.stderr.contains("scaffold namespace"), "{}", r.stderr);
-    ok(&run_in(&dir, &["namespace", "shipping"]));
-    ok(&run_in(&dir, &["namespace", "billing"]));
+    Test::in_dir(&dir).args(["namespace", "shipping"]).run();
+    Test::in_dir(&dir).args(["namespace", "billing"]).run();
     Test::in_dir(&dir)
         .args(["worker", "maintenance", "NOTIFY_SHIPMENT"])
         .status(1)
@@ -152,7 +153,7 @@ fn worker_needs_a_namespace_and_asks_when_there_are_several() {
 #[test]
 fn worker_failures_leave_the_tree_byte_identical() {
     let (_tmp, dir) = repo();
-    ok(&run_in(&dir, &["namespace", "shipping"]));
+    Test::in_dir(&dir).args(["namespace", "shipping"]).run();
 
     // A missing marker.
     let work_loop = dir.join("workers/maintenance/src/work_loop.rs");
@@ -190,8 +191,10 @@ fn worker_failures_leave_the_tree_byte_identical() {
     fs::create_dir_all(&over).expect("mkdir");
     fs::write(over.join("handler.rs.j2"), "impl {{ Kind }}Handler {\n").expect("write");
     let before = tree(&dir);
-    let r = run_in(&dir, &["worker", "maintenance", "NOTIFY_SHIPMENT"]);
-    assert_eq!(r.code, 2, "{}", r.stderr);
+    let r = Test::in_dir(&dir)
+        .args(["worker", "maintenance", "NOTIFY_SHIPMENT"])
+        .status(2)
+        .run();
     assert!(
         r.stderr
             .contains("workers/maintenance/src/handlers/notify_shipment.rs"),
@@ -204,8 +207,10 @@ fn worker_failures_leave_the_tree_byte_identical() {
     // An override that names a variable nobody sets (strict undefined).
     fs::write(over.join("handler.rs.j2"), "// {{ nobody_sets_this }}\n").expect("write");
     let before = tree(&dir);
-    let r = run_in(&dir, &["worker", "maintenance", "NOTIFY_SHIPMENT"]);
-    assert_eq!(r.code, 2, "{}", r.stderr);
+    let r = Test::in_dir(&dir)
+        .args(["worker", "maintenance", "NOTIFY_SHIPMENT"])
+        .status(2)
+        .run();
     assert!(r.stderr.contains("kind/handler.rs.j2"), "{}", r.stderr);
     assert_same(&tree(&dir), &before, "the tree changed");
 
@@ -223,8 +228,10 @@ fn worker_failures_leave_the_tree_byte_identical() {
     );
     fs::write(over.join("handler.rs.j2"), planted).expect("write");
     let before = tree(&dir);
-    let r = run_in(&dir, &["worker", "maintenance", "NOTIFY_SHIPMENT"]);
-    assert_eq!(r.code, 2, "{}", r.stderr);
+    let r = Test::in_dir(&dir)
+        .args(["worker", "maintenance", "NOTIFY_SHIPMENT"])
+        .status(2)
+        .run();
     assert!(r.stderr.contains("nothing was written"), "{}", r.stderr);
     assert!(
         r.stderr.contains("worker-shell-exec")
@@ -242,11 +249,15 @@ fn worker_failures_leave_the_tree_byte_identical() {
 #[test]
 fn colliding_names_are_refused_and_lanes_follow_the_worker() {
     let (_tmp, dir) = repo();
-    ok(&run_in(&dir, &["namespace", "shipping"]));
-    ok(&run_in(&dir, &["worker", "maintenance", "SEND_2FA_CODE"]));
+    Test::in_dir(&dir).args(["namespace", "shipping"]).run();
+    Test::in_dir(&dir)
+        .args(["worker", "maintenance", "SEND_2FA_CODE"])
+        .run();
     let before = tree(&dir);
-    let r = run_in(&dir, &["worker", "maintenance", "SEND2FA_CODE"]);
-    assert_eq!(r.code, 1, "{}", r.stderr);
+    let r = Test::in_dir(&dir)
+        .args(["worker", "maintenance", "SEND2FA_CODE"])
+        .status(1)
+        .run();
     assert!(
         r.stderr.contains("om/src/shipping/kinds.rs:"),
         "{}",
@@ -254,12 +265,11 @@ fn colliding_names_are_refused_and_lanes_follow_the_worker() {
     );
     assert_same(&tree(&dir), &before, "a colliding kind changed the tree");
 
-    ok(&run_in(&dir, &["worker", "billing", "K1"]));
-    ok(&run_in(
-        &dir,
-        &["worker", "billing", "K2", "--lane", "bulk"],
-    ));
-    ok(&run_in(&dir, &["worker", "billing", "K3"]));
+    Test::in_dir(&dir).args(["worker", "billing", "K1"]).run();
+    Test::in_dir(&dir)
+        .args(["worker", "billing", "K2", "--lane", "bulk"])
+        .run();
+    Test::in_dir(&dir).args(["worker", "billing", "K3"]).run();
     let kinds = fs::read_to_string(dir.join("om/src/shipping/kinds.rs")).expect("kinds.rs");
     let lane_of = |kind: &str| -> String {
         let at = kinds.find(&format!("name: \"{kind}\"")).expect("the spec");
@@ -273,10 +283,14 @@ fn colliding_names_are_refused_and_lanes_follow_the_worker() {
     check_clean(&dir, "billing K1, K2 --lane bulk, K3");
 
     // A replica of billing on lane `eu` would be `billing-eu`, which is a worker's name.
-    ok(&run_in(&dir, &["worker", "billing-eu", "K4"]));
+    Test::in_dir(&dir)
+        .args(["worker", "billing-eu", "K4"])
+        .run();
     let before = tree(&dir);
-    let r = run_in(&dir, &["worker", "billing", "K5", "--lane", "eu"]);
-    assert_eq!(r.code, 1, "{}", r.stderr);
+    let r = Test::in_dir(&dir)
+        .args(["worker", "billing", "K5", "--lane", "eu"])
+        .status(1)
+        .run();
     assert!(r.stderr.contains("invalid lane `eu`"), "{}", r.stderr);
     assert_same(&tree(&dir), &before, "a refused replica changed the tree");
 }
@@ -286,8 +300,10 @@ fn namespace_refuses_a_module_that_exists_as_a_file() {
     let (_tmp, dir) = repo();
     fs::write(dir.join("om/src/ids.rs"), "//! ids\n").expect("write");
     let before = tree(&dir);
-    let r = run_in(&dir, &["namespace", "ids"]);
-    assert_eq!(r.code, 1, "{}", r.stderr);
+    let r = Test::in_dir(&dir)
+        .args(["namespace", "ids"])
+        .status(1)
+        .run();
     assert!(r.stderr.contains("om/src/ids.rs"), "{}", r.stderr);
     assert_same(&tree(&dir), &before, "the tree changed");
 }
@@ -299,7 +315,7 @@ fn namespace_refuses_a_module_that_exists_as_a_file() {
 #[test]
 fn worker_refuses_a_kind_a_const_names_and_an_unreadable_registry() {
     let (_tmp, dir) = repo();
-    ok(&run_in(&dir, &["namespace", "shipping"]));
+    Test::in_dir(&dir).args(["namespace", "shipping"]).run();
     let kinds = dir.join("om/src/shipping/kinds.rs");
     let text = fs::read_to_string(&kinds).expect("kinds.rs");
     fs::write(

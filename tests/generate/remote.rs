@@ -21,11 +21,10 @@ fn findings_of(dir: &Path, rule: &str) -> Vec<serde_json::Value> {
 #[test]
 fn a_remote_worker_comes_with_the_coordinator_once_and_holds_no_database() {
     let (_tmp, dir) = repo();
-    ok(&run_in(&dir, &["namespace", "shipping"]));
-    ok(&run_in(
-        &dir,
-        &["worker", "render", "RENDER_LABEL", "--remote"],
-    ));
+    Test::in_dir(&dir).args(["namespace", "shipping"]).run();
+    Test::in_dir(&dir)
+        .args(["worker", "render", "RENDER_LABEL", "--remote"])
+        .run();
 
     let manifest = read(&dir, "workers/render/Cargo.toml");
     assert!(manifest.contains("remote = true"), "{manifest}");
@@ -93,11 +92,12 @@ fn a_remote_worker_comes_with_the_coordinator_once_and_holds_no_database() {
     // A second remote worker reuses the coordinator; a kind joining a remote worker keeps
     // it remote (its payload refuses unknown fields too).
     let coordinator = files(&dir.join("platform/coordinator"));
-    ok(&run_in(
-        &dir,
-        &["worker", "scan", "SCAN_PARCEL", "--remote"],
-    ));
-    ok(&run_in(&dir, &["worker", "render", "RENDER_MANIFEST"]));
+    Test::in_dir(&dir)
+        .args(["worker", "scan", "SCAN_PARCEL", "--remote"])
+        .run();
+    Test::in_dir(&dir)
+        .args(["worker", "render", "RENDER_MANIFEST"])
+        .run();
     assert_eq!(files(&dir.join("platform/coordinator")), coordinator);
     let dev = read(&dir, "scripts/dev.sh");
     let serving = dev
@@ -127,10 +127,9 @@ fn a_remote_worker_comes_with_the_coordinator_once_and_holds_no_database() {
 
     // A replica on another lane is another identity: its own state directory, token,
     // enroll service and Terraform instance with its own token's secret.
-    ok(&run_in(
-        &dir,
-        &["worker", "render", "RENDER_BULK", "--lane", "bulk"],
-    ));
+    Test::in_dir(&dir)
+        .args(["worker", "render", "RENDER_BULK", "--lane", "bulk"])
+        .run();
     let dev = read(&dir, "scripts/dev.sh");
     let own = "ACME_RENDER_STATE_DIR=.scaffold/remote/render-bulk \
                ACME_RENDER_TOKEN_FILE=.scaffold/remote/render-bulk.token";
@@ -156,11 +155,10 @@ fn the_coordinators_process_serves_no_lane() {
     // dev.sh and compose run the coordinator with `serve`: it is not a worker, so a lane
     // nobody serves is still found.
     let (_tmp, dir) = repo();
-    ok(&run_in(&dir, &["namespace", "shipping"]));
-    ok(&run_in(
-        &dir,
-        &["worker", "render", "RENDER_LABEL", "--remote"],
-    ));
+    Test::in_dir(&dir).args(["namespace", "shipping"]).run();
+    Test::in_dir(&dir)
+        .args(["worker", "render", "RENDER_LABEL", "--remote"])
+        .run();
     assert_eq!(
         findings_of(&dir, "lane-undeployed"),
         Vec::<serde_json::Value>::new()
@@ -199,7 +197,7 @@ fn the_coordinators_process_serves_no_lane() {
 #[test]
 fn remote_refuses_what_needs_the_database_with_nothing_written() {
     let (_tmp, dir) = repo();
-    ok(&run_in(&dir, &["namespace", "shipping"]));
+    Test::in_dir(&dir).args(["namespace", "shipping"]).run();
     for (args, says) in [
         (
             &["worker", "maintenance", "RENDER_LABEL", "--remote"][..],
