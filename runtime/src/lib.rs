@@ -35,6 +35,8 @@ pub use tokio_postgres;
 
 pub mod artifacts;
 pub mod bench;
+#[cfg(any(feature = "postgres", feature = "coordinator"))]
+mod cert_check;
 pub mod context;
 #[cfg(feature = "coordinator")]
 pub mod coordinator;

@@ -9,13 +9,12 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rustls::DigitallySignedStruct;
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::crypto::CryptoProvider;
-use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::client::danger::ServerCertVerified;
+use rustls_pki_types::{CertificateDer, ServerName};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::{CoordinatorError, Transport};
+use crate::cert_check::CertCheck;
 
 /// The most of an answer read (its status line is all that is looked at).
 const ANSWER_MAX: u64 = 64 * 1024;
@@ -95,10 +94,21 @@ fn pinned_connector(cert: &Path) -> Result<tokio_rustls::TlsConnector, Coordinat
         .ok_or_else(|| unreadable("it holds no certificate".to_owned()))?
         .map_err(|e| unreadable(e.to_string()))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let verifier = Pinned {
-        cert: pinned,
-        provider: Arc::clone(&provider),
-    };
+    // The certificate presented must be byte for byte the pinned one; the handshake's
+    // signatures are still verified against it, so only the holder of its key passes.
+    let verifier = CertCheck::new(
+        Arc::clone(&provider),
+        "the coordinator's own certificate",
+        move |end_entity, _, _, _, _| {
+            if end_entity.as_ref() == pinned.as_ref() {
+                Ok(ServerCertVerified::assertion())
+            } else {
+                Err(rustls::Error::General(
+                    "the certificate presented is not the coordinator's".to_owned(),
+                ))
+            }
+        },
+    );
     let mut config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| CoordinatorError::Tls(e.to_string()))?
@@ -107,65 +117,4 @@ fn pinned_connector(cert: &Path) -> Result<tokio_rustls::TlsConnector, Coordinat
         .with_no_client_auth();
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
-}
-
-/// Accepts the server's certificate when it is byte for byte the pinned one; the handshake's
-/// signatures are still verified against it, so only the holder of its key passes.
-#[derive(Debug)]
-struct Pinned {
-    cert: CertificateDer<'static>,
-    provider: Arc<CryptoProvider>,
-}
-
-impl ServerCertVerifier for Pinned {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        if end_entity.as_ref() == self.cert.as_ref() {
-            Ok(ServerCertVerified::assertion())
-        } else {
-            Err(rustls::Error::General(
-                "the certificate presented is not the coordinator's".to_owned(),
-            ))
-        }
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.provider
-            .signature_verification_algorithms
-            .supported_schemes()
-    }
 }

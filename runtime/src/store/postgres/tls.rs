@@ -17,16 +17,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rustls::client::WebPkiServerVerifier;
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::danger::{ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::CryptoProvider;
+use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{
-    CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
-};
+use rustls::{CertificateError, ClientConfig, RootCertStore};
 use tokio_postgres::config::SslMode as DriverSslMode;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
+use crate::cert_check::CertCheck;
 use crate::error::StoreError;
 use crate::store::StoreResult;
 
@@ -124,10 +123,7 @@ pub(crate) fn connector(settings: &TlsSettings) -> StoreResult<MakeRustlsConnect
                     .map_err(|e| tls_error(e.to_string()))?;
             builder
                 .dangerous()
-                .with_custom_certificate_verifier(Arc::new(NoHostCheck {
-                    provider,
-                    chain: Some(chain),
-                }))
+                .with_custom_certificate_verifier(Arc::new(no_host_check(provider, Some(chain))))
                 .with_no_client_auth()
         }
         (SslMode::VerifyCa | SslMode::VerifyFull, None) => {
@@ -137,10 +133,7 @@ pub(crate) fn connector(settings: &TlsSettings) -> StoreResult<MakeRustlsConnect
         }
         (SslMode::Disable | SslMode::Prefer | SslMode::Require, _) => builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(NoHostCheck {
-                provider,
-                chain: None,
-            }))
+            .with_custom_certificate_verifier(Arc::new(no_host_check(provider, None)))
             .with_no_client_auth(),
     };
     Ok(MakeRustlsConnect::new(config))
@@ -149,64 +142,30 @@ pub(crate) fn connector(settings: &TlsSettings) -> StoreResult<MakeRustlsConnect
 /// The modes that do not compare the host name: `prefer` and `require` without a root
 /// (encrypted, the server not authenticated, as libpq), and `verify-ca` (or `require` with
 /// a root: the chain must lead to a trusted CA). Handshake signatures are always checked.
-#[derive(Debug)]
-struct NoHostCheck {
+fn no_host_check(
     provider: Arc<CryptoProvider>,
-    /// The trusted roots' verifier; `None`: the chain is not checked.
     chain: Option<Arc<WebPkiServerVerifier>>,
-}
-
-impl ServerCertVerifier for NoHostCheck {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        server_name: &ServerName<'_>,
-        ocsp_response: &[u8],
-        now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        let Some(chain) = &self.chain else {
-            return Ok(ServerCertVerified::assertion());
-        };
-        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
-            Err(rustls::Error::InvalidCertificate(
-                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
-            )) => Ok(ServerCertVerified::assertion()),
-            other => other,
-        }
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider
-            .signature_verification_algorithms
-            .supported_schemes()
-    }
+) -> CertCheck {
+    CertCheck::new(
+        provider,
+        "the chain, not the host name",
+        move |end_entity, intermediates, server_name, ocsp_response, now| {
+            let Some(chain) = &chain else {
+                return Ok(ServerCertVerified::assertion());
+            };
+            match chain.verify_server_cert(
+                end_entity,
+                intermediates,
+                server_name,
+                ocsp_response,
+                now,
+            ) {
+                Err(rustls::Error::InvalidCertificate(
+                    CertificateError::NotValidForName
+                    | CertificateError::NotValidForNameContext { .. },
+                )) => Ok(ServerCertVerified::assertion()),
+                other => other,
+            }
+        },
+    )
 }
