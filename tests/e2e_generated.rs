@@ -48,6 +48,18 @@ fn cargo(dir: &Path, args: &[&str]) {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+    // The generated repository's CI denies warnings (clippy `-D warnings`): code that builds
+    // with one here (a function nothing calls any more) would fail it there.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("warning"))
+        .collect();
+    assert!(
+        warnings.is_empty(),
+        "`cargo {}` warned in the generated repository:\n{stderr}",
+        args.join(" ")
+    );
 }
 
 /// Describes each kind the step added in its namespace's README, as its author would:

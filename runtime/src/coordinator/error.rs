@@ -143,6 +143,8 @@ pub enum CoordinatorError {
     },
     #[error("the TLS certificate and key do not make a server configuration: {0}")]
     Tls(String),
+    #[error("the certificate the health probe pins holds no usable certificate: {0}")]
+    PinnedCertificate(String),
     #[error("`{url}` is not a usable public URL: {reason}")]
     PublicUrl { url: String, reason: &'static str },
     #[error(transparent)]

@@ -1,11 +1,10 @@
 //! [`probe_health`]: whether the coordinator on this host answers `GET /health` over the
 //! transport it serves. With TLS the handshake is made and the certificate presented must be
-//! the one the coordinator was given (pinned: the probe runs beside it, with the same file),
+//! the one the coordinator was given (pinned: the probe runs beside it, with the same PEM),
 //! so a coordinator that still accepts connections (the kernel does, into its backlog) but no
 //! longer answers, or answers with another certificate, is unhealthy.
 
 use std::net::SocketAddr;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,17 +12,21 @@ use rustls::client::danger::ServerCertVerified;
 use rustls_pki_types::{CertificateDer, ServerName};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use super::{CoordinatorError, Transport};
+use super::CoordinatorError;
 use crate::cert_check::CertCheck;
 
 /// The most of an answer read (its status line is all that is looked at).
 const ANSWER_MAX: u64 = 64 * 1024;
 
 /// Ok when the coordinator listening on `addr` (an unspecified address is asked on
-/// loopback) answers `GET /health` with 200 within `timeout`, over `transport`.
+/// loopback) answers `GET /health` with 200 within `timeout`. With `pinned` (PEM text: the
+/// certificate it serves, as [`Transport::Tls`]'s `cert` holds it) the probe makes the TLS
+/// handshake and the certificate presented must be the first one of `pinned`, byte for
+/// byte; without, it asks in plain HTTP ([`Transport::InsecureLoopback`]). Only the
+/// certificate is needed: the key stays where the coordinator keeps it.
 pub async fn probe_health(
     addr: SocketAddr,
-    transport: &Transport,
+    pinned: Option<&[u8]>,
     timeout: Duration,
 ) -> Result<(), CoordinatorError> {
     let mut addr = addr;
@@ -34,10 +37,7 @@ pub async fn probe_health(
         });
     }
     let unhealthy = |why: String| CoordinatorError::Unhealthy { addr, why };
-    let connector = match transport {
-        Transport::Tls { cert, .. } => Some(pinned_connector(cert)?),
-        Transport::InsecureLoopback => None,
-    };
+    let connector = pinned.map(pinned_connector).transpose()?;
     let exchange = async {
         let tcp = tokio::net::TcpStream::connect(addr).await?;
         match connector {
@@ -80,16 +80,11 @@ async fn ask(
     Ok(String::from_utf8_lossy(&answer).into_owned())
 }
 
-/// A TLS connector that trusts exactly the first certificate of the PEM chain at `cert`.
-fn pinned_connector(cert: &Path) -> Result<tokio_rustls::TlsConnector, CoordinatorError> {
+/// A TLS connector that trusts exactly the first certificate of the PEM text `pem`.
+fn pinned_connector(pem: &[u8]) -> Result<tokio_rustls::TlsConnector, CoordinatorError> {
     use rustls_pki_types::pem::PemObject;
-    let unreadable = |message: String| CoordinatorError::TlsFile {
-        what: "certificate",
-        path: cert.to_owned(),
-        message,
-    };
-    let pinned = CertificateDer::pem_file_iter(cert)
-        .map_err(|e| unreadable(e.to_string()))?
+    let unreadable = CoordinatorError::PinnedCertificate;
+    let pinned = CertificateDer::pem_slice_iter(pem)
         .next()
         .ok_or_else(|| unreadable("it holds no certificate".to_owned()))?
         .map_err(|e| unreadable(e.to_string()))?;

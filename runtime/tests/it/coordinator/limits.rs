@@ -242,41 +242,47 @@ async fn the_health_probe_makes_the_handshake_and_pins_the_certificate() {
         (pem, private)
     };
     let (cert, key) = cert_of("ours");
-    let (other, other_key) = cert_of("other");
-    let tls = |cert: &std::path::Path, key: &std::path::Path| Transport::Tls {
-        cert: cert.to_owned(),
-        key: key.to_owned(),
-        public_url: "https://localhost:7443".to_owned(),
-    };
+    let (other, _) = cert_of("other");
     let store = scaffold_runtime::Store::open("memory://")
         .await
         .expect("open");
-    let ours = tls(&cert, &key);
+    let ours = Transport::Tls {
+        cert: cert.clone(),
+        key,
+        public_url: "https://localhost:7443".to_owned(),
+    };
     let s = Server::start(store, |c| c.transport = ours.clone()).await;
     let wait = Duration::from_secs(5);
-    probe_health(s.addr, &ours, wait)
+    let pem = std::fs::read(&cert).expect("our certificate");
+    probe_health(s.addr, Some(&pem), wait)
         .await
         .expect("healthy over TLS");
     // Asked for another certificate than the one it serves, or in plain HTTP: unhealthy.
-    let err = probe_health(s.addr, &tls(&other, &other_key), wait)
+    let theirs = std::fs::read(&other).expect("their certificate");
+    let err = probe_health(s.addr, Some(&theirs), wait)
         .await
         .expect_err("another certificate");
     assert!(err.to_string().contains("is not healthy"), "{err}");
-    probe_health(s.addr, &Transport::InsecureLoopback, wait)
+    probe_health(s.addr, None, wait)
         .await
         .expect_err("plain HTTP to a TLS port");
+    // PEM text without a certificate is refused before anything is asked.
+    let err = probe_health(s.addr, Some(b"no PEM here"), wait)
+        .await
+        .expect_err("no certificate");
+    assert!(err.to_string().contains("no usable certificate"), "{err}");
     // A port whose connections the kernel accepts and nothing answers: unhealthy in time.
     let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let err = probe_health(
         silent.local_addr().expect("addr"),
-        &ours,
+        Some(&pem),
         Duration::from_millis(300),
     )
     .await
     .expect_err("a silent port");
     assert!(err.to_string().contains("no answer within"), "{err}");
     let plain = Server::fresh().await;
-    probe_health(plain.addr, &Transport::InsecureLoopback, wait)
+    probe_health(plain.addr, None, wait)
         .await
         .expect("healthy over plain HTTP on loopback");
 }
