@@ -233,3 +233,28 @@ fn remote_refuses_what_needs_the_database_with_nothing_written() {
             .run();
     }
 }
+
+#[test]
+fn a_local_worker_reads_nothing_of_the_coordinator() {
+    // Whether the coordinator is there is asked only for a remote worker: a link at its
+    // manifest (refused when read) does not stop a run that never needs it.
+    let (tmp, dir) = repo();
+    Test::in_dir(&dir).args(["namespace", "shipping"]).run();
+    let outside = tmp.path().join("outside.toml");
+    fs::write(&outside, "[package]\n").expect("write");
+    let coordinator = dir.join("platform/coordinator");
+    fs::create_dir_all(&coordinator).expect("mkdir");
+    std::os::unix::fs::symlink(&outside, coordinator.join("Cargo.toml")).expect("a link");
+    Test::in_dir(&dir)
+        .args(["worker", "maintenance", "NOTIFY_SHIPMENT"])
+        .run();
+    let remote = Test::in_dir(&dir)
+        .args(["worker", "render", "RENDER_LABEL", "--remote"])
+        .status(2)
+        .run();
+    assert!(
+        remote.stderr.contains("platform/coordinator/Cargo.toml"),
+        "{}",
+        remote.stderr
+    );
+}

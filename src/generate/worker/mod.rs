@@ -198,9 +198,11 @@ pub fn worker(
     }
     let templates = Templates::new(Some(&root));
     let mut plan = Plan::new(&root);
-    let coordinator_was_there = plan
-        .text(&format!("{}/Cargo.toml", crate::layout::COORDINATOR_DIR))?
-        .is_some();
+    // Asked only for a remote worker: a local one's run reads nothing of the coordinator.
+    let coordinator_was_there = remote
+        && plan
+            .text(&format!("{}/Cargo.toml", crate::layout::COORDINATOR_DIR))?
+            .is_some();
     let producer = if opts.orchestration {
         None
     } else {
