@@ -73,11 +73,16 @@ async fn ask(
     let request = format!("GET /health HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).await?;
     let mut answer = Vec::new();
-    (&mut stream)
+    let read = (&mut stream)
         .take(ANSWER_MAX)
         .read_to_end(&mut answer)
-        .await?;
-    Ok(String::from_utf8_lossy(&answer).into_owned())
+        .await;
+    // A peer that closes TLS without its close_notify ends the read in an error after the
+    // answer came: the answer is what is judged, not how the connection ended.
+    match read {
+        Err(e) if answer.is_empty() => Err(e),
+        _ => Ok(String::from_utf8_lossy(&answer).into_owned()),
+    }
 }
 
 /// A TLS connector that trusts exactly the first certificate of the PEM text `pem`.
