@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::error::GenerateError;
+use crate::layout::model::{OnDisk, RepoFiles};
 
 /// One file of the plan.
 #[derive(Debug, Clone)]
@@ -145,6 +146,44 @@ impl Plan {
             .filter(|(_, f)| f.before.as_ref().is_some_and(|b| *b != f.after))
             .map(|(p, _)| p.clone())
             .collect()
+    }
+}
+
+/// The repository as the plan will leave it, for the repository model
+/// (`layout::model`): a planned file's new bytes, the disk's for the rest.
+impl RepoFiles for Plan {
+    fn text(&self, rel: &str) -> Result<Option<String>, String> {
+        Plan::text(self, rel).map_err(|e| e.to_string())
+    }
+
+    fn rust_sources(&self, folder: &str) -> Result<Vec<(String, String)>, String> {
+        let folder = folder.trim_end_matches('/');
+        let mut files: BTreeMap<String, String> =
+            crate::layout::rust_sources::read(&self.root, folder)?
+                .into_iter()
+                .collect();
+        let prefix = format!("{folder}/");
+        for (path, file) in &self.files {
+            if path.starts_with(&prefix) && path.ends_with(".rs") {
+                let text = String::from_utf8(file.after.clone())
+                    .map_err(|_| format!("{path} is not UTF-8"))?;
+                files.insert(path.clone(), text);
+            }
+        }
+        Ok(files.into_iter().collect())
+    }
+
+    fn folders(&self, folder: &str) -> Result<Vec<String>, String> {
+        let folder = folder.trim_end_matches('/');
+        let mut out: std::collections::BTreeSet<String> =
+            OnDisk(&self.root).folders(folder)?.into_iter().collect();
+        let prefix = format!("{folder}/");
+        for path in self.files.keys() {
+            if let Some((dir, _)) = path.strip_prefix(&prefix).and_then(|p| p.split_once('/')) {
+                out.insert(dir.to_owned());
+            }
+        }
+        Ok(out.into_iter().collect())
     }
 }
 

@@ -8,6 +8,7 @@ pub mod compose;
 pub mod dev_sh;
 pub mod instance_settings;
 pub mod lane;
+pub mod model;
 pub mod roles;
 pub mod runtime;
 pub mod rust_sources;

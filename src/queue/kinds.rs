@@ -8,6 +8,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use crate::layout::model::{Model, OnDisk};
+
 /// `kind` held to the one kind-name rule, the generator's (`generate::names`): what
 /// `scaffold worker` would refuse to make, the queue refuses to take.
 pub(super) fn check_name(kind: &str) -> Result<(), super::QueueError> {
@@ -21,59 +23,20 @@ pub(super) fn check_name(kind: &str) -> Result<(), super::QueueError> {
     }
 }
 
-/// One registered kind: the lane its spec names (`None`: the default lane) and where the
-/// spec is (`om/src/shipping/kinds.rs:2`, repo-relative).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Spec {
-    pub lane: Option<String>,
-    pub at: String,
-}
+/// One registered kind: the lane its spec names and where the spec is.
+pub(super) use crate::layout::model::RegisteredKind as Spec;
 
-/// The kinds registered under `<repo>/om/src` for the repository holding `cwd`; `None`
-/// outside a repository or when it registers none (nothing to check against). A file or
-/// folder there that cannot be read as a regular one inside the repository (a symlink, a
-/// FIFO, too large, too deep, too many) is an error naming it: the list would be
-/// incomplete, and a symlink's target is never read.
+/// The kinds registered under `<repo>/om/src` for the repository holding `cwd`, as the
+/// repository model reads them (`layout::model`); `None` outside a repository or when it
+/// registers none (nothing to check against). A file or folder there that cannot be read
+/// as a regular one inside the repository (a symlink, a FIFO, too large, too deep, too
+/// many) is an error naming it: the list would be incomplete, and a symlink's target is
+/// never read.
 pub(super) fn registered(cwd: &Path) -> Result<Option<BTreeMap<String, Spec>>, String> {
     let Ok(root) = crate::repo::discover(cwd) else {
         return Ok(None);
     };
-    let files = crate::layout::rust_sources::read(&root, crate::layout::OM_SRC)?;
-    let reg = crate::check::workqueue::registry::from_texts(files);
-    // A file that does not parse may register kinds: the list would be incomplete.
-    if let Some(why) = reg.incomplete() {
-        return Err(why);
-    }
-    if !reg.found {
-        return Ok(None);
-    }
-    // A registry read in part could refuse a kind it does register: say which element
-    // could not be read rather than guess.
-    if let Some(e) = reg.entries.iter().find(|e| e.specs.is_none()) {
-        return Err(format!(
-            "{}:{}: the KINDS element `{}` names no slice scaffold can find",
-            crate::layout::ROOT_RS,
-            e.at.line,
-            e.text
-        ));
-    }
-    let mut kinds = BTreeMap::new();
-    for kind in reg.kinds() {
-        let Some(name) = kind.name else {
-            return Err(format!(
-                "{}:{}: a kind whose name scaffold cannot resolve",
-                kind.spec.path, kind.spec.name_at.line
-            ));
-        };
-        kinds.insert(
-            name,
-            Spec {
-                lane: kind.lane,
-                at: format!("{}:{}", kind.spec.path, kind.spec.name_at.line),
-            },
-        );
-    }
-    Ok((!kinds.is_empty()).then_some(kinds))
+    Model::new(&OnDisk(&root)).kinds()
 }
 
 #[cfg(test)]

@@ -92,14 +92,17 @@ pub fn worker(
     let command = format!("worker {} {}", opts.worker, opts.kind);
     let txn = super::txn::Txn::begin(&root, &command, false, waiting)?;
     let name = project_name(&root)?;
-    if let Some((path, line)) = registered_at(&root, &opts.kind)? {
+    // Empty until planning starts: the lookups below read the tree through it, as the
+    // repository model reads a plan (the disk's bytes for every file not planned).
+    let mut plan = Plan::new(&root);
+    if let Some((path, line)) = registered_at(&plan, &opts.kind)? {
         return Err(GenerateError::KindExists {
             kind: opts.kind.clone(),
             at: format!("{path}:{line}"),
         });
     }
-    let ns = resolve_namespace(&root, opts.namespace.as_deref())?;
-    if let Some(at) = variant_at(&root, &ns, &opts.kind) {
+    let ns = resolve_namespace(&plan, opts.namespace.as_deref())?;
+    if let Some(at) = variant_at(&plan, &ns, &opts.kind) {
         return Err(GenerateError::KindExists {
             kind: opts.kind.clone(),
             at,
@@ -197,7 +200,6 @@ pub fn worker(
         remote_refusals(opts)?;
     }
     let templates = Templates::new(Some(&root));
-    let mut plan = Plan::new(&root);
     // Asked only for a remote worker: a local one's run reads nothing of the coordinator.
     let coordinator_was_there = remote
         && plan

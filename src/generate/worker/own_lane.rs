@@ -7,8 +7,6 @@
 //! (the generator inserts each handler right below the marker, so the oldest is the last),
 //! whose `KIND` names a spec under `om/src/`.
 
-use syn::visit::Visit;
-
 use crate::check::workqueue::str_lit;
 use crate::layout::markers;
 
@@ -34,14 +32,10 @@ pub(super) fn own_lane(plan: &Plan, worker: &str) -> Result<Option<String>, Gene
     let Some(kind) = handler_kind(&handler) else {
         return Ok(None);
     };
-    for ns in super::lookup::namespaces(plan.root()) {
-        if let Some(text) = plan.text(&crate::layout::namespace_file(&ns, "kinds.rs"))?
-            && let Some(lane) = spec_lane(&text, &kind)
-        {
-            return Ok(lane);
-        }
-    }
-    Ok(None)
+    crate::layout::model::Model::new(plan)
+        .spec_lane(&kind)
+        .map(Option::flatten)
+        .map_err(|reason| GenerateError::RegistryUnreadable { reason })
 }
 
 /// The module of the last `.handler(crate::handlers::<module>::…)` below the marker.
@@ -80,44 +74,6 @@ fn handler_kind(text: &str) -> Option<String> {
     })
 }
 
-/// In a namespace's `kinds.rs`, the spec named `kind`: `Some(Some(lane))` for its string
-/// lane, `Some(Some("default"))` when it names none, `Some(None)` when its lane is not a
-/// string; `None` when no spec has that name.
-fn spec_lane(text: &str, kind: &str) -> Option<Option<String>> {
-    struct Specs<'k> {
-        kind: &'k str,
-        found: Option<Option<String>>,
-    }
-    impl<'ast> Visit<'ast> for Specs<'_> {
-        fn visit_expr_struct(&mut self, node: &'ast syn::ExprStruct) {
-            let field = |name: &str| {
-                node.fields
-                    .iter()
-                    .find(|f| matches!(&f.member, syn::Member::Named(i) if i == name))
-            };
-            let is_spec = node
-                .path
-                .segments
-                .last()
-                .is_some_and(|s| s.ident == "WorkKindSpec");
-            if self.found.is_none()
-                && is_spec
-                && field("name").and_then(|f| str_lit(&f.expr)).as_deref() == Some(self.kind)
-            {
-                self.found = Some(match field("lane") {
-                    None => Some(crate::layout::DEFAULT_LANE.to_owned()),
-                    Some(f) => str_lit(&f.expr),
-                });
-            }
-            syn::visit::visit_expr_struct(self, node);
-        }
-    }
-    let file = syn::parse_file(text).ok()?;
-    let mut specs = Specs { kind, found: None };
-    specs.visit_file(&file);
-    specs.found
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,20 +89,9 @@ mod tests {
     }
 
     #[test]
-    fn a_handler_names_its_kind_and_a_spec_its_lane() {
+    fn a_handler_names_its_kind() {
         let h =
             "impl WorkHandler for X { type Payload = P; const KIND: &'static str = \"CHARGE\"; }";
         assert_eq!(handler_kind(h).as_deref(), Some("CHARGE"));
-        let kinds = "pub const K: &[WorkKindSpec] = &[\n\
-            WorkKindSpec { name: \"A\", permission: \"p\", ..WorkKindSpec::DEFAULT },\n\
-            WorkKindSpec { name: \"CHARGE\", permission: \"p\", lane: \"payments\", ..WorkKindSpec::DEFAULT },\n\
-            WorkKindSpec { name: \"C\", lane: LANE, ..WorkKindSpec::DEFAULT },\n];";
-        assert_eq!(
-            spec_lane(kinds, "CHARGE"),
-            Some(Some("payments".to_owned()))
-        );
-        assert_eq!(spec_lane(kinds, "A"), Some(Some("default".to_owned())));
-        assert_eq!(spec_lane(kinds, "C"), Some(None));
-        assert_eq!(spec_lane(kinds, "D"), None);
     }
 }

@@ -1,0 +1,287 @@
+//! One model of the repository's meaning, read through [`RepoFiles`] — the disk, or the
+//! generator's plan over it — so the generator's lookups and `scaffold queue enqueue`'s
+//! kind check ask the same questions the same way, of the tree as it is or as it will be:
+//! which namespaces there are, which kinds the root registers (the checker's registry
+//! reader, `check::workqueue::registry`, the one reader of `om/src/`), where a kind is
+//! registered or handled, the lane a kind's spec names, and the processes `scripts/dev.sh`
+//! runs. The checker's rules read the same registry through their cached context
+//! (`registry::build`), which assembles it with the same code.
+
+mod files;
+
+use std::collections::BTreeMap;
+
+pub use files::{OnDisk, RepoFiles};
+
+use crate::check::workqueue::registry::{self, Registry};
+use crate::layout::dev_sh::DevProcess;
+
+/// A registered kind: the lane its spec names (`None`: not a string scaffold resolves) and
+/// where its spec's name is (`om/src/shipping/kinds.rs:2`, repo-relative).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegisteredKind {
+    pub lane: Option<String>,
+    pub at: String,
+}
+
+/// The repository as read through `files`.
+#[derive(Debug)]
+pub struct Model<'f> {
+    files: &'f dyn RepoFiles,
+}
+
+impl<'f> Model<'f> {
+    pub fn new(files: &'f dyn RepoFiles) -> Model<'f> {
+        Model { files }
+    }
+
+    /// The namespaces: the folders of `om/src/` with a `kinds.rs`, except `work`, sorted.
+    pub fn namespaces(&self) -> Result<Vec<String>, String> {
+        let mut out = Vec::new();
+        for ns in self.files.folders(crate::layout::OM_SRC)? {
+            if ns != "work"
+                && self
+                    .files
+                    .text(&crate::layout::namespace_file(&ns, "kinds.rs"))?
+                    .is_some()
+            {
+                out.push(ns);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The registry, read from every `.rs` file under `om/src/` by the checker's reader.
+    pub fn registry(&self) -> Result<Registry, String> {
+        Ok(registry::from_texts(
+            self.files.rust_sources(crate::layout::OM_SRC)?,
+        ))
+    }
+
+    /// The kinds the root registers, by name; `None` when it registers none (no registry,
+    /// or an empty one). An error when the answer would be a guess: a file under `om/src/`
+    /// that does not parse, a `KINDS` element that names no slice scaffold finds, a name
+    /// it cannot resolve.
+    pub fn kinds(&self) -> Result<Option<BTreeMap<String, RegisteredKind>>, String> {
+        let reg = self.registry()?;
+        // A file that does not parse may register kinds: the list would be incomplete.
+        if let Some(why) = reg.incomplete() {
+            return Err(why);
+        }
+        if !reg.found {
+            return Ok(None);
+        }
+        if let Some(e) = reg.entries.iter().find(|e| e.specs.is_none()) {
+            return Err(format!(
+                "{}:{}: the KINDS element `{}` names no slice scaffold can find",
+                crate::layout::ROOT_RS,
+                e.at.line,
+                e.text
+            ));
+        }
+        let mut kinds = BTreeMap::new();
+        for kind in reg.kinds() {
+            let Some(name) = kind.name else {
+                return Err(format!(
+                    "{}:{}: a kind whose name scaffold cannot resolve",
+                    kind.spec.path, kind.spec.name_at.line
+                ));
+            };
+            kinds.insert(
+                name,
+                RegisteredKind {
+                    lane: kind.lane,
+                    at: format!("{}:{}", kind.spec.path, kind.spec.name_at.line),
+                },
+            );
+        }
+        Ok((!kinds.is_empty()).then_some(kinds))
+    }
+
+    /// The lane of the spec named `kind` anywhere under `om/src/` (registered or not):
+    /// `Some(Some(lane))`, `Some(None)` when its lane is not a string scaffold resolves,
+    /// `None` when no spec has that name.
+    pub fn spec_lane(&self, kind: &str) -> Result<Option<Option<String>>, String> {
+        let reg = self.registry()?;
+        Ok(reg.specs.iter().find_map(|s| {
+            let k = reg.resolve(s);
+            (k.name.as_deref() == Some(kind)).then_some(k.lane)
+        }))
+    }
+
+    /// The file and line that already register or handle `kind`: a spec under `om/src/`
+    /// whose name resolves to it (a literal, a const or `Kind::Variant.as_str()`, whether
+    /// or not `KINDS` reaches the spec), or a handler's `KIND … = "KIND"` under
+    /// `workers/*/src/`. An error when the answer would be a guess (a file that cannot be
+    /// read, or does not parse and no other answer was found).
+    pub fn registered_at(&self, kind: &str) -> Result<Option<(String, usize)>, String> {
+        let om = self.files.rust_sources(crate::layout::OM_SRC)?;
+        let literal = format!("\"{kind}\"");
+        // The quoted name on a spec's line, in whatever shape the registry reader does not
+        // read (a `static` spec, a slice typed through an alias).
+        let quoted = om.iter().find_map(|(path, text)| {
+            text.lines()
+                .position(|l| {
+                    let t = l.trim();
+                    t.contains(&literal) && (t.starts_with("name:") || t.contains("WorkKindSpec"))
+                })
+                .map(|i| (path.clone(), i + 1))
+        });
+        let reg = registry::from_texts(om);
+        if let Some(spec) = reg
+            .specs
+            .iter()
+            .find(|s| reg.resolve(s).name.as_deref() == Some(kind))
+        {
+            return Ok(Some((spec.path.clone(), spec.name_at.line)));
+        }
+        if quoted.is_some() {
+            return Ok(quoted);
+        }
+        // A file that does not parse may name the kind through a const: no answer is a guess.
+        if let Some(why) = reg.incomplete() {
+            return Err(format!("{why}; fix it and run the command again"));
+        }
+        for worker in self.files.folders(crate::layout::WORKERS_DIR)? {
+            let src = crate::layout::worker_file(&worker, "src");
+            for (rel, text) in self.files.rust_sources(&src)? {
+                if let Some(at) = handler_line(&text, &literal) {
+                    return Ok(Some((rel, at)));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// The processes `scripts/dev.sh` starts, in its order (none without the script).
+    pub fn dev_processes(&self) -> Result<Vec<DevProcess>, String> {
+        Ok(self
+            .files
+            .text(crate::layout::DEV_SH)?
+            .map(|text| crate::layout::dev_sh::dev_sh_processes(&text))
+            .unwrap_or_default())
+    }
+}
+
+/// The line (1-based) of a handler's `KIND … = "KIND"` in `text`, `literal` being the
+/// quoted kind.
+fn handler_line(text: &str, literal: &str) -> Option<usize> {
+    text.lines()
+        .position(|line| {
+            let t = line.trim();
+            t.contains(literal)
+                && ((t.contains("KIND") && t.contains("&'static str")) || t.contains("KIND: &str"))
+        })
+        .map(|i| i + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A repository held in memory: (path, text), sorted.
+    #[derive(Debug)]
+    struct Mem(Vec<(&'static str, &'static str)>);
+
+    impl RepoFiles for Mem {
+        fn text(&self, rel: &str) -> Result<Option<String>, String> {
+            Ok(self
+                .0
+                .iter()
+                .find(|(p, _)| *p == rel)
+                .map(|(_, t)| (*t).to_owned()))
+        }
+        fn rust_sources(&self, folder: &str) -> Result<Vec<(String, String)>, String> {
+            let prefix = format!("{}/", folder.trim_end_matches('/'));
+            Ok(self
+                .0
+                .iter()
+                .filter(|(p, _)| p.starts_with(&prefix) && p.ends_with(".rs"))
+                .map(|(p, t)| ((*p).to_owned(), (*t).to_owned()))
+                .collect())
+        }
+        fn folders(&self, folder: &str) -> Result<Vec<String>, String> {
+            let prefix = format!("{}/", folder.trim_end_matches('/'));
+            let mut out: Vec<String> = self
+                .0
+                .iter()
+                .filter_map(|(p, _)| Some(p.strip_prefix(&prefix)?.split_once('/')?.0.to_owned()))
+                .collect();
+            out.dedup();
+            Ok(out)
+        }
+    }
+
+    const KINDS: &str = "pub const LANE: &str = \"bulk\";\n\
+        pub const SHIPPING_KINDS: &[WorkKindSpec] = &[\n\
+        WorkKindSpec { name: \"A\", permission: \"p\", ..WorkKindSpec::DEFAULT },\n\
+        WorkKindSpec { name: \"CHARGE\", permission: \"p\", lane: \"payments\", ..WorkKindSpec::DEFAULT },\n\
+        WorkKindSpec { name: \"B\", permission: \"p\", lane: LANE, ..WorkKindSpec::DEFAULT },\n\
+        WorkKindSpec { name: \"C\", permission: \"p\", lane: elsewhere(), ..WorkKindSpec::DEFAULT },\n];\n";
+
+    fn repo() -> Mem {
+        Mem(vec![
+            (
+                "om/src/root.rs",
+                "pub const KINDS: &[&[WorkKindSpec]] = &[\n    crate::shipping::kinds::SHIPPING_KINDS,\n];\n",
+            ),
+            ("om/src/shipping/kinds.rs", KINDS),
+            ("om/src/work/kinds.rs", ""),
+            (
+                "workers/billing/src/handlers/refund.rs",
+                "impl WorkHandler for R {\n    const KIND: &'static str = \"REFUND\";\n}\n",
+            ),
+        ])
+    }
+
+    #[test]
+    fn a_spec_names_its_lane_as_the_registry_resolves_it() {
+        let files = repo();
+        let m = Model::new(&files);
+        let lane = |k: &str| m.spec_lane(k).expect("readable");
+        assert_eq!(lane("CHARGE"), Some(Some("payments".to_owned())));
+        assert_eq!(
+            lane("A"),
+            Some(Some(crate::layout::DEFAULT_LANE.to_owned()))
+        );
+        // A const is resolved (the line reader this replaced saw only literals).
+        assert_eq!(lane("B"), Some(Some("bulk".to_owned())));
+        assert_eq!(lane("C"), Some(None), "a lane that is not a string");
+        assert_eq!(lane("D"), None);
+    }
+
+    #[test]
+    fn kinds_namespaces_and_where_a_kind_is() {
+        let files = repo();
+        let m = Model::new(&files);
+        assert_eq!(m.namespaces(), Ok(vec!["shipping".to_owned()]));
+        let kinds = m.kinds().expect("readable").expect("some");
+        assert_eq!(kinds.keys().collect::<Vec<_>>(), ["A", "B", "C", "CHARGE"]);
+        assert_eq!(kinds["CHARGE"].at, "om/src/shipping/kinds.rs:4");
+        assert_eq!(
+            m.registered_at("CHARGE"),
+            Ok(Some(("om/src/shipping/kinds.rs".to_owned(), 4)))
+        );
+        assert_eq!(
+            m.registered_at("REFUND"),
+            Ok(Some((
+                "workers/billing/src/handlers/refund.rs".to_owned(),
+                2
+            )))
+        );
+        assert_eq!(m.registered_at("NONE"), Ok(None));
+    }
+
+    #[test]
+    fn a_file_that_does_not_parse_makes_the_answer_an_error() {
+        let mut files = repo();
+        files
+            .0
+            .push(("om/src/shipping/more.rs", "pub const X: &str = "));
+        let m = Model::new(&files);
+        assert!(m.kinds().is_err());
+        assert!(m.registered_at("NONE").is_err());
+        // A kind found elsewhere is still found.
+        assert!(m.registered_at("CHARGE").is_ok_and(|at| at.is_some()));
+    }
+}
