@@ -170,7 +170,11 @@ impl RepoFiles for Plan {
                 files.insert(path.clone(), text);
             }
         }
-        Ok(files.into_iter().collect())
+        // In the disk walk's order (one component at a time), so the first of two
+        // answers is the same whether the plan or the disk is asked.
+        let mut files: Vec<(String, String)> = files.into_iter().collect();
+        files.sort_by(|a, b| a.0.split('/').cmp(b.0.split('/')));
+        Ok(files)
     }
 
     fn folders(&self, folder: &str) -> Result<Vec<String>, String> {
@@ -222,6 +226,65 @@ fn read_inside(root: &std::path::Path, path: &str) -> Result<Option<Vec<u8>>, Ge
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn as_repo_files_the_plan_answers_over_the_disk() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        for (rel, text) in [
+            ("om/src/a.rs", "disk a"),
+            ("om/src/a-b.rs", "disk a-b"),
+            ("om/src/a/x.rs", "disk x"),
+            ("workers/maintenance/src/main.rs", "fn main() {}"),
+        ] {
+            std::fs::create_dir_all(root.join(rel).parent().expect("a parent")).expect("mkdir");
+            std::fs::write(root.join(rel), text).expect("write");
+        }
+        let mut plan = Plan::new(root);
+        plan.edit("om/src/a.rs", "planned a".to_owned())
+            .expect("edit");
+        plan.create("om/src/b/y.rs", b"planned y".to_vec(), None)
+            .expect("create");
+        plan.create(
+            "workers/billing/src/main.rs",
+            b"fn main() {}".to_vec(),
+            None,
+        )
+        .expect("create");
+        let sources = RepoFiles::rust_sources(&plan, "om/src").expect("read");
+        let disk = OnDisk(root).rust_sources("om/src").expect("read");
+        let paths = |v: &[(String, String)]| v.iter().map(|(p, _)| p.clone()).collect::<Vec<_>>();
+        assert_eq!(
+            paths(&sources),
+            [
+                "om/src/a/x.rs",
+                "om/src/a-b.rs",
+                "om/src/a.rs",
+                "om/src/b/y.rs"
+            ],
+            "the disk walk's order, a planned file among them"
+        );
+        assert_eq!(paths(&disk), paths(&sources)[..3].to_vec());
+        assert_eq!(
+            sources[2].1, "planned a",
+            "a planned file replaces the disk's"
+        );
+        assert_eq!(
+            RepoFiles::folders(&plan, "workers/").expect("read"),
+            ["billing", "maintenance"],
+            "a folder only the plan has"
+        );
+        assert_eq!(
+            RepoFiles::text(&plan, "om/src/a-b.rs")
+                .expect("read")
+                .as_deref(),
+            Some("disk a-b")
+        );
+        // A link to a folder is refused, never skipped.
+        std::os::unix::fs::symlink(root.join("om/src/a"), root.join("workers/linked"))
+            .expect("a link");
+        assert!(RepoFiles::folders(&plan, "workers").is_err());
+    }
 
     #[test]
     fn refuses_paths_that_leave_the_root() {

@@ -10,10 +10,12 @@ use std::path::Path;
 pub trait RepoFiles: std::fmt::Debug {
     /// The text of the repo-relative file `rel`; `Ok(None)` when there is none.
     fn text(&self, rel: &str) -> Result<Option<String>, String>;
-    /// Every `.rs` file under the repo-relative folder `folder` (path, text), sorted by
-    /// path; empty when there is no such folder.
+    /// Every `.rs` file under the repo-relative folder `folder` (path, text), in the
+    /// order of a sorted walk (by path, one component at a time: `a/x.rs` before
+    /// `a-b.rs`); empty when there is no such folder.
     fn rust_sources(&self, folder: &str) -> Result<Vec<(String, String)>, String>;
-    /// The names of the folders directly in `folder`, sorted; empty when there is none.
+    /// The names of the folders directly in `folder`, sorted; empty when there is none. A
+    /// link to a folder is an error.
     fn folders(&self, folder: &str) -> Result<Vec<String>, String>;
 }
 
@@ -42,9 +44,18 @@ impl RepoFiles for OnDisk<'_> {
         let mut out = Vec::new();
         for entry in entries {
             let entry = entry.map_err(|e| format!("{folder}: {e}"))?;
-            // A link is not a folder of the repository's (its target is never read).
-            if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                out.push(entry.file_name().to_string_lossy().into_owned());
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let child = format!("{folder}/{name}");
+            let kind = entry.file_type().map_err(|e| format!("{child}: {e}"))?;
+            if kind.is_symlink() {
+                // A linked folder may hold what the model looks for (a worker's handlers):
+                // refused, never skipped and never followed. A link to anything else is not
+                // a folder and is left alone.
+                if std::fs::metadata(self.0.join(&child)).is_ok_and(|m| m.is_dir()) {
+                    return Err(crate::repo::inside::Refusal::Symlink(child).to_string());
+                }
+            } else if kind.is_dir() {
+                out.push(name);
             }
         }
         out.sort();

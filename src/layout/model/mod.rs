@@ -3,9 +3,9 @@
 //! kind check ask the same questions the same way, of the tree as it is or as it will be:
 //! which namespaces there are, which kinds the root registers (the checker's registry
 //! reader, `check::workqueue::registry`, the one reader of `om/src/`), where a kind is
-//! registered or handled, the lane a kind's spec names, and the processes `scripts/dev.sh`
-//! runs. The checker's rules read the same registry through their cached context
-//! (`registry::build`), which assembles it with the same code.
+//! registered or handled, and the lane a kind's spec names. The checker's rules read the
+//! same registry through their cached context (`registry::build`), which assembles it with
+//! the same code.
 
 mod files;
 
@@ -14,7 +14,6 @@ use std::collections::BTreeMap;
 pub use files::{OnDisk, RepoFiles};
 
 use crate::check::workqueue::registry::{self, Registry};
-use crate::layout::dev_sh::DevProcess;
 
 /// A registered kind: the lane its spec names (`None`: not a string scaffold resolves) and
 /// where its spec's name is (`om/src/shipping/kinds.rs:2`, repo-relative).
@@ -101,12 +100,19 @@ impl<'f> Model<'f> {
     /// The lane of the spec named `kind` anywhere under `om/src/` (registered or not):
     /// `Some(Some(lane))`, `Some(None)` when its lane is not a string scaffold resolves,
     /// `None` when no spec has that name.
+    /// A spec the registry reader does not read (a lone `static`, one built in a function)
+    /// is not found, as the checker does not find it; a file that does not parse makes
+    /// "not found" an error.
     pub fn spec_lane(&self, kind: &str) -> Result<Option<Option<String>>, String> {
         let reg = self.registry()?;
-        Ok(reg.specs.iter().find_map(|s| {
+        let found = reg.specs.iter().find_map(|s| {
             let k = reg.resolve(s);
             (k.name.as_deref() == Some(kind)).then_some(k.lane)
-        }))
+        });
+        match (found, reg.incomplete()) {
+            (None, Some(why)) => Err(why),
+            (found, _) => Ok(found),
+        }
     }
 
     /// The file and line that already register or handle `kind`: a spec under `om/src/`
@@ -151,15 +157,6 @@ impl<'f> Model<'f> {
             }
         }
         Ok(None)
-    }
-
-    /// The processes `scripts/dev.sh` starts, in its order (none without the script).
-    pub fn dev_processes(&self) -> Result<Vec<DevProcess>, String> {
-        Ok(self
-            .files
-            .text(crate::layout::DEV_SH)?
-            .map(|text| crate::layout::dev_sh::dev_sh_processes(&text))
-            .unwrap_or_default())
     }
 }
 
@@ -281,6 +278,7 @@ mod tests {
         let m = Model::new(&files);
         assert!(m.kinds().is_err());
         assert!(m.registered_at("NONE").is_err());
+        assert!(m.spec_lane("NONE").is_err());
         // A kind found elsewhere is still found.
         assert!(m.registered_at("CHARGE").is_ok_and(|at| at.is_some()));
     }
