@@ -20,9 +20,9 @@ const ANSWER_MAX: u64 = 64 * 1024;
 
 /// Ok when the coordinator listening on `addr` (an unspecified address is asked on
 /// loopback) answers `GET /health` with 200 within `timeout`. With `pinned` (PEM text: the
-/// certificate it serves, as [`Transport::Tls`]'s `cert` holds it) the probe makes the TLS
+/// certificate it serves, as [`Transport::Tls`](super::Transport::Tls)'s `cert` holds it) the probe makes the TLS
 /// handshake and the certificate presented must be the first one of `pinned`, byte for
-/// byte; without, it asks in plain HTTP ([`Transport::InsecureLoopback`]). Only the
+/// byte; without, it asks in plain HTTP ([`Transport::InsecureLoopback`](super::Transport::InsecureLoopback)). Only the
 /// certificate is needed: the key stays where the coordinator keeps it.
 pub async fn probe_health(
     addr: SocketAddr,
