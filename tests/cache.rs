@@ -7,7 +7,7 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{copy_fixture, git, run_in};
+use common::{Test, copy_fixture, git};
 
 /// The cache file whose name starts with `prefix`: `check-` (per-file facts) or
 /// `workqueue-` (the work-queue extractors' results).
@@ -61,7 +61,10 @@ fn warm_matches_cold_after(fixture: &str, before: &[Edit<'_>], after: &[Edit<'_>
 }
 
 fn check_json(repo: &Path) -> (i32, String) {
-    let r = run_in(repo, &["check", "--format", "json"]);
+    let r = Test::in_dir(repo)
+        .args(["check", "--format", "json"])
+        .status(1)
+        .run();
     assert!(r.code == 0 || r.code == 1, "{}", r.stderr);
     (r.code, r.stdout)
 }
@@ -192,7 +195,10 @@ fn a_staged_run_keeps_the_entries_of_files_it_did_not_visit() {
     let text = std::fs::read_to_string(&dns).expect("read") + "// touched\n";
     std::fs::write(&dns, text).expect("write");
     git(repo.path(), &["add", "-A"]);
-    let r = run_in(repo.path(), &["check", "--staged", "--format", "json"]);
+    let r = Test::in_dir(repo.path())
+        .args(["check", "--staged", "--format", "json"])
+        .status(1)
+        .run();
     assert!(r.code == 0 || r.code == 1, "{}", r.stderr);
     let after = std::fs::read(cache_file(repo.path(), "check-")).expect("read cache");
     // The staged file's entry may lose its recorded metadata (it was just written); every

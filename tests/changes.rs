@@ -5,7 +5,7 @@ use crate::common;
 use std::path::Path;
 
 use crate::common::Test;
-use common::{copy_fixture, git, run_in, scaffold};
+use common::{copy_fixture, git, run_in};
 
 fn commit_all(dir: &Path) {
     git(dir, &["init", "-q"]);
@@ -56,19 +56,19 @@ fn staged_reports_only_findings_in_what_changed() {
     ));
     // --since sees the same change unstaged.
     git(repo.path(), &["reset", "-q"]);
-    let since = run_in(
-        repo.path(),
-        &["check", "--since", "HEAD", "--format", "json"],
-    );
+    let since = Test::in_dir(repo.path())
+        .args(["check", "--since", "HEAD", "--format", "json"])
+        .status(1)
+        .run();
     assert_eq!(rules_of(&json(&since.stdout)), found);
     // A change to the codemap may change any finding: everything is reported.
     let codemap = repo.path().join("agent/codemap.yml");
     let text = std::fs::read_to_string(&codemap).expect("codemap") + "# touched\n";
     std::fs::write(&codemap, text).expect("write");
-    let all = run_in(
-        repo.path(),
-        &["check", "--since", "HEAD", "--format", "json"],
-    );
+    let all = Test::in_dir(repo.path())
+        .args(["check", "--since", "HEAD", "--format", "json"])
+        .status(1)
+        .run();
     assert_eq!(rules_of(&json(&all.stdout)).len(), 9);
 }
 
@@ -160,10 +160,10 @@ fn gates_resolve_package_and_dedupe() {
         .run();
     let expected = r#"{"gates":[{"gate":"worker-build","command":["cargo","check","-p","acme-maintenance"],"triggered_by":["workers/maintenance/README.md","workers/maintenance/src/main.rs"]},{"gate":"worker-test","command":["cargo","test","-p","acme-maintenance"],"triggered_by":["workers/maintenance/README.md","workers/maintenance/src/main.rs"]},{"gate":"boundary","command":["scaffold","check"],"triggered_by":["workers/maintenance/README.md","workers/maintenance/src/main.rs"]}]}"#;
     assert_eq!(r.stdout.trim(), expected);
-    let none = run_in(
-        &common::fixture("clean"),
-        &["gates", "services/billing/src/lib.rs"],
-    );
+    let none = Test::in_dir(&common::fixture("clean"))
+        .args(["gates", "services/billing/src/lib.rs"])
+        .status(0)
+        .run();
     assert_eq!(none.stdout, "no gates required for these changes\n");
 }
 
@@ -182,7 +182,10 @@ fn gates_from_a_change_set_and_run_stops_at_the_first_failure() {
     )
     .expect("write");
     git(repo.path(), &["add", "-A"]);
-    let listed = run_in(repo.path(), &["gates", "--staged", "--format", "json"]);
+    let listed = Test::in_dir(repo.path())
+        .args(["gates", "--staged", "--format", "json"])
+        .status(0)
+        .run();
     let v = json(&listed.stdout);
     let names: Vec<&str> = v["gates"]
         .as_array()
@@ -223,7 +226,7 @@ fn baseline_adopt_then_new_finding_fails_then_fixed_finding_is_stale() {
     let main = repo.path().join("workers/maintenance/src/main.rs");
     let text = std::fs::read_to_string(&main).expect("main.rs");
     std::fs::write(&main, format!("// a new first line\n{text}")).expect("write");
-    assert_eq!(run_in(repo.path(), &["check"]).code, 0);
+    Test::in_dir(repo.path()).args(["check"]).run();
 
     // A new finding fails.
     let lib = repo.path().join("workers/maintenance/src/platform/dns.rs");
@@ -239,15 +242,12 @@ fn baseline_adopt_then_new_finding_fails_then_fixed_finding_is_stale() {
         .run();
     assert_eq!(json(&new.stdout)["summary"]["errors"], 2);
     // Under CI the baseline may not grow.
-    let refused = scaffold()
-        .arg("-C")
-        .arg(repo.path())
+    Test::in_dir(repo.path())
         .args(["check", "--write-baseline"])
         .env("CI", "true")
-        .output()
-        .expect("runs");
-    assert_eq!(refused.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&refused.stderr).contains("refusing to add 2 entries"));
+        .status(2)
+        .stderr_has("refusing to add 2 entries")
+        .run();
     std::fs::write(&lib, &dns).expect("restore");
 
     // A fixed finding leaves a stale entry: a warning, an error under CI.
@@ -259,29 +259,17 @@ fn baseline_adopt_then_new_finding_fails_then_fixed_finding_is_stale() {
         rules_of(&json(&stale.stdout)),
         [("baseline-stale".to_owned(), "agent/baseline.yml".to_owned())]
     );
-    let ci = scaffold()
-        .arg("-C")
-        .arg(repo.path())
-        .arg("check")
+    Test::in_dir(repo.path())
+        .args(["check"])
         .env("CI", "true")
-        .output()
-        .expect("runs");
-    assert_eq!(ci.status.code(), Some(1));
+        .status(1)
+        .run();
     // Shrinking is allowed under CI.
-    let shrink = scaffold()
-        .arg("-C")
-        .arg(repo.path())
+    Test::in_dir(repo.path())
         .args(["check", "--write-baseline"])
         .env("CI", "true")
-        .output()
-        .expect("runs");
-    assert_eq!(
-        shrink.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&shrink.stderr)
-    );
-    assert_eq!(run_in(repo.path(), &["check"]).code, 0);
+        .run();
+    Test::in_dir(repo.path()).args(["check"]).run();
 }
 
 #[test]
@@ -303,11 +291,8 @@ fn hook_install_writes_ours_and_refuses_a_foreign_hook() {
             0o111
         );
     }
-    assert_eq!(
-        run_in(repo.path(), &["hook", "install"]).code,
-        0,
-        "replacing our own hook is fine"
-    );
+    // Replacing our own hook is fine.
+    Test::in_dir(repo.path()).args(["hook", "install"]).run();
     std::fs::write(&hook, "#!/bin/sh\nmake lint\n").expect("write");
     let refused = Test::in_dir(repo.path())
         .args(["hook", "install"])
@@ -322,7 +307,9 @@ fn hook_install_writes_ours_and_refuses_a_foreign_hook() {
         std::fs::read_to_string(&hook).expect("hook"),
         "#!/bin/sh\nmake lint\n"
     );
-    assert_eq!(run_in(repo.path(), &["hook", "install", "--force"]).code, 0);
+    Test::in_dir(repo.path())
+        .args(["hook", "install", "--force"])
+        .run();
     assert!(
         std::fs::read_to_string(&hook)
             .expect("hook")
@@ -352,7 +339,13 @@ fn hook_in_a_subdirectory_changes_into_it() {
 fn a_file_no_agent_may_write_is_found_and_its_content_never_shown() {
     let repo = copy_fixture("rules/file-unowned");
     commit_all(repo.path());
-    let whole = json(&run_in(repo.path(), &["check", "--format", "json"]).stdout);
+    let whole = json(
+        &Test::in_dir(repo.path())
+            .args(["check", "--format", "json"])
+            .status(1)
+            .run()
+            .stdout,
+    );
     assert_eq!(
         rules_of(&whole),
         [
@@ -366,7 +359,10 @@ fn a_file_no_agent_may_write_is_found_and_its_content_never_shown() {
     std::fs::write(repo.path().join(".env"), "ACME_TOKEN=hunter2-secret\n").expect("write");
     std::fs::write(repo.path().join("workers/maintenance/notes.txt"), "fine\n").expect("write");
     git(repo.path(), &["add", "-A"]);
-    let staged = run_in(repo.path(), &["check", "--staged", "--format", "json"]);
+    let staged = Test::in_dir(repo.path())
+        .args(["check", "--staged", "--format", "json"])
+        .status(1)
+        .run();
     assert_eq!(
         rules_of(&json(&staged.stdout)),
         [("file-unowned".to_owned(), ".env".to_owned())],
@@ -382,17 +378,17 @@ fn a_file_no_agent_may_write_is_found_and_its_content_never_shown() {
         assert!(r.stdout.contains(".env"), "{args:?}: {}", r.stdout);
         assert!(!r.stdout.contains("hunter2"), "{args:?}: {}", r.stdout);
     }
-    let owned = run_in(
-        repo.path(),
-        &[
+    let owned = Test::in_dir(repo.path())
+        .args([
             "check",
             "--staged",
             "--as",
             "worker-agent",
             "--format",
             "json",
-        ],
-    );
+        ])
+        .status(1)
+        .run();
     assert_eq!(
         rules_of(&json(&owned.stdout)),
         [
@@ -431,11 +427,14 @@ fn staged_per_file_changes_take_the_fast_path_with_the_same_findings() {
     )
     .expect("write");
     git(repo.path(), &["add", "-A"]);
-    let fast = run_in(repo.path(), &["check", "--staged", "--format", "json"]);
-    let full = run_in(
-        repo.path(),
-        &["check", "--since", "HEAD", "--format", "json"],
-    );
+    let fast = Test::in_dir(repo.path())
+        .args(["check", "--staged", "--format", "json"])
+        .status(1)
+        .run();
+    let full = Test::in_dir(repo.path())
+        .args(["check", "--since", "HEAD", "--format", "json"])
+        .status(1)
+        .run();
     assert_eq!(fast.code, 1);
     let (fast, full) = (json(&fast.stdout), json(&full.stdout));
     assert_eq!(fast["findings"], full["findings"]);
@@ -453,7 +452,13 @@ fn staged_per_file_changes_take_the_fast_path_with_the_same_findings() {
     )
     .expect("write");
     git(repo.path(), &["add", "-A"]);
-    let whole = json(&run_in(repo.path(), &["check", "--staged", "--format", "json"]).stdout);
+    let whole = json(
+        &Test::in_dir(repo.path())
+            .args(["check", "--staged", "--format", "json"])
+            .status(1)
+            .run()
+            .stdout,
+    );
     assert_eq!(
         whole["summary"]["files_checked"],
         full["summary"]["files_checked"]
@@ -507,11 +512,8 @@ fn pre_commit_all_files_fails_on_a_finding() {
         args.extend(files.iter().map(String::as_str));
         run_in(repo.path(), &args)
     };
-    assert_eq!(
-        run_in(repo.path(), &["check", "--staged"]).code,
-        0,
-        "the old entry passes vacuously"
-    );
+    // The old entry passes vacuously.
+    Test::in_dir(repo.path()).args(["check", "--staged"]).run();
 
     // `pre-commit run --all-files`.
     let all = call(&tracked(repo.path()));

@@ -25,8 +25,14 @@ fn clean_fixture_exits_0_and_a_violating_one_exits_1() {
 #[test]
 fn json_is_byte_identical_across_runs_with_repo_relative_slash_paths() {
     let dir = fixture("rules/import-forbidden");
-    let a = run_in(&dir, &["check", "--format", "json"]);
-    let b = run_in(&dir, &["check", "--format", "json"]);
+    let a = Test::in_dir(&dir)
+        .args(["check", "--format", "json"])
+        .status(1)
+        .run();
+    let b = Test::in_dir(&dir)
+        .args(["check", "--format", "json"])
+        .status(1)
+        .run();
     assert_eq!(a.stdout, b.stdout);
     let v: serde_json::Value = serde_json::from_str(&a.stdout).expect("valid JSON");
     assert_eq!(v["version"], 1);
@@ -68,7 +74,10 @@ fn unknown_codemap_key_exits_2_naming_file_line_col() {
         "{}",
         r.stdout
     );
-    let j = run_in(tmp.path(), &["check", "--format", "json"]);
+    let j = Test::in_dir(tmp.path())
+        .args(["check", "--format", "json"])
+        .status(2)
+        .run();
     let v: serde_json::Value = serde_json::from_str(&j.stdout).expect("valid JSON");
     assert_eq!(v["findings"][0]["rule"], "manifest-invalid");
     assert_eq!(
@@ -331,7 +340,10 @@ fn edges_follow_each_crates_own_dependencies() {
         "workers/b/src/main.rs",
         "use cfgsvc::x;\nfn main() { x() }\n",
     );
-    let r = run_in(root, &["check", "--format", "json"]);
+    let r = Test::in_dir(root)
+        .args(["check", "--format", "json"])
+        .status(1)
+        .run();
     let v: serde_json::Value = serde_json::from_str(&r.stdout).expect("valid JSON");
     let found: Vec<(String, String)> = v["findings"]
         .as_array()
@@ -617,9 +629,15 @@ fn each_command_offers_the_formats_it_has() {
     Test::in_dir(&fixture("clean"))
         .args(["completions", "bash"])
         .run();
-    let help = run_in(&fixture("clean"), &["completions", "--help"]);
+    let help = Test::in_dir(&fixture("clean"))
+        .args(["completions", "--help"])
+        .status(0)
+        .run();
     assert!(!help.stdout.contains("--format"), "{}", help.stdout);
-    let help = run_in(&fixture("clean"), &["rules", "--help"]);
+    let help = Test::in_dir(&fixture("clean"))
+        .args(["rules", "--help"])
+        .status(0)
+        .run();
     assert!(
         help.stdout.contains("[possible values: human, json]"),
         "{}",

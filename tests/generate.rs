@@ -585,7 +585,10 @@ fn a_new_workers_deployments_take_its_lane_off_the_spec() {
         .map(|l| format!("{l}\n"))
         .collect();
     fs::write(dir.join("scripts/dev.sh"), &without).expect("write");
-    let r = run_in(&dir, &["check", "--format", "json"]);
+    let r = Test::in_dir(&dir)
+        .args(["check", "--format", "json"])
+        .status(1)
+        .run();
     let found: Vec<serde_json::Value> = r
         .findings()
         .into_iter()
@@ -722,7 +725,10 @@ fn an_integrations_settings_reach_every_deployment_of_its_worker() {
         without,
     )
     .expect("write");
-    let r = run_in(&dir, &["check", "--format", "json"]);
+    let r = Test::in_dir(&dir)
+        .args(["check", "--format", "json"])
+        .status(1)
+        .run();
     let found: Vec<String> = r
         .findings()
         .iter()

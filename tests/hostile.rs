@@ -9,7 +9,7 @@ use crate::common;
 
 use std::path::PathBuf;
 
-use common::{Test, copy_fixture, run_in};
+use common::{Test, copy_fixture};
 
 /// Declares a module in the maintenance worker's crate root: only files of a crate's
 /// module tree are its code.
@@ -35,7 +35,7 @@ fn a_finding_on_a_very_long_line_is_shown_clipped() {
         assert!(run.stdout.contains("long.rs"), "{format}: {}", run.stdout);
         assert!(!run.stderr.contains("panicked"), "{format}: {}", run.stderr);
     }
-    let run = run_in(repo.path(), &["check"]);
+    let run = Test::in_dir(repo.path()).args(["check"]).status(1).run();
     assert!(
         run.stdout.contains("(a long line, clipped)"),
         "{}",
@@ -142,7 +142,10 @@ fn non_utf8_names_and_contents_are_findings() {
         run.stdout
     );
     // A warm run (from the cache) says the same.
-    let again = run_in(repo.path(), &["check", "--format", "json"]);
+    let again = Test::in_dir(repo.path())
+        .args(["check", "--format", "json"])
+        .status(1)
+        .run();
     assert_eq!(again.stdout, run.stdout);
 }
 
@@ -216,14 +219,10 @@ fn rustfmt_is_staged_inside_the_repository_never_under_tmpdir() {
     let repo = common::init_repo(tmp.path(), true);
     let tmpdir = tmp.path().join("tmpdir");
     let (_, mark) = plant_toolchain(tmp.path(), &tmpdir);
-    let out = common::scaffold()
-        .env("TMPDIR", &tmpdir)
-        .arg("-C")
-        .arg(&repo)
+    Test::in_dir(&repo)
+        .env("TMPDIR", tmpdir.to_str().expect("a UTF-8 path"))
         .args(["worker", "billing", "CHARGE", "--namespace", "shipping"])
-        .output()
-        .expect("runs");
-    assert!(out.status.success(), "{out:?}");
+        .run();
     assert!(
         !mark.exists(),
         "a toolchain file under $TMPDIR chose the rustfmt that ran"
@@ -315,25 +314,15 @@ fn a_run_waits_for_the_lock_and_names_its_holder_then_times_out() {
     std::io::Write::write_all(&mut &file, b"pid 4242: scaffold worker maintenance HELD\n")
         .expect("write");
     let before = std::fs::read(repo.join("om/src/shipping/kinds.rs")).expect("read");
-    let out = common::scaffold()
+    Test::in_dir(&repo)
         .env("SCAFFOLD_LOCK_TIMEOUT", "1")
-        .arg("-C")
-        .arg(&repo)
         .args(["worker", "maintenance", "REINDEX"])
-        .output()
-        .expect("runs");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains(
-            "waiting for the repository lock, held by pid 4242: scaffold worker maintenance HELD"
-        ),
-        "{stderr}"
-    );
-    assert!(
-        stderr.contains("another scaffold run holds the repository lock"),
-        "{stderr}"
-    );
+        .status(2)
+        .stderr_has(
+            "waiting for the repository lock, held by pid 4242: scaffold worker maintenance HELD",
+        )
+        .stderr_has("another scaffold run holds the repository lock")
+        .run();
     assert_eq!(
         std::fs::read(repo.join("om/src/shipping/kinds.rs")).expect("read"),
         before
@@ -577,15 +566,9 @@ fn one_rustfmt_process_per_generator_command() {
             .lines()
             .count()
     };
+    let path = path.into_string().expect("a UTF-8 PATH");
     let run = |dir: &std::path::Path, args: &[&str]| {
-        let out = common::scaffold()
-            .env("PATH", &path)
-            .arg("-C")
-            .arg(dir)
-            .args(args)
-            .output()
-            .expect("runs");
-        assert!(out.status.success(), "{args:?}: {out:?}");
+        Test::in_dir(dir).env("PATH", &path).args(args).run();
     };
     run(tmp.path(), &["init", "r", "--name", "acme"]);
     assert_eq!(calls(), 1, "init");

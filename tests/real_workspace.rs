@@ -8,7 +8,7 @@
 use crate::common;
 
 use crate::common::Test;
-use common::{copy_fixture, run_in};
+use common::copy_fixture;
 
 #[test]
 fn every_edge_is_found_and_no_near_miss_is() {
@@ -17,7 +17,10 @@ fn every_edge_is_found_and_no_near_miss_is() {
         .args(["check", "--color", "never"])
         .run();
     insta::assert_snapshot!("edges_human", human.stdout);
-    let json = run_in(repo.path(), &["check", "--format", "json"]);
+    let json = Test::in_dir(repo.path())
+        .args(["check", "--format", "json"])
+        .status(0)
+        .run();
     insta::assert_snapshot!("edges_json", json.stdout);
     // The near misses, by file: nothing there.
     for silent in [
@@ -68,7 +71,10 @@ fn a_staged_file_gets_its_scope_from_its_module_chain() {
     // Reached only through `#[path]`: no chain of module files leads to it.
     append("crates/a/src/extra/named.rs", "// touched\n");
     common::git(dir, &["add", "-A"]);
-    let run = run_in(dir, &["check", "--staged", "--format", "json"]);
+    let run = Test::in_dir(dir)
+        .args(["check", "--staged", "--format", "json"])
+        .status(0)
+        .run();
     let doc: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON");
     let found: Vec<(String, String)> = doc["findings"]
         .as_array()

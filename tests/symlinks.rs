@@ -313,15 +313,12 @@ fn the_generator_refuses_fifos_and_links_in_place_of_what_it_edits() {
             std::fs::write(out.path().join("root.rs"), format!("// {SECRET}\n")).expect("write");
             symlink(out.path().join("root.rs"), &path).expect("link");
         }
-        let out_run = common::scaffold()
-            .arg("-C")
-            .arg(&repo)
+        let out_run = Test::in_dir(&repo)
             .args(["worker", "maintenance", "NOTIFY_SHIPMENT"])
             .timeout(std::time::Duration::from_secs(60))
-            .output()
-            .expect("worker runs");
-        let stderr = String::from_utf8_lossy(&out_run.stderr);
-        assert_eq!(out_run.status.code(), Some(2), "{victim}: {stderr}");
+            .status(2)
+            .run();
+        let stderr = &out_run.stderr;
         assert!(
             stderr.contains(victim) && stderr.contains("refused"),
             "{stderr}"

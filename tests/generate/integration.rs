@@ -5,7 +5,7 @@
 
 use std::fs;
 
-use super::{assert_same, repo, run_in, tree};
+use super::{assert_same, repo, tree};
 use crate::common::Test;
 
 const CRATE: &[&str] = &[
@@ -188,16 +188,16 @@ fn a_bad_provider_a_foreign_crate_or_a_moved_lock_is_refused_with_nothing_writte
     Test::in_dir(&dir).args(["namespace", "shipping"]).run();
     let before = tree(&dir);
     let attempt = |provider: &str| {
-        run_in(
-            &dir,
-            &[
+        Test::in_dir(&dir)
+            .args([
                 "worker",
                 "maintenance",
                 "NOTIFY_SHIPMENT",
                 "--integration",
                 provider,
-            ],
-        )
+            ])
+            .status(1)
+            .run()
     };
 
     let r = attempt("Mailer");
