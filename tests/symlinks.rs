@@ -299,7 +299,13 @@ fn the_generator_refuses_fifos_and_links_in_place_of_what_it_edits() {
     let out = outside();
     let dir = tempfile::tempdir().expect("tempdir");
     let repo = common::init_repo(dir.path(), true);
-    for (victim, how) in [("scripts/dev.sh", "fifo"), ("om/src/root.rs", "symlink")] {
+    for (victim, how) in [
+        ("scripts/dev.sh", "fifo"),
+        ("om/src/root.rs", "symlink"),
+        // Asked only whether it is there: a link was followed, and the linked crate taken
+        // for the worker.
+        ("workers/maintenance/Cargo.toml", "symlink"),
+    ] {
         let path = repo.join(victim);
         let saved = std::fs::read(&path).expect("read");
         std::fs::remove_file(&path).expect("rm");

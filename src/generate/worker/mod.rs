@@ -110,7 +110,10 @@ pub fn worker(
     }
     let worker = opts.worker.as_str();
     let worker_dir = crate::layout::worker_dir(worker);
-    let is_new = !root.join(&worker_dir).join("Cargo.toml").is_file();
+    // Read as the plan reads every file: a link in a worker's place is refused, not followed.
+    let is_new = plan
+        .text(&crate::layout::worker_file(worker, "Cargo.toml"))?
+        .is_none();
     if is_new && root.join(&worker_dir).symlink_metadata().is_ok() {
         return Err(GenerateError::FileExists {
             path: format!("{worker_dir}/"),
@@ -158,9 +161,9 @@ pub fn worker(
         }
     }
     if opts.orchestration
-        && !root
-            .join(super::orchestration::handler_path(worker))
-            .is_file()
+        && plan
+            .text(&super::orchestration::handler_path(worker))?
+            .is_none()
     {
         return Err(GenerateError::OrchestrationWorker {
             worker: worker.to_owned(),
@@ -168,7 +171,7 @@ pub fn worker(
             path: super::orchestration::handler_path(worker),
         });
     }
-    if !is_new && !root.join(&worker_dir).join("src/work_loop.rs").is_file() {
+    if !is_new && plan.text(&crate::layout::work_loop(worker))?.is_none() {
         return Err(GenerateError::NoWorkLoop {
             worker: worker.to_owned(),
         });
