@@ -29,7 +29,7 @@ pub(crate) fn check_plan(plan: &Plan) -> Result<(), GenerateError> {
         .map_err(|e| scratch_error(&format!("cannot make a scratch directory: {e}")))?;
     let tree = &scratch.path().join("planned");
     copy_tree(root, tree)?;
-    crate::check::cache::seed(root, tree);
+    seed(root, tree);
     for (path, file) in plan.files() {
         put(tree, path, &file.after)?;
     }
@@ -44,7 +44,7 @@ pub(crate) fn check_plan(plan: &Plan) -> Result<(), GenerateError> {
     // none), to tell the plan's from those it already had.
     let before_tree = scratch.path().join("before");
     copy_tree(root, &before_tree)?;
-    crate::check::cache::seed(root, &before_tree);
+    seed(root, &before_tree);
     let before = errors(&before_tree).unwrap_or_default();
     let added = added(&before, &after);
     if added.is_empty() {
@@ -58,6 +58,16 @@ pub(crate) fn check_plan(plan: &Plan) -> Result<(), GenerateError> {
             .collect::<Vec<_>>()
             .join("\n"),
     })
+}
+
+/// The checker's caches of `root` copied into the scratch tree `tree`.
+fn seed(root: &Path, tree: &Path) {
+    for rel in [
+        crate::check::cache::FILE_REL,
+        crate::check::workqueue::memo::FILE,
+    ] {
+        crate::check::cache::seed(root, tree, rel);
+    }
 }
 
 fn scratch_error(why: &str) -> GenerateError {
