@@ -22,6 +22,8 @@ pub const ROOT_RS: &str = "om/src/root.rs";
 pub const OM_LIB: &str = "om/src/lib.rs";
 /// The folder of the `om` crate (kinds, specs, the root registry).
 pub const OM_DIR: &str = "om/";
+/// The `om` crate's manifest.
+pub const OM_MANIFEST: &str = "om/Cargo.toml";
 /// The sentence `scaffold worker` ends a kind's namespace README entry with, for its author
 /// to replace (rule `kind-undescribed`).
 pub const KIND_PLACEHOLDER: &str =
@@ -57,9 +59,12 @@ pub fn dockerfile(worker: &str) -> String {
     format!("deployment/docker/{worker}.Dockerfile")
 }
 
+/// The folder every namespace's service crate is in.
+pub const SERVICES_DIR: &str = "services/";
+
 /// Where namespace `ns`'s service lives: `services/<ns>`.
 pub fn service_dir(ns: &str) -> String {
-    format!("services/{ns}")
+    format!("{SERVICES_DIR}{ns}")
 }
 
 /// Where an integration's client crate lives: `integrations/<provider>`.
@@ -104,6 +109,9 @@ pub const TF_ENVIRONMENT_VARS: &str = "deployment/terraform/modules/environment/
 /// worker).
 pub const TF_ACCOUNT: &str = "deployment/terraform/modules/account/main.tf";
 pub const TF_ACCOUNT_VARS: &str = "deployment/terraform/modules/account/variables.tf";
+/// The coordinator's Terraform module (`scaffold worker --remote` adds it with the first
+/// remote worker).
+pub const TF_COORDINATOR_MODULE: &str = "deployment/terraform/modules/coordinator/";
 /// The image registry's repositories.
 pub const TF_REGISTRY: &str = "deployment/terraform/modules/registry/main.tf";
 /// The deploy workflows, one per environment.

@@ -25,7 +25,7 @@ pub struct EnqueueCall {
 
 /// Every direct enqueue in the non-test code of a manager under `services/`.
 pub fn manager_enqueues(ctx: &Context<'_>) -> Vec<EnqueueCall> {
-    let files: Vec<_> = super::sources_under(ctx, "services/", &["enqueue"])
+    let files: Vec<_> = super::sources_under(ctx, crate::layout::SERVICES_DIR, &["enqueue"])
         .into_iter()
         .filter(|s| s.scope == DepKind::Normal)
         .collect();

@@ -306,7 +306,7 @@ fn plan_coordinator_terraform(
             plan,
             templates,
             &format!("remote/terraform/{file}.j2"),
-            &format!("deployment/terraform/modules/coordinator/{file}"),
+            &format!("{}{file}", crate::layout::TF_COORDINATOR_MODULE),
             ctx,
         )?;
     }
@@ -372,7 +372,7 @@ fn pass_to_environment(plan: &mut Plan, lines: &str) -> Result<(), GenerateError
 /// replaced; any other spelling is left for the plan's own check (`remote-worker-database`)
 /// to judge.
 fn om_without_database_backends(plan: &mut Plan) -> Result<(), GenerateError> {
-    let path = "om/Cargo.toml";
+    let path = crate::layout::OM_MANIFEST;
     let Some(text) = plan.text(path)? else {
         return Ok(());
     };
