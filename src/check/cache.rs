@@ -29,7 +29,7 @@ use crate::repo::files::FileStat;
 const DIR: &str = ".scaffold/cache";
 const FILE: &str = "check-v3.bin";
 /// [`FILE`] relative to the root.
-pub(crate) const FILE_REL: &str = ".scaffold/cache/check-v3.bin";
+const FILE_REL: &str = ".scaffold/cache/check-v3.bin";
 const MAGIC: &[u8; 16] = b"scaffold-check\0\x03";
 
 /// How long before a run a file must have last changed for its metadata to be trusted
@@ -168,20 +168,6 @@ pub(crate) fn unseal(magic: &[u8; 16], mut bytes: Vec<u8>) -> Option<Vec<u8>> {
     // In place: the payload moves to the front of the buffer it was read into.
     bytes.drain(..SEAL_LEN);
     (xxhash_rust::xxh3::xxh3_128(&bytes) == sum).then_some(bytes)
-}
-
-/// Copies the cache file `rel` (this cache's [`FILE_REL`], or the work-queue memo's) of
-/// the repository at `from`, when it has one, to `to`, where a scratch copy of the same
-/// files is checked (the generator's check of its plan): entries are keyed by path and
-/// content, so the files the plan leaves alone are not parsed again. A cache that cannot
-/// be read is left behind: the scratch run parses everything, as a cold run.
-pub(crate) fn seed(from: &Path, to: &Path, rel: &str) {
-    let Ok(Some(bytes)) = crate::repo::inside::read_bytes(from, rel, CACHE_LIMIT) else {
-        return;
-    };
-    if std::fs::create_dir_all(to.join(DIR)).is_ok() {
-        let _ = std::fs::write(to.join(rel), bytes);
-    }
 }
 
 fn path(root: &Path) -> PathBuf {

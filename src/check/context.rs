@@ -179,7 +179,7 @@ impl<'r> Context<'r> {
         let mut rounds = 0;
         sources.sort_by(|a, b| (&a.path, a.krate).cmp(&(&b.path, b.krate)));
         let reported = repo.unchecked_sources();
-        let probe = |rel: &str| crate::repo::inside::probe(&repo.root, rel);
+        let probe = |rel: &str| repo.probe(rel);
         let mut unreadable: Vec<Unreadable>;
         let walk = loop {
             let walk = {
@@ -260,7 +260,7 @@ impl<'r> Context<'r> {
         // Still sorted by (path, crate).
         let sources = kept;
         let pending = PendingSave {
-            root: &repo.root,
+            root: repo.writes_back().then_some(repo.root.as_path()),
             key,
             cache,
             partial: only.is_some(),
@@ -280,9 +280,7 @@ impl<'r> Context<'r> {
                 repo.files
                     .binary_search(&path)
                     .ok()
-                    .and_then(|_| {
-                        crate::repo::read_in_within(&repo.root, &path, None, README_LIMIT).ok()
-                    })
+                    .and_then(|_| repo.read_within(&path, None, README_LIMIT).ok())
                     .map(|t| SourceFile::new(path, t))
             })
             .collect();
@@ -300,7 +298,7 @@ impl<'r> Context<'r> {
             edges: std::sync::OnceLock::new(),
             workqueue: Default::default(),
             worker_code: Default::default(),
-            memo: super::workqueue::memo::Memo::new(&repo.root),
+            memo: super::workqueue::memo::Memo::new(&repo.root, repo.writes_back()),
         };
         (ctx, pending)
     }
@@ -421,8 +419,12 @@ fn parse_all(
             // it with, or a listed load), from the file opened here: either way taken
             // before any read, so a write during the read shows as a change.
             let mut opened = None;
+            let planned = repo.planned(path);
             let walked = match repo.walked_stat(path) {
                 Some(stat) => Some(stat),
+                // A planned file has no metadata: it is read, and its entry taken only
+                // when its content is the same.
+                None if planned.is_some() => None,
                 None => match crate::repo::open_in(&repo.root, path) {
                     Some(file) => {
                         let stat = file.metadata().ok().map(|m| FileStat::of(&m));
@@ -442,9 +444,10 @@ fn parse_all(
                     let stat = cache::settled(walked, repo.started_ns);
                     let len = walked.map(|w| w.len);
                     let limit = crate::repo::TEXT_LIMIT;
-                    let read = match opened {
-                        Some(f) => crate::repo::read_open_within(f, len, limit),
-                        None => crate::repo::read_in_within(&repo.root, path, len, limit),
+                    let read = match (planned, opened) {
+                        (Some(planned), _) => planned,
+                        (None, Some(f)) => crate::repo::read_open_within(f, len, limit),
+                        (None, None) => crate::repo::read_in_within(&repo.root, path, len, limit),
                     };
                     // A listed source that cannot be read (no permission, a link put in
                     // its place, gone mid-run, too large) is a finding, never a silent
@@ -458,9 +461,14 @@ fn parse_all(
                                 column: 1,
                                 offset: 0,
                             });
+                            // Never read again from the disk: a planned file's is not it.
+                            let file = OnceLock::new();
+                            if repo.planned(path).is_some() {
+                                let _ = file.set(SourceFile::new(path.clone(), String::new()));
+                            }
                             return Some(Source {
                                 path: path.clone(),
-                                file: OnceLock::new(),
+                                file,
                                 root: root.clone(),
                                 krate,
                                 scope: file_scope(&repo.workspace.crates[krate], path),
@@ -486,7 +494,7 @@ fn parse_all(
                         _ => {
                             // A replacement character may be a lossy read of bytes that
                             // are not UTF-8: then the file is unparsed, as rustc has it.
-                            let facts = match invalid_utf8_at(&repo.root, path, &src.text) {
+                            let facts = match invalid_utf8_at(repo, path, &src.text) {
                                 Some(at) => Err(rust_refs::not_utf8(&src.text, at)),
                                 None => rust_refs::extract(&src.text, candidates),
                             };
@@ -503,7 +511,8 @@ fn parse_all(
                     // Kept only where a rule may read the text (most files it is not
                     // asked for again, and 20,000 texts held to the end cost more memory,
                     // and so page faults, than a second read of the few asked for).
-                    if entry.mentions.any() {
+                    // A planned file's text is only in the plan: always kept.
+                    if entry.mentions.any() || repo.planned(path).is_some() {
                         let _ = file.set(src);
                     }
                     (entry, stat, kept)
@@ -538,7 +547,8 @@ fn parse_all(
 /// beside the rules (which only read the sources), not before them.
 #[derive(Debug)]
 pub struct PendingSave<'r> {
-    root: &'r Path,
+    /// `None`: this run may not write (it read a plan).
+    root: Option<&'r Path>,
     key: u128,
     cache: Cache,
     /// A run over some files (`--staged`) keeps the entries of the others.
@@ -561,6 +571,9 @@ impl PendingSave<'_> {
             partial,
             unreached,
         } = self;
+        let Some(root) = root else {
+            return;
+        };
         let stale = !partial && !cache.all_taken();
         if !stale && sources.iter().chain(&unreached).all(|s| s.kept.is_some()) {
             return;
@@ -590,12 +603,10 @@ impl PendingSave<'_> {
 /// Where `path`'s bytes stop being UTF-8, when `text` (its lossy reading) holds a
 /// replacement character; `None` for valid UTF-8 (the common case costs one scan of a
 /// char that is almost never there).
-fn invalid_utf8_at(root: &Path, path: &str, text: &str) -> Option<usize> {
+fn invalid_utf8_at(repo: &Repo, path: &str, text: &str) -> Option<usize> {
     if !text.contains('\u{FFFD}') {
         return None;
     }
-    let mut bytes = Vec::new();
-    let mut file = crate::repo::open_in(root, path)?;
-    std::io::Read::read_to_end(&mut file, &mut bytes).ok()?;
+    let bytes = repo.read_bytes(path, crate::repo::TEXT_LIMIT)?;
     std::str::from_utf8(&bytes).err().map(|e| e.valid_up_to())
 }

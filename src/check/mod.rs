@@ -162,7 +162,7 @@ pub fn run(repo: &Repo, opts: &CheckOptions) -> Outcome {
         }
     }
     let files_checked = files.len() + seen;
-    let texts = finding_texts(&repo.root, &ctx.sources, &files, &sink);
+    let texts = finding_texts(repo, &ctx.sources, &files, &sink);
     // Freed on a pool thread while this one applies the policy and reports: tens of
     // thousands of sources' allocations are a tenth of a warm check.
     let sources = std::mem::take(&mut ctx.sources);
@@ -198,7 +198,7 @@ pub fn run(repo: &Repo, opts: &CheckOptions) -> Outcome {
 /// `inside::read_text`, which refuses a path reached through a symlinked folder (a change
 /// set can name one) and a hard-linked file.
 fn finding_texts(
-    root: &std::path::Path,
+    repo: &Repo,
     sources: &[context::Source],
     manifests: &[&crate::source::SourceFile],
     sink: &Sink,
@@ -206,9 +206,7 @@ fn finding_texts(
     let mut texts = BTreeMap::new();
     for path in sink.paths() {
         let text = match sources.binary_search_by(|s| s.path.as_str().cmp(path)) {
-            Ok(i) if crate::repo::inside::showable(root, path) => {
-                Some(sources[i].file().text.clone())
-            }
+            Ok(i) if repo.showable(path) => Some(sources[i].file().text.clone()),
             Ok(_) => None,
             Err(_) => manifests
                 .binary_search_by(|f| f.path.as_str().cmp(path))

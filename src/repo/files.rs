@@ -28,6 +28,44 @@ pub struct Walk {
     pub unread: Vec<(String, String)>,
 }
 
+impl Walk {
+    /// Adds the planned files `planned` (repo-relative, sorted) that the disk does not
+    /// hold yet, as a walk of the tree with them written would list them; a planned file
+    /// the disk holds is listed as the walk listed it (an ignore file may hide it). No
+    /// planned file has metadata: a check reads it, never takes a cache entry by it.
+    pub fn add<'a>(&mut self, root: &Path, planned: impl Iterator<Item = &'a String>) {
+        let mut new: Vec<&String> = Vec::new();
+        for path in planned {
+            match self.files.binary_search(path) {
+                // The disk's metadata is not the planned file's.
+                Ok(i) => {
+                    if let Some(stat) = self.stats.get_mut(i) {
+                        *stat = None;
+                    }
+                }
+                Err(_) if std::fs::symlink_metadata(root.join(path)).is_err() => new.push(path),
+                Err(_) => {}
+            }
+        }
+        if new.is_empty() {
+            return;
+        }
+        let stats = !self.stats.is_empty();
+        let old_stats = std::mem::take(&mut self.stats)
+            .into_iter()
+            .chain(std::iter::repeat(None));
+        let mut all: Vec<(String, Option<FileStat>)> = std::mem::take(&mut self.files)
+            .into_iter()
+            .zip(old_stats)
+            .collect();
+        all.extend(new.into_iter().map(|p| (p.clone(), None)));
+        all.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let (files, kept): (Vec<String>, Vec<Option<FileStat>>) = all.into_iter().unzip();
+        self.files = files;
+        self.stats = if stats { kept } else { Vec::new() };
+    }
+}
+
 /// Why a `.rs` file found by the walk is not checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Unchecked {

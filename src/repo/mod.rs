@@ -6,10 +6,12 @@ pub mod gaps;
 pub mod gate_matrix;
 pub mod inside;
 pub mod manifest;
+pub mod overlay;
 pub mod workspace;
 pub mod yaml;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use miette::Diagnostic;
 use thiserror::Error;
@@ -18,6 +20,7 @@ use crate::source::SourceFile;
 use codemap::{CODEMAP_PATH, Codemap};
 use gate_matrix::{GATE_MATRIX_PATH, GateMatrix};
 use manifest::Problem;
+use overlay::Overlay;
 use workspace::Workspace;
 
 #[derive(Debug, Error, Diagnostic)]
@@ -113,6 +116,9 @@ pub struct Repo {
     /// When loading began (before the walk), in nanoseconds since the epoch: a file that
     /// changed after this may have changed again since it was read.
     pub started_ns: i128,
+    /// The generator's planned files, read in place of the disk's; a repository loaded
+    /// with one (even an empty one) writes nothing back.
+    overlay: Option<Arc<Overlay>>,
 }
 
 impl Repo {
@@ -129,7 +135,60 @@ impl Repo {
     /// Reads a repo-relative file as text, if it exists and is UTF-8. Never follows a path
     /// out of the repository.
     pub fn read(&self, rel: &str) -> Option<String> {
-        read_in(&self.root, rel)
+        match self.planned(rel) {
+            Some(planned) => planned.ok(),
+            None => read_in(&self.root, rel),
+        }
+    }
+
+    /// [`read_in_within`] of `rel`, or its planned text.
+    pub(crate) fn read_within(
+        &self,
+        rel: &str,
+        len: Option<u64>,
+        limit: u64,
+    ) -> Result<String, Unread> {
+        match self.planned(rel) {
+            Some(planned) => planned,
+            None => read_in_within(&self.root, rel, len, limit),
+        }
+    }
+
+    /// A repo-relative file's bytes (its planned ones first), never through a symlink or
+    /// `..`; `None` when it cannot be read or holds more than `limit` bytes.
+    pub(crate) fn read_bytes(&self, rel: &str, limit: u64) -> Option<Vec<u8>> {
+        match self.overlay.as_ref().and_then(|o| o.bytes(rel)) {
+            Some(b) => (b.len() as u64 <= limit).then(|| b.to_vec()),
+            None => inside::read_bytes(&self.root, rel, limit).ok().flatten(),
+        }
+    }
+
+    /// A planned file's text, refused past [`TEXT_LIMIT`]; `None` when `rel` is not
+    /// planned (or nothing is).
+    pub(crate) fn planned(&self, rel: &str) -> Option<Result<String, Unread>> {
+        self.overlay.as_ref()?.text(rel, TEXT_LIMIT)
+    }
+
+    /// What is at `rel` (see [`inside::probe`]), the plan first.
+    pub(crate) fn probe(&self, rel: &str) -> inside::Probe {
+        self.overlay
+            .as_ref()
+            .and_then(|o| o.probe(rel))
+            .unwrap_or_else(|| inside::probe(&self.root, rel))
+    }
+
+    /// Whether `rel` may be shown (see [`inside::showable`]): a planned file may.
+    pub(crate) fn showable(&self, rel: &str) -> bool {
+        self.overlay
+            .as_ref()
+            .is_some_and(|o| o.bytes(rel).is_some())
+            || inside::showable(&self.root, rel)
+    }
+
+    /// Whether a check of this repository may write its cache and memo back: not when
+    /// it reads a plan (what it saw is not on disk).
+    pub(crate) fn writes_back(&self) -> bool {
+        self.overlay.is_none()
     }
 
     /// The `.rs` files the walk found and could not check (a symlink, a name that is not
@@ -156,19 +215,33 @@ impl Repo {
         if !listed(&self.files) {
             return Ok(None);
         }
-        read_in_within(&self.root, rel, None, TEXT_LIMIT).map(Some)
+        self.read_within(rel, None, TEXT_LIMIT).map(Some)
     }
 
     /// Loads the repository, walking its whole tree.
     pub fn load(root: &Path) -> Result<Repo, RepoError> {
-        Self::load_with(root, || files::walk(root, false))
+        Self::load_with(root, None, || files::walk(root, false))
+    }
+
+    /// Loads the repository as it would be with `overlay`'s files written: its walk with
+    /// the planned files added, every planned file read from the plan. Nothing is written
+    /// back by a check of it; the check cache is read (its entries taken by metadata for
+    /// the files the plan leaves alone).
+    pub fn load_planned(root: &Path, overlay: Overlay) -> Result<Repo, RepoError> {
+        let overlay = Arc::new(overlay);
+        let planned = overlay.clone();
+        Self::load_with(root, Some(overlay), move || {
+            let mut walk = files::walk(root, true);
+            walk.add(root, planned.paths());
+            walk
+        })
     }
 
     /// Loads the repository, walking its whole tree and taking its Rust sources'
     /// metadata on the way: for a check whose cache can then take a file's entry without
     /// opening the file.
     pub fn load_with_stats(root: &Path) -> Result<Repo, RepoError> {
-        Self::load_with(root, || files::walk(root, true))
+        Self::load_with(root, None, || files::walk(root, true))
     }
 
     /// Loads the repository with a file list given by the caller (e.g. git's index) and
@@ -176,7 +249,7 @@ impl Repo {
     pub fn load_listed(root: &Path, mut files: Vec<String>) -> Result<Repo, RepoError> {
         files.sort_unstable();
         files.dedup();
-        Self::load_with(root, || files::Walk {
+        Self::load_with(root, None, || files::Walk {
             files,
             stats: Vec::new(),
             unchecked: Vec::new(),
@@ -185,19 +258,30 @@ impl Repo {
         })
     }
 
-    fn load_with(root: &Path, walk: impl FnOnce() -> files::Walk) -> Result<Repo, RepoError> {
+    fn load_with(
+        root: &Path,
+        overlay: Option<Arc<Overlay>>,
+        walk: impl FnOnce() -> files::Walk,
+    ) -> Result<Repo, RepoError> {
         let started_ns = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as i128);
         // Real files inside the root only: a manifest is shown in diagnostics, so one
         // that links to `/proc/self/environ` must never be read.
         let read_manifest = |rel: &str| -> Result<Option<SourceFile>, RepoError> {
-            let text = inside::read_text(root, rel, MANIFEST_LIMIT).map_err(|reason| {
-                RepoError::Refused {
-                    path: rel.to_owned(),
-                    reason,
-                }
-            })?;
+            let refused = |reason| RepoError::Refused {
+                path: rel.to_owned(),
+                reason,
+            };
+            let text = match overlay.as_ref().and_then(|o| o.text(rel, MANIFEST_LIMIT)) {
+                Some(planned) => Some(planned.map_err(|_| {
+                    refused(inside::Refusal::TooLarge {
+                        path: rel.to_owned(),
+                        limit: MANIFEST_LIMIT,
+                    })
+                })?),
+                None => inside::read_text(root, rel, MANIFEST_LIMIT).map_err(refused)?,
+            };
             Ok(text.map(|t| SourceFile::new(rel, t)))
         };
         let codemap_file = read_manifest(CODEMAP_PATH)?.ok_or_else(|| RepoError::Read {
@@ -231,6 +315,7 @@ impl Repo {
         let disk = workspace::Disk {
             root,
             files: &files,
+            overlay: overlay.as_deref(),
         };
         let (workspace, mut gaps) =
             Workspace::load(&disk).map_err(|why| RepoError::RootManifest { why })?;
@@ -260,6 +345,7 @@ impl Repo {
             links: walk.links,
             stats: walk.stats,
             started_ns,
+            overlay,
         })
     }
 }
@@ -505,5 +591,88 @@ mod tests {
             return;
         }
         assert_eq!(read_in(dir.path(), "pipe.rs").as_deref(), Some(""));
+    }
+
+    /// A copy of `fixtures/bases/minimal` in a temp dir.
+    fn minimal() -> tempfile::TempDir {
+        let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/bases/minimal");
+        let dir = tempfile::tempdir().expect("temp dir");
+        for rel in files::walk(&from, false).files {
+            let to = dir.path().join(&rel);
+            std::fs::create_dir_all(to.parent().expect("a parent")).expect("mkdir");
+            std::fs::copy(from.join(&rel), to).expect("copy");
+        }
+        dir
+    }
+
+    /// A repository loaded through a plan sees the plan's files (a new member crate, an
+    /// edited root manifest, a source the check cache holds another content of), and a
+    /// check of it writes nothing.
+    #[test]
+    fn a_planned_repository_reads_the_plan_and_writes_nothing() {
+        let dir = minimal();
+        let root = dir.path();
+        let main = "workers/maintenance/src/main.rs";
+        let check = |repo: &Repo| crate::check::run(repo, &crate::check::CheckOptions::default());
+        // A check of the disk fills the cache (so the plan's source has an entry of
+        // another content).
+        let plain = check(&Repo::load_with_stats(root).expect("load"));
+        assert!(
+            !plain.findings.iter().any(|f| f.rule == "import-forbidden"),
+            "{:?}",
+            plain.findings
+        );
+        assert!(
+            root.join(".scaffold/cache").is_dir(),
+            "a check keeps its cache"
+        );
+        std::fs::remove_dir_all(root.join(".scaffold")).expect("clear");
+        check(&Repo::load_with_stats(root).expect("load"));
+        let cached = std::fs::read(root.join(".scaffold/cache/check-v3.bin")).expect("cache");
+
+        let planned = Overlay::new([
+            (
+                "Cargo.toml".to_owned(),
+                b"[workspace]\nmembers = [\"om\", \"workers/*\", \"infra\"]\nresolver = \"2\"\n"
+                    .to_vec(),
+            ),
+            (
+                "infra/Cargo.toml".to_owned(),
+                b"[package]\nname = \"acme-infra\"\nversion = \"0.1.0\"\nedition = \"2021\"\n"
+                    .to_vec(),
+            ),
+            ("infra/src/lib.rs".to_owned(), b"pub struct Db;\n".to_vec()),
+            (
+                main.to_owned(),
+                b"use acme_infra::Db;\nfn main() {}\n".to_vec(),
+            ),
+        ]);
+        let before = files::walk(root, false).files;
+        let repo = Repo::load_planned(root, planned).expect("load the plan");
+        assert!(repo.files.iter().any(|f| f == "infra/src/lib.rs"));
+        assert!(repo.workspace.crates.iter().any(|c| c.dir == "infra"));
+        assert_eq!(
+            repo.read(main).as_deref(),
+            Some("use acme_infra::Db;\nfn main() {}\n")
+        );
+        let outcome = check(&repo);
+        assert!(
+            outcome
+                .findings
+                .iter()
+                .any(|f| f.rule == "import-forbidden" && f.path == main),
+            "{:?}",
+            outcome.findings
+        );
+        assert_eq!(files::walk(root, false).files, before, "a file was written");
+        assert_eq!(
+            std::fs::read(root.join(".scaffold/cache/check-v3.bin")).expect("cache"),
+            cached,
+            "the cache was written"
+        );
+        assert_eq!(
+            std::fs::read_to_string(root.join(main)).expect("main"),
+            "fn main() {}\n"
+        );
     }
 }

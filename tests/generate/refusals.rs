@@ -241,6 +241,24 @@ fn worker_failures_leave_the_tree_byte_identical() {
         r.stderr
     );
     assert_same(&tree(&dir), &before, "the tree changed");
+    // The same in a worker only the plan holds: the check reads the plan's crate as a
+    // member of the workspace (its folder is on no disk yet).
+    let r = Test::in_dir(&dir)
+        .args(["worker", "billing", "CHARGE_CARD"])
+        .status(2)
+        .run();
+    assert!(
+        r.stderr.contains("worker-shell-exec")
+            && r.stderr
+                .contains("workers/billing/src/handlers/charge_card.rs"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !dir.join("workers/billing").exists(),
+        "a worker was written"
+    );
+    assert_same(&tree(&dir), &before, "the tree changed");
     fs::remove_file(over.join("handler.rs.j2")).expect("remove the override");
 }
 

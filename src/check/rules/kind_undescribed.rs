@@ -45,9 +45,7 @@ pub const ID: &str = RULE.id;
 pub fn run(ctx: &Context<'_>, sink: &mut Sink) {
     for path in ctx.repo.files.iter().filter(|f| is_namespace_readme(f)) {
         // One that cannot be read is `namespace-bare`'s to say (no README is known there).
-        let Ok(text) =
-            crate::repo::read_in_within(&ctx.repo.root, path, None, crate::repo::TEXT_LIMIT)
-        else {
+        let Ok(text) = ctx.repo.read_within(path, None, crate::repo::TEXT_LIMIT) else {
             continue;
         };
         let file = SourceFile::new(path.clone(), text);

@@ -135,7 +135,7 @@ fn finding(path: &str, at: Location, setting: &str) -> Finding {
 
 fn read(repo: &Repo, path: &str) -> Option<String> {
     // A place that cannot be read is `lane-undeployed`'s finding.
-    crate::repo::read_in_within(&repo.root, path, None, TEXT_LIMIT).ok()
+    repo.read_within(path, None, TEXT_LIMIT).ok()
 }
 
 /// The names a compose service's `environment` sets (a map, or a list of `K=V`).

@@ -96,7 +96,7 @@ impl Place {
     /// Reads one of the place's files; one that cannot be read makes what the place serves
     /// unknown.
     fn read(&mut self, repo: &Repo, path: &str) -> Option<String> {
-        match crate::repo::read_in_within(&repo.root, path, None, TEXT_LIMIT) {
+        match repo.read_within(path, None, TEXT_LIMIT) {
             Ok(text) => Some(text),
             Err(why) => {
                 self.unknown_file(path, Unknown::Unread(why));

@@ -23,7 +23,7 @@ use serde::de::DeserializeOwned;
 use super::with_parsed;
 use crate::check::context::Source;
 
-pub(crate) const FILE: &str = ".scaffold/cache/workqueue-v1.bin";
+const FILE: &str = ".scaffold/cache/workqueue-v1.bin";
 const MAGIC: &[u8; 16] = b"scaffold-wq\0\0\0\0\x02";
 
 /// A result as kept: its slot and its encoding.
@@ -33,6 +33,8 @@ type Kept = (u128, Vec<u8>);
 #[derive(Debug)]
 pub struct Memo {
     root: PathBuf,
+    /// Whether `save` may write (not for a check of a plan: what it saw is not on disk).
+    writes: bool,
     old: OnceLock<HashMap<u128, Kept>>,
     used: Mutex<HashMap<u128, Kept>>,
     /// Whether a result was computed rather than loaded.
@@ -67,9 +69,10 @@ fn version_key() -> u128 {
 }
 
 impl Memo {
-    pub fn new(root: &Path) -> Memo {
+    pub fn new(root: &Path, writes: bool) -> Memo {
         Memo {
             root: root.to_path_buf(),
+            writes,
             old: OnceLock::new(),
             used: Mutex::new(HashMap::new()),
             missed: AtomicBool::new(false),
@@ -138,6 +141,9 @@ impl Memo {
     /// but not one whose slot it filled anew (the result of a file's older content).
     /// Errors only cost speed next time, so they are ignored.
     pub fn save(&self, partial: bool) {
+        if !self.writes {
+            return;
+        }
         let Some(old) = self.old.get() else {
             return; // no rule asked: nothing changed
         };
@@ -206,7 +212,7 @@ mod tests {
         let count = |tree: &syn::File| tree.items.len();
         // The hash of what the file held when the run hashed it, before an edit.
         let stale = Source::detached(dir.path(), "a.rs", crate::check::cache::hash("old"));
-        let memo = Memo::new(dir.path());
+        let memo = Memo::new(dir.path(), true);
         assert_eq!(memo.parsed("items", &stale, 0, count), Some(1));
         memo.save(false);
         assert!(
@@ -222,7 +228,7 @@ mod tests {
             !dir.path().join(FILE).exists(),
             "nothing after a change either"
         );
-        let memo = Memo::new(dir.path());
+        let memo = Memo::new(dir.path(), true);
         assert_eq!(memo.parsed("items", &fresh, 0, count), Some(1));
         memo.save(false);
         assert_eq!(
@@ -242,7 +248,7 @@ mod tests {
         // A full run records both files.
         let a = write_src("a.rs", "fn a() {}\n");
         let b = write_src("b.rs", "fn b() {}\n");
-        let memo = Memo::new(dir.path());
+        let memo = Memo::new(dir.path(), true);
         assert_eq!(memo.parsed("items", &a, 0, count), Some(1));
         assert_eq!(memo.parsed("items", &b, 0, count), Some(1));
         memo.save(false);
@@ -253,12 +259,12 @@ mod tests {
         for n in 2..6 {
             let text = "fn a() {}\n".repeat(n);
             let a = write_src("a.rs", &text);
-            let memo = Memo::new(dir.path());
+            let memo = Memo::new(dir.path(), true);
             assert_eq!(memo.parsed("items", &a, 0, count), Some(n));
             memo.save(true);
             assert_eq!(saved().len(), 2, "after edit {n}");
         }
-        let memo = Memo::new(dir.path());
+        let memo = Memo::new(dir.path(), true);
         assert_eq!(memo.parsed("items", &b, 0, count), Some(1));
         assert!(!memo.missed.load(Ordering::Relaxed), "b's result was kept");
     }

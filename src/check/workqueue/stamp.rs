@@ -58,8 +58,7 @@ pub fn vendored_hash(repo: &Repo) -> Option<String> {
         .filter_map(|f| f.strip_prefix(&prefix).map(|rel| (f, rel)))
         .filter(|(_, rel)| sha256::in_tree(rel))
         .filter_map(|(f, rel)| {
-            std::fs::read(repo.root.join(f))
-                .ok()
+            repo.read_bytes(f, crate::repo::TEXT_LIMIT)
                 .map(|b| (rel.to_owned(), b))
         })
         .collect();

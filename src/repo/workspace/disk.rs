@@ -6,6 +6,7 @@
 use std::path::Path;
 
 use crate::repo::inside::{self, EntryKind, Probe, Refusal};
+use crate::repo::overlay::Overlay;
 
 /// The most entries one folder a member glob or a target folder lists may have.
 const LIST_LIMIT: usize = 100_000;
@@ -18,6 +19,8 @@ pub(crate) struct Disk<'a> {
     pub root: &'a Path,
     /// Every file the walk listed, repo-relative, sorted.
     pub files: &'a [String],
+    /// The generator's planned files, read in place of the disk's.
+    pub overlay: Option<&'a Overlay>,
 }
 
 impl Disk<'_> {
@@ -30,6 +33,9 @@ impl Disk<'_> {
         if self.listed(rel) {
             return Probe::File;
         }
+        if let Some(planned) = self.overlay.and_then(|o| o.probe(rel)) {
+            return planned;
+        }
         inside::probe(self.root, rel)
     }
 
@@ -41,11 +47,22 @@ impl Disk<'_> {
 
     /// A manifest's text: `Ok(None)` when it does not exist.
     pub(crate) fn read(&self, rel: &str) -> Result<Option<String>, Refusal> {
-        inside::read_text(self.root, rel, crate::repo::MANIFEST_LIMIT)
+        let limit = crate::repo::MANIFEST_LIMIT;
+        match self.overlay.and_then(|o| o.text(rel, limit)) {
+            Some(planned) => planned.map(Some).map_err(|_| Refusal::TooLarge {
+                path: rel.to_owned(),
+                limit,
+            }),
+            None => inside::read_text(self.root, rel, limit),
+        }
     }
 
     pub(crate) fn list(&self, rel: &str) -> Result<Option<Vec<(String, EntryKind)>>, Refusal> {
-        inside::list_dir(self.root, rel, LIST_LIMIT)
+        let disk = inside::list_dir(self.root, rel, LIST_LIMIT)?;
+        Ok(match self.overlay {
+            Some(o) => o.list(rel, disk),
+            None => disk,
+        })
     }
 
     /// The folders under the literal start of `pattern` (its components before the first

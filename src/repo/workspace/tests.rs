@@ -29,6 +29,7 @@ fn reads_members_deps_and_role() {
     let (ws, findings) = Workspace::load(&Disk {
         root: dir.path(),
         files: &files,
+        overlay: None,
     })
     .expect("root manifest read");
     assert!(findings.is_empty(), "{findings:?}");
@@ -88,6 +89,7 @@ fn path_dependencies_inside_the_root_are_members_too() {
     let (ws, findings) = Workspace::load(&Disk {
         root: dir.path(),
         files: &files,
+        overlay: None,
     })
     .expect("root manifest read");
     assert!(findings.is_empty(), "{findings:?}");
@@ -133,6 +135,7 @@ fn members_and_targets_come_from_disk_not_the_walk() {
     let (ws, gaps) = Workspace::load(&Disk {
         root: dir.path(),
         files: &files,
+        overlay: None,
     })
     .expect("root manifest read");
     let dirs: Vec<&str> = ws.crates.iter().map(|c| c.dir.as_str()).collect();
@@ -161,6 +164,7 @@ fn members_and_targets_come_from_disk_not_the_walk() {
         Workspace::load(&Disk {
             root: dir.path(),
             files: &files,
+            overlay: None,
         }),
         Err(RootUnread::Refused(_))
     ));
@@ -181,6 +185,7 @@ fn missing_literal_members_are_found_in_linear_time() {
     let (_, gaps) = Workspace::load(&Disk {
         root: dir.path(),
         files: &files,
+        overlay: None,
     })
     .expect("root manifest read");
     assert_eq!(gaps.len(), n);

@@ -1,0 +1,162 @@
+//! Files a check reads in place of the disk's: the generator's plan, checked before it is
+//! written (`generate::self_check`). A repository loaded with an overlay reads every
+//! planned file from it and every other file from the disk, as the plan would leave them,
+//! and writes nothing back (no check cache, no work-queue memo).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::inside::{EntryKind, Probe, Refusal};
+use super::{Unread, into_text};
+
+/// Planned files by repo-relative path (checked when planned: no `..`, no absolute path).
+#[derive(Debug, Default)]
+pub struct Overlay {
+    files: BTreeMap<String, Arc<[u8]>>,
+}
+
+impl Overlay {
+    pub fn new(files: impl IntoIterator<Item = (String, Vec<u8>)>) -> Overlay {
+        Overlay {
+            files: files.into_iter().map(|(p, b)| (p, b.into())).collect(),
+        }
+    }
+
+    /// The planned paths, sorted.
+    pub fn paths(&self) -> impl Iterator<Item = &String> {
+        self.files.keys()
+    }
+
+    /// A planned file's bytes.
+    pub fn bytes(&self, rel: &str) -> Option<&[u8]> {
+        self.files.get(rel).map(|b| &b[..])
+    }
+
+    /// A planned file as text (invalid UTF-8 replaced), refused past `limit` as the disk's
+    /// would be.
+    pub fn text(&self, rel: &str, limit: u64) -> Option<Result<String, Unread>> {
+        let bytes = self.bytes(rel)?;
+        Some(if bytes.len() as u64 > limit {
+            Err(Unread::TooLarge(limit))
+        } else {
+            Ok(into_text(bytes.to_vec()))
+        })
+    }
+
+    /// Whether a planned file lies under the folder `rel` (`""`: the root).
+    pub fn has_dir(&self, rel: &str) -> bool {
+        let prefix = dir_prefix(rel);
+        self.files
+            .range::<str, _>((
+                std::ops::Bound::Included(prefix.as_str()),
+                std::ops::Bound::Unbounded,
+            ))
+            .next()
+            .is_some_and(|(p, _)| p.starts_with(&prefix))
+    }
+
+    /// What is at `rel` in the plan: `None` when the plan has nothing there (the disk
+    /// answers); a planned folder is no file, as the disk's would not be.
+    pub fn probe(&self, rel: &str) -> Option<Probe> {
+        if self.files.contains_key(rel) {
+            Some(Probe::File)
+        } else if self.has_dir(rel) {
+            Some(Probe::Refused(Refusal::NotRegular(rel.to_owned())))
+        } else {
+            None
+        }
+    }
+
+    /// The disk's listing of the folder `rel` (`None`: no such folder there) with what
+    /// the plan puts directly in it, sorted by name.
+    pub fn list(
+        &self,
+        rel: &str,
+        disk: Option<Vec<(String, EntryKind)>>,
+    ) -> Option<Vec<(String, EntryKind)>> {
+        if !self.has_dir(rel) {
+            return disk;
+        }
+        let prefix = dir_prefix(rel);
+        let mut out: BTreeMap<String, EntryKind> = disk.unwrap_or_default().into_iter().collect();
+        for path in self.files.keys().filter(|p| p.starts_with(&prefix)) {
+            let rest = &path[prefix.len()..];
+            let (name, kind) = match rest.split_once('/') {
+                Some((dir, _)) => (dir, EntryKind::Dir),
+                None => (rest, EntryKind::File),
+            };
+            out.insert(name.to_owned(), kind);
+        }
+        Some(out.into_iter().collect())
+    }
+}
+
+/// `rel` as the start of the paths under it: `""` for the root, else `rel/`.
+fn dir_prefix(rel: &str) -> String {
+    if rel.is_empty() {
+        String::new()
+    } else {
+        format!("{}/", rel.trim_end_matches('/'))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan() -> Overlay {
+        Overlay::new([
+            (
+                "workers/a/src/main.rs".to_owned(),
+                b"fn main() {}\n".to_vec(),
+            ),
+            ("workers/a/Cargo.toml".to_owned(), b"[package]\n".to_vec()),
+            ("om/src/lib.rs".to_owned(), vec![0xff, b'x']),
+        ])
+    }
+
+    #[test]
+    fn a_planned_folder_is_listed_over_the_disk() {
+        let o = plan();
+        assert!(o.has_dir("workers") && o.has_dir("workers/a") && o.has_dir(""));
+        assert!(!o.has_dir("work") && !o.has_dir("workers/a/src/main.rs"));
+        let listed = o
+            .list("workers", Some(vec![("b".to_owned(), EntryKind::Dir)]))
+            .expect("a folder");
+        assert_eq!(
+            listed,
+            vec![
+                ("a".to_owned(), EntryKind::Dir),
+                ("b".to_owned(), EntryKind::Dir)
+            ]
+        );
+        assert_eq!(
+            o.list("workers/a", None).expect("planned"),
+            vec![
+                ("Cargo.toml".to_owned(), EntryKind::File),
+                ("src".to_owned(), EntryKind::Dir)
+            ]
+        );
+        assert_eq!(o.list("deployment", None), None);
+    }
+
+    #[test]
+    fn planned_files_read_and_probe_as_the_disk_would() {
+        let o = plan();
+        assert!(matches!(o.probe("workers/a/Cargo.toml"), Some(Probe::File)));
+        assert!(matches!(
+            o.probe("workers/a"),
+            Some(Probe::Refused(Refusal::NotRegular(_)))
+        ));
+        assert!(o.probe("workers/b.rs").is_none());
+        assert_eq!(
+            o.text("om/src/lib.rs", 10),
+            Some(Ok("\u{FFFD}x".to_owned()))
+        );
+        assert_eq!(
+            o.text("workers/a/Cargo.toml", 4),
+            Some(Err(Unread::TooLarge(4)))
+        );
+        assert_eq!(o.text("missing", 10), None);
+    }
+}
