@@ -6,7 +6,7 @@ use std::io::Read;
 use std::process::Stdio;
 
 use crate::common::Test;
-use common::{copy_fixture, fixture, run_in, scaffold};
+use common::{copy_fixture, fixture};
 
 #[test]
 fn clean_fixture_exits_0_and_a_violating_one_exits_1() {
@@ -239,22 +239,18 @@ fn github_format_prints_annotations_and_a_summary() {
 #[test]
 fn colour_is_off_when_not_a_terminal_and_on_when_forced() {
     let repo = copy_fixture("rules/worker-readme-missing");
-    let plain = scaffold()
-        .arg("-C")
-        .arg(repo.path())
-        .arg("check")
+    let plain = Test::in_dir(repo.path())
+        .args(["check"])
         .env_remove("NO_COLOR")
-        .output()
-        .expect("runs");
-    assert!(!String::from_utf8_lossy(&plain.stdout).contains('\u{1b}'));
-    let forced = scaffold()
-        .arg("-C")
-        .arg(repo.path())
+        .any_status()
+        .run();
+    assert!(!plain.stdout.contains('\u{1b}'));
+    let forced = Test::in_dir(repo.path())
         .args(["check", "--color", "always"])
         .env_remove("NO_COLOR")
-        .output()
-        .expect("runs");
-    assert!(String::from_utf8_lossy(&forced.stdout).contains('\u{1b}'));
+        .any_status()
+        .run();
+    assert!(forced.stdout.contains('\u{1b}'));
 }
 
 #[test]
@@ -419,7 +415,10 @@ fn sarif_of_every_fixture(tmp: &std::path::Path) -> Vec<std::path::PathBuf> {
     roots.push(odd.path().to_path_buf());
     let mut files = Vec::new();
     for (i, root) in roots.iter().enumerate() {
-        let r = run_in(root, &["check", "--format", "sarif"]);
+        let r = Test::in_dir(root)
+            .args(["check", "--format", "sarif"])
+            .any_status()
+            .run();
         // 2: a manifest problem, reported as findings too.
         assert!(
             matches!(r.code, 0..=2) && !r.stdout.is_empty(),

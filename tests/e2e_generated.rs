@@ -19,7 +19,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::common::Test;
-use common::run_in;
 
 fn target_dir() -> PathBuf {
     let base = std::env::var_os("CARGO_TARGET_DIR")
@@ -69,7 +68,10 @@ fn cargo(dir: &Path, args: &[&str]) {
 /// Describes each kind the step added in its namespace's README, as its author would:
 /// until then `kind-undescribed` warns of each (and only of those).
 fn describe_kinds(dir: &Path, step: &str) {
-    let r = run_in(dir, &["check", "--format", "json"]);
+    let r = Test::in_dir(dir)
+        .args(["check", "--format", "json"])
+        .any_status()
+        .run();
     let undescribed = r
         .findings()
         .iter()
@@ -148,9 +150,8 @@ fn run_ok(dir: &Path, args: &[&str], repo: &Path) {
         let mut add = vec!["add", "--"];
         add.extend(&paths);
         common::git(repo, &add);
-        let check = run_in(
-            repo,
-            &[
+        let check = Test::in_dir(repo)
+            .args([
                 "check",
                 "--staged",
                 "--as",
@@ -163,8 +164,9 @@ fn run_ok(dir: &Path, args: &[&str], repo: &Path) {
                 "file-unowned",
                 "--format",
                 "json",
-            ],
-        );
+            ])
+            .any_status()
+            .run();
         assert_eq!(
             (check.code, check.findings().len()),
             (0, 0),
@@ -409,7 +411,10 @@ fn the_generated_repository_stays_green_as_it_grows() {
     ] {
         assert_ne!(edited, original, "{how}: the edit applies");
         std::fs::write(&manifest, edited).expect("edit the manifest");
-        let r = run_in(&dir, &["check", "--format", "json"]);
+        let r = Test::in_dir(&dir)
+            .args(["check", "--format", "json"])
+            .any_status()
+            .run();
         let found = r
             .findings()
             .iter()

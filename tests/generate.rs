@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use crate::common::Test;
-use common::{assert_same, files, run_in, tree};
+use common::{assert_same, files, tree};
 
 fn copy_tree(from: &Path, to: &Path) {
     for (rel, bytes) in files(from) {
@@ -326,7 +326,7 @@ fn worker_adds_a_kind_to_an_existing_worker() {
 }
 
 fn check_clean(dir: &Path, step: &str) {
-    let r = run_in(dir, &["check"]);
+    let r = Test::in_dir(dir).args(["check"]).any_status().run();
     assert_eq!(
         r.code, 0,
         "scaffold check after {step}:\n{}{}",

@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::Test;
-use common::{copy_dir, init_repo, run_in};
+use common::{copy_dir, init_repo};
 
 /// Every file and folder under `root`, with its bytes and whether it is executable, but
 /// `.scaffold/cache` and the `.scaffold/` holding it (the checker's own cache).
@@ -186,7 +186,7 @@ fn a_kill_at_any_point_leaves_the_tree_as_before_or_as_a_full_run() {
         let pending = txn.exists();
         // `scaffold recover` (or the next generator command) finishes or undoes the run;
         // `check` never writes the tree (tests/hostile.rs holds it to that).
-        let next = run_in(&dir, &["recover"]);
+        let next = Test::in_dir(&dir).args(["recover"]).any_status().run();
         if pending {
             assert!(
                 next.stdout.contains("was stopped"),

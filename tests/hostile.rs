@@ -510,13 +510,11 @@ fn init_does_not_run_a_rustfmt_chosen_by_another_users_toolchain_file() {
         common::skipped("cannot give the planted file to another user (not root)");
         return;
     }
-    let out = common::scaffold()
-        .arg("init")
-        .arg(parent.join("acme"))
-        .output()
-        .expect("runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{out:?}");
+    let target = parent.join("acme");
+    let out = Test::in_dir(tmp.path())
+        .args(["init", target.to_str().expect("a UTF-8 temp path")])
+        .run();
+    let stdout = out.stdout;
     assert!(
         !mark.exists(),
         "the planted toolchain chose the rustfmt that ran"

@@ -6,7 +6,7 @@ use crate::common;
 use std::collections::BTreeSet;
 
 use crate::common::Test;
-use common::{repo_root, run_in};
+use common::repo_root;
 use scaffold::check::{catalogue, rules};
 
 const SECTIONS: [&str; 4] = ["## What it finds", "## Why", "## Example", "## Fix"];
@@ -186,10 +186,7 @@ fn each_rule_fires_on_its_fixture_and_nowhere_else() {
                 .collect()
         };
         let json_args = with(&["check", "--format", "json"]);
-        let json = run_in(
-            &dir,
-            &json_args.iter().map(String::as_str).collect::<Vec<_>>(),
-        );
+        let json = Test::in_dir(&dir).args(&json_args).any_status().run();
         let value: serde_json::Value = serde_json::from_str(&json.stdout)
             .unwrap_or_else(|e| panic!("{id}: JSON output does not parse: {e}\n{}", json.stdout));
         let findings = value["findings"].as_array().expect("findings is an array");

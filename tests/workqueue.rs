@@ -5,7 +5,7 @@ use crate::common;
 
 use std::path::Path;
 
-use common::{copy_dir, copy_fixture, repo_root, run_in};
+use common::{Test, copy_dir, copy_fixture, repo_root};
 use scaffold::check::workqueue::stamp;
 use scaffold::layout::runtime::runtime_stamp;
 use scaffold::layout::tree_hash as sha256;
@@ -28,7 +28,7 @@ const WORKQUEUE_RULES: [&str; 12] = [
 fn findings(dir: &Path, extra: &[&str]) -> Vec<serde_json::Value> {
     let mut args = vec!["check", "--format", "json"];
     args.extend_from_slice(extra);
-    run_in(dir, &args).findings()
+    Test::in_dir(dir).args(&args).any_status().run().findings()
 }
 
 fn rules_of(found: &[serde_json::Value]) -> Vec<String> {

@@ -165,20 +165,6 @@ impl Run {
     }
 }
 
-pub fn run_in(dir: &Path, args: &[&str]) -> Run {
-    let out = scaffold()
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .expect("scaffold runs");
-    Run {
-        code: out.status.code().expect("exited normally"),
-        stdout: String::from_utf8(out.stdout).expect("stdout is UTF-8"),
-        stderr: String::from_utf8(out.stderr).expect("stderr is UTF-8"),
-    }
-}
-
 /// Runs git in `dir` (tests only), failing the test on error.
 pub fn git(dir: &Path, args: &[&str]) {
     let out = std::process::Command::new("git")
@@ -248,15 +234,11 @@ pub fn scenario(rel: &str) -> Option<(tempfile::TempDir, Vec<String>)> {
 /// `namespace`; returns the repository's path.
 pub fn init_repo(dir: &Path, namespace: bool) -> PathBuf {
     let repo = dir.join("acme");
-    let init = scaffold()
-        .arg("init")
-        .arg(&repo)
-        .output()
-        .expect("init runs");
-    assert!(init.status.success(), "{init:?}");
+    Test::in_dir(dir)
+        .args(["init", repo.to_str().expect("a UTF-8 temp path")])
+        .run();
     if namespace {
-        let ns = run_in(&repo, &["namespace", "shipping"]);
-        assert_eq!(ns.code, 0, "{}{}", ns.stdout, ns.stderr);
+        Test::in_dir(&repo).args(["namespace", "shipping"]).run();
     }
     repo
 }

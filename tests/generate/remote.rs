@@ -11,7 +11,10 @@ fn read(dir: &Path, rel: &str) -> String {
 }
 
 fn findings_of(dir: &Path, rule: &str) -> Vec<serde_json::Value> {
-    run_in(dir, &["check", "--format", "json"])
+    Test::in_dir(dir)
+        .args(["check", "--format", "json"])
+        .any_status()
+        .run()
         .findings()
         .into_iter()
         .filter(|f| f["rule"] == rule)
