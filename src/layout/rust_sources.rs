@@ -60,7 +60,7 @@ fn collect(
         if kind.is_symlink() {
             // A linked folder may hold modules and a linked `.rs` file is one: refused. A
             // link to anything else (a README) is not a source and is left alone.
-            let to_folder = std::fs::metadata(root.join(&child)).is_ok_and(|m| m.is_dir());
+            let to_folder = crate::repo::inside::leads_to_dir(root, &child);
             if to_folder || name.ends_with(".rs") {
                 return Err(crate::repo::inside::Refusal::Symlink(child).to_string());
             }

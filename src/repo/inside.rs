@@ -286,6 +286,13 @@ pub fn names(_: &std::fs::Metadata) -> u64 {
     1
 }
 
+/// Whether the entry at `rel`, a symlink (or another non-folder a listing could not
+/// type), leads to a folder: cargo's member glob takes only folders. Only the kind of
+/// what it leads to is asked, never its content.
+pub fn leads_to_dir(root: &Path, rel: &str) -> bool {
+    std::fs::metadata(root.join(rel)).is_ok_and(|m| m.is_dir())
+}
+
 /// Whether the repo-relative file `rel` may be shown: a regular file (not a link) with
 /// one name. A file the check read for its imports is shown only then.
 pub fn showable(root: &Path, rel: &str) -> bool {

@@ -225,6 +225,15 @@ impl Registry {
         }
     }
 
+    /// The first spec written anywhere in `om/src/` (registered or not) whose name
+    /// resolves to `kind`.
+    pub fn spec_named(&self, kind: &str) -> Option<Kind<'_>> {
+        self.specs
+            .iter()
+            .map(|s| self.resolve(s))
+            .find(|k| k.name.as_deref() == Some(kind))
+    }
+
     /// Whether every element of `KINDS` and every registered name was understood, so a
     /// kind missing from the registry is really missing.
     pub fn complete(&self) -> bool {

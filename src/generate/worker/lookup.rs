@@ -9,10 +9,10 @@ use crate::layout::model::Model;
 /// (the repository model's answer); a file that cannot be read is an error: the answer
 /// would be a guess.
 pub(super) fn registered_at(
-    plan: &Plan,
+    model: &Model<'_>,
     kind: &str,
 ) -> Result<Option<(String, usize)>, GenerateError> {
-    Model::new(plan)
+    model
         .registered_at(kind)
         .map_err(|reason| GenerateError::RegistryUnreadable { reason })
 }

@@ -95,7 +95,9 @@ pub fn worker(
     // Empty until planning starts: the lookups below read the tree through it, as the
     // repository model reads a plan (the disk's bytes for every file not planned).
     let mut plan = Plan::new(&root);
-    if let Some((path, line)) = registered_at(&plan, &opts.kind)? {
+    // One model for every lookup before planning: `om/src/` read and parsed once.
+    let model = crate::layout::model::Model::new(&plan);
+    if let Some((path, line)) = registered_at(&model, &opts.kind)? {
         return Err(GenerateError::KindExists {
             kind: opts.kind.clone(),
             at: format!("{path}:{line}"),
@@ -221,7 +223,7 @@ pub fn worker(
     } else if worker == "maintenance" {
         Some(crate::layout::DEFAULT_LANE.to_owned())
     } else {
-        own_lane::own_lane(&plan, worker)?
+        own_lane::own_lane(&plan, &model, worker)?
     };
     let lane = match &opts.lane {
         Some(l) => l.clone(),

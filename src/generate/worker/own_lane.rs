@@ -9,13 +9,18 @@
 
 use crate::check::workqueue::str_lit;
 use crate::layout::markers;
+use crate::layout::model::Model;
 
 use super::super::plan::Plan;
 use crate::generate::error::GenerateError;
 
 /// The lane of the spec of worker `worker`'s first kind; `None` when its loop, its handler
 /// or the spec cannot be found, or the spec names its lane by anything but a string.
-pub(super) fn own_lane(plan: &Plan, worker: &str) -> Result<Option<String>, GenerateError> {
+pub(super) fn own_lane(
+    plan: &Plan,
+    model: &Model<'_>,
+    worker: &str,
+) -> Result<Option<String>, GenerateError> {
     let Some(lp) = plan.text(&crate::layout::work_loop(worker))? else {
         return Ok(None);
     };
@@ -32,7 +37,7 @@ pub(super) fn own_lane(plan: &Plan, worker: &str) -> Result<Option<String>, Gene
     let Some(kind) = handler_kind(&handler) else {
         return Ok(None);
     };
-    crate::layout::model::Model::new(plan)
+    model
         .spec_lane(&kind)
         .map(Option::flatten)
         .map_err(|reason| GenerateError::RegistryUnreadable { reason })

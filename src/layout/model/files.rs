@@ -51,7 +51,7 @@ impl RepoFiles for OnDisk<'_> {
                 // A linked folder may hold what the model looks for (a worker's handlers):
                 // refused, never skipped and never followed. A link to anything else is not
                 // a folder and is left alone.
-                if std::fs::metadata(self.0.join(&child)).is_ok_and(|m| m.is_dir()) {
+                if crate::repo::inside::leads_to_dir(self.0, &child) {
                     return Err(crate::repo::inside::Refusal::Symlink(child).to_string());
                 }
             } else if kind.is_dir() {

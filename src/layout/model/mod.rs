@@ -9,6 +9,7 @@
 
 mod files;
 
+use std::cell::OnceCell;
 use std::collections::BTreeMap;
 
 pub use files::{OnDisk, RepoFiles};
@@ -23,15 +24,32 @@ pub struct RegisteredKind {
     pub at: String,
 }
 
-/// The repository as read through `files`.
+/// The repository as read through `files`. What it reads of `om/src/` is read and parsed
+/// once: the model borrows `files`, so they cannot change while it answers (a generator
+/// command asks it before it plans a byte, then drops it).
 #[derive(Debug)]
 pub struct Model<'f> {
     files: &'f dyn RepoFiles,
+    /// `om/src/`'s sources.
+    om: OnceCell<Result<Vec<(String, String)>, String>>,
+    registry: OnceCell<Result<Registry, String>>,
 }
 
 impl<'f> Model<'f> {
     pub fn new(files: &'f dyn RepoFiles) -> Model<'f> {
-        Model { files }
+        Model {
+            files,
+            om: OnceCell::new(),
+            registry: OnceCell::new(),
+        }
+    }
+
+    /// Every `.rs` file under `om/src/` (path, text), sorted.
+    fn om(&self) -> Result<&[(String, String)], String> {
+        self.om
+            .get_or_init(|| self.files.rust_sources(crate::layout::OM_SRC))
+            .as_deref()
+            .map_err(Clone::clone)
     }
 
     /// The namespaces: the folders of `om/src/` with a `kinds.rs`, except `work`, sorted.
@@ -51,10 +69,11 @@ impl<'f> Model<'f> {
     }
 
     /// The registry, read from every `.rs` file under `om/src/` by the checker's reader.
-    pub fn registry(&self) -> Result<Registry, String> {
-        Ok(registry::from_texts(
-            self.files.rust_sources(crate::layout::OM_SRC)?,
-        ))
+    pub fn registry(&self) -> Result<&Registry, String> {
+        self.registry
+            .get_or_init(|| Ok(registry::from_texts(self.om()?.to_vec())))
+            .as_ref()
+            .map_err(Clone::clone)
     }
 
     /// The kinds the root registers, by name; `None` when it registers none (no registry,
@@ -105,10 +124,7 @@ impl<'f> Model<'f> {
     /// "not found" an error.
     pub fn spec_lane(&self, kind: &str) -> Result<Option<Option<String>>, String> {
         let reg = self.registry()?;
-        let found = reg.specs.iter().find_map(|s| {
-            let k = reg.resolve(s);
-            (k.name.as_deref() == Some(kind)).then_some(k.lane)
-        });
+        let found = reg.spec_named(kind).map(|k| k.lane);
         match (found, reg.incomplete()) {
             (None, Some(why)) => Err(why),
             (found, _) => Ok(found),
@@ -121,7 +137,7 @@ impl<'f> Model<'f> {
     /// `workers/*/src/`. An error when the answer would be a guess (a file that cannot be
     /// read, or does not parse and no other answer was found).
     pub fn registered_at(&self, kind: &str) -> Result<Option<(String, usize)>, String> {
-        let om = self.files.rust_sources(crate::layout::OM_SRC)?;
+        let om = self.om()?;
         let literal = format!("\"{kind}\"");
         // The quoted name on a spec's line, in whatever shape the registry reader does not
         // read (a `static` spec, a slice typed through an alias).
@@ -133,13 +149,9 @@ impl<'f> Model<'f> {
                 })
                 .map(|i| (path.clone(), i + 1))
         });
-        let reg = registry::from_texts(om);
-        if let Some(spec) = reg
-            .specs
-            .iter()
-            .find(|s| reg.resolve(s).name.as_deref() == Some(kind))
-        {
-            return Ok(Some((spec.path.clone(), spec.name_at.line)));
+        let reg = self.registry()?;
+        if let Some(k) = reg.spec_named(kind) {
+            return Ok(Some((k.spec.path.clone(), k.spec.name_at.line)));
         }
         if quoted.is_some() {
             return Ok(quoted);

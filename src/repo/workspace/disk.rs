@@ -125,10 +125,3 @@ impl Disk<'_> {
         Ok(out)
     }
 }
-
-/// Whether the entry at `rel`, a symlink (or another non-folder a listing could not
-/// type), leads to a folder: cargo's member glob takes only folders. Only the kind of
-/// what it leads to is asked, never its content.
-pub(crate) fn leads_to_dir(root: &Path, rel: &str) -> bool {
-    std::fs::metadata(root.join(rel)).is_ok_and(|m| m.is_dir())
-}

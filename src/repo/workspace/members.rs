@@ -6,11 +6,12 @@
 
 use toml_edit::Item;
 
-use super::disk::{Disk, leads_to_dir};
+use super::disk::Disk;
 use super::{Excluded, normalize_rel};
 use crate::check::finding::Location;
 use crate::repo::gaps::{Gap, Why};
 use crate::repo::inside::Probe;
+use crate::repo::inside::leads_to_dir;
 use crate::repo::manifest::PathGlob;
 use crate::source::SourceFile;
 
