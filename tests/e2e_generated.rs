@@ -98,6 +98,32 @@ fn describe_kinds(dir: &Path, step: &str) {
     );
 }
 
+/// The generated repository's CI lint, once over the grown repository (every template's
+/// code is in it by then): `cargo clippy --workspace --all-targets -- -D warnings`.
+fn lint(dir: &Path) {
+    let clippy = Command::new(env!("CARGO"))
+        .args(["clippy", "--version"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !clippy {
+        common::skipped("clippy is not installed: the generated code's lints are not run");
+        return;
+    }
+    cargo(
+        dir,
+        &[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--locked",
+            "--quiet",
+            "--",
+            "-D",
+            "warnings",
+        ],
+    );
+}
+
 /// Formatting, tests and the checker all pass; returns the test run's output.
 fn green(dir: &Path, step: &str) {
     describe_kinds(dir, step);
@@ -391,6 +417,7 @@ fn the_generated_repository_stays_green_as_it_grows() {
         assert!(dir.join(f).is_file(), "{f}");
     }
     green(&dir, "worker render RENDER_LABEL --remote");
+    lint(&dir);
     let manifest = dir.join("workers/render/Cargo.toml");
     let original = std::fs::read_to_string(&manifest).expect("the remote worker's manifest");
     for (how, edited) in [
