@@ -223,6 +223,27 @@ fn a_hard_linked_file_is_never_shown() {
             .run();
     }
 
+    // Checked all the same: bytes that are not UTF-8 (in a comment, where the lossy text
+    // would parse) are found in a hard-linked source too, as rustc would refuse it.
+    let repo = common::violating_tree();
+    let module = "workers/maintenance/src/sneaky/mod.rs";
+    let target = outside.path().join("not-utf8.rs");
+    std::fs::write(&target, b"// caf\xe9\npub fn go() {}\n").expect("write");
+    std::fs::remove_file(repo.path().join(module)).expect("remove");
+    std::fs::hard_link(&target, repo.path().join(module)).expect("link");
+    let found = Test::in_dir(repo.path())
+        .args(["check", "--format", "json"])
+        .timeout(DEADLINE)
+        .status(1)
+        .run()
+        .findings();
+    assert!(
+        found
+            .iter()
+            .any(|f| f["rule"] == "source-unparsed" && f["path"] == module),
+        "{found:?}"
+    );
+
     let tmp = tempfile::tempdir().expect("tempdir");
     let repo = init_repo(tmp.path(), true);
     assert!(linked(

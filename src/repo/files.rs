@@ -30,7 +30,8 @@ pub struct Walk {
 
 impl Walk {
     /// Adds the planned files `planned` (repo-relative, sorted) that the disk does not
-    /// hold yet, as a walk of the tree with them written would list them; a planned file
+    /// hold yet, as a walk of the tree with them written would list them (not one the walk
+    /// would leave out: see [`walk_skips`]); a planned file
     /// the disk holds is listed as the walk listed it (an ignore file may hide it). No
     /// planned file has metadata: a check reads it, never takes a cache entry by it.
     pub fn add<'a>(&mut self, root: &Path, planned: impl Iterator<Item = &'a String>) {
@@ -43,7 +44,12 @@ impl Walk {
                         *stat = None;
                     }
                 }
-                Err(_) if std::fs::symlink_metadata(root.join(path)).is_err() => new.push(path),
+                Err(_)
+                    if std::fs::symlink_metadata(root.join(path)).is_err()
+                        && !walk_skips(root, path) =>
+                {
+                    new.push(path)
+                }
                 Err(_) => {}
             }
         }
@@ -64,6 +70,53 @@ impl Walk {
         self.files = files;
         self.stats = if stats { kept } else { Vec::new() };
     }
+}
+
+/// Whether the walk would leave out `rel`, a file the disk does not hold yet: under a
+/// name it never walks (`.git`, `.scaffold`), in a folder holding `CACHEDIR.TAG`, or
+/// ignored by an ignore file on the way (`.ignore` before `.gitignore`, the deepest folder
+/// deciding, as the walk's matcher does). Ignore files are read as the walk reads them:
+/// regular files inside the root.
+fn walk_skips(root: &Path, rel: &str) -> bool {
+    let parts: Vec<&str> = rel.split('/').collect();
+    if parts.iter().any(|p| *p == ".git" || *p == ".scaffold") {
+        return true;
+    }
+    let dirs: Vec<String> = (0..parts.len()).map(|i| parts[..i].join("/")).collect();
+    if dirs
+        .iter()
+        .skip(1)
+        .any(|d| std::fs::symlink_metadata(root.join(d).join("CACHEDIR.TAG")).is_ok())
+    {
+        return true;
+    }
+    for dir in dirs.iter().rev() {
+        for name in [".ignore", ".gitignore"] {
+            let file = if dir.is_empty() {
+                name.to_owned()
+            } else {
+                format!("{dir}/{name}")
+            };
+            let Ok(Some(text)) = super::inside::read_text(root, &file, super::MANIFEST_LIMIT)
+            else {
+                continue;
+            };
+            let mut builder = ignore::gitignore::GitignoreBuilder::new(root.join(dir));
+            for line in text.lines() {
+                // A line that is no glob is no rule, as the walk has it.
+                let _ = builder.add_line(None, line);
+            }
+            let Ok(matcher) = builder.build() else {
+                continue;
+            };
+            match matcher.matched_path_or_any_parents(root.join(rel), false) {
+                ignore::Match::Ignore(_) => return true,
+                ignore::Match::Whitelist(_) => return false,
+                ignore::Match::None => {}
+            }
+        }
+    }
+    false
 }
 
 /// Why a `.rs` file found by the walk is not checked.
@@ -362,6 +415,47 @@ pub fn relative(root: &Path, path: &Path) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use std::path::Path;
+
+    /// Planned files join the walk as it would list them written: not under an ignored
+    /// folder, `.scaffold` or a build's output; and a planned file the disk holds loses its
+    /// metadata.
+    #[test]
+    fn planned_files_join_the_walk_as_it_would_list_them() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path();
+        std::fs::write(root.join(".gitignore"), "/gen/\n*.log\n").expect("write");
+        std::fs::create_dir_all(root.join("out/debug")).expect("mkdir");
+        std::fs::write(root.join("out/CACHEDIR.TAG"), "").expect("write");
+        std::fs::create_dir_all(root.join("src")).expect("mkdir");
+        std::fs::write(root.join("src/lib.rs"), "").expect("write");
+        std::fs::write(root.join("src/.ignore"), "!keep.log\n").expect("write");
+        let mut walk = super::walk(root, true);
+        assert!(walk.stats.iter().any(Option::is_some));
+        let planned: Vec<String> = [
+            ".scaffold/x.rs",
+            "gen/a.rs",
+            "out/debug/b.rs",
+            "src/keep.log",
+            "src/lib.rs",
+            "src/new.rs",
+            "top.log",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        walk.add(root, planned.iter());
+        assert_eq!(
+            walk.files,
+            [
+                ".gitignore",
+                "src/.ignore",
+                "src/keep.log",
+                "src/lib.rs",
+                "src/new.rs"
+            ]
+        );
+        assert_eq!(walk.stats.len(), walk.files.len());
+        assert!(walk.stats.iter().all(Option::is_none), "{:?}", walk.stats);
+    }
 
     /// The byte fast path answers as `Path::strip_prefix` does, or leaves it the case.
     #[test]

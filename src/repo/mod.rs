@@ -148,19 +148,26 @@ impl Repo {
         len: Option<u64>,
         limit: u64,
     ) -> Result<String, Unread> {
-        match self.planned(rel) {
+        match self.overlay.as_ref().and_then(|o| o.text(rel, limit)) {
             Some(planned) => planned,
             None => read_in_within(&self.root, rel, len, limit),
         }
     }
 
-    /// A repo-relative file's bytes (its planned ones first), never through a symlink or
-    /// `..`; `None` when it cannot be read or holds more than `limit` bytes.
+    /// A repo-relative file's bytes (its planned ones first), opened as [`open_in`] opens
+    /// it (never through a symlink or `..`; a hard-linked file is read, as its text is for
+    /// its imports); `None` when it cannot be read or holds more than `limit` bytes.
     pub(crate) fn read_bytes(&self, rel: &str, limit: u64) -> Option<Vec<u8>> {
-        match self.overlay.as_ref().and_then(|o| o.bytes(rel)) {
-            Some(b) => (b.len() as u64 <= limit).then(|| b.to_vec()),
-            None => inside::read_bytes(&self.root, rel, limit).ok().flatten(),
+        if let Some(b) = self.overlay.as_ref().and_then(|o| o.bytes(rel)) {
+            return (b.len() as u64 <= limit).then(|| b.to_vec());
         }
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(open_in(&self.root, rel)?, limit + 1),
+            &mut bytes,
+        )
+        .ok()?;
+        (bytes.len() as u64 <= limit).then_some(bytes)
     }
 
     /// A planned file's text, refused past [`TEXT_LIMIT`]; `None` when `rel` is not
@@ -273,13 +280,11 @@ impl Repo {
                 path: rel.to_owned(),
                 reason,
             };
-            let text = match overlay.as_ref().and_then(|o| o.text(rel, MANIFEST_LIMIT)) {
-                Some(planned) => Some(planned.map_err(|_| {
-                    refused(inside::Refusal::TooLarge {
-                        path: rel.to_owned(),
-                        limit: MANIFEST_LIMIT,
-                    })
-                })?),
+            let text = match overlay
+                .as_ref()
+                .and_then(|o| o.manifest(rel, MANIFEST_LIMIT))
+            {
+                Some(planned) => Some(planned.map_err(refused)?),
                 None => inside::read_text(root, rel, MANIFEST_LIMIT).map_err(refused)?,
             };
             Ok(text.map(|t| SourceFile::new(rel, t)))
@@ -655,6 +660,13 @@ mod tests {
             repo.read(main).as_deref(),
             Some("use acme_infra::Db;\nfn main() {}\n")
         );
+        // A planned file is held to the reader's limit, as the disk's would be.
+        assert_eq!(repo.read_within(main, None, 4), Err(Unread::TooLarge(4)));
+        // Bytes are read past a second name (a source read for its imports), as text is.
+        let other = root.join("om/src/linked.rs");
+        std::fs::hard_link(root.join("om/src/lib.rs"), &other).expect("link");
+        assert!(repo.read_bytes("om/src/linked.rs", TEXT_LIMIT).is_some());
+        std::fs::remove_file(other).expect("unlink");
         let outcome = check(&repo);
         assert!(
             outcome

@@ -43,6 +43,18 @@ impl Overlay {
         })
     }
 
+    /// [`Overlay::text`] refused as `inside::read_text` refuses a file on disk (a
+    /// manifest's reader).
+    pub fn manifest(&self, rel: &str, limit: u64) -> Option<Result<String, Refusal>> {
+        Some(self.text(rel, limit)?.map_err(|why| match why {
+            Unread::TooLarge(limit) => Refusal::TooLarge {
+                path: rel.to_owned(),
+                limit,
+            },
+            Unread::Unreadable => Refusal::NotRegular(rel.to_owned()),
+        }))
+    }
+
     /// Whether a planned file lies under the folder `rel` (`""`: the root).
     pub fn has_dir(&self, rel: &str) -> bool {
         let prefix = dir_prefix(rel);

@@ -48,11 +48,8 @@ impl Disk<'_> {
     /// A manifest's text: `Ok(None)` when it does not exist.
     pub(crate) fn read(&self, rel: &str) -> Result<Option<String>, Refusal> {
         let limit = crate::repo::MANIFEST_LIMIT;
-        match self.overlay.and_then(|o| o.text(rel, limit)) {
-            Some(planned) => planned.map(Some).map_err(|_| Refusal::TooLarge {
-                path: rel.to_owned(),
-                limit,
-            }),
+        match self.overlay.and_then(|o| o.manifest(rel, limit)) {
+            Some(planned) => planned.map(Some),
             None => inside::read_text(self.root, rel, limit),
         }
     }
