@@ -463,7 +463,7 @@ fn parse_all(
                             });
                             // Never read again from the disk: a planned file's is not it.
                             let file = OnceLock::new();
-                            if repo.planned(path).is_some() {
+                            if repo.is_planned(path) {
                                 let _ = file.set(SourceFile::new(path.clone(), String::new()));
                             }
                             return Some(Source {
@@ -512,7 +512,7 @@ fn parse_all(
                     // asked for again, and 20,000 texts held to the end cost more memory,
                     // and so page faults, than a second read of the few asked for).
                     // A planned file's text is only in the plan: always kept.
-                    if entry.mentions.any() || repo.planned(path).is_some() {
+                    if entry.mentions.any() || repo.is_planned(path) {
                         let _ = file.set(src);
                     }
                     (entry, stat, kept)

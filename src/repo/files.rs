@@ -31,10 +31,11 @@ pub struct Walk {
 impl Walk {
     /// Adds the planned files `planned` (repo-relative, sorted) that the disk does not
     /// hold yet, as a walk of the tree with them written would list them (not one the walk
-    /// would leave out: see [`walk_skips`]); a planned file
-    /// the disk holds is listed as the walk listed it (an ignore file may hide it). No
-    /// planned file has metadata: a check reads it, never takes a cache entry by it.
+    /// would leave out: see [`walk_skips`]); a planned file the disk holds is listed as the
+    /// walk listed it (an ignore file may hide it). No planned file has metadata: a check
+    /// reads it, never takes a cache entry by it.
     pub fn add<'a>(&mut self, root: &Path, planned: impl Iterator<Item = &'a String>) {
+        let mut ignores = IgnoreFiles::default();
         let mut new: Vec<&String> = Vec::new();
         for path in planned {
             match self.files.binary_search(path) {
@@ -46,7 +47,7 @@ impl Walk {
                 }
                 Err(_)
                     if std::fs::symlink_metadata(root.join(path)).is_err()
-                        && !walk_skips(root, path) =>
+                        && !walk_skips(root, path, &mut ignores) =>
                 {
                     new.push(path)
                 }
@@ -72,12 +73,16 @@ impl Walk {
     }
 }
 
+/// The ignore files [`walk_skips`] has read, by repo-relative path (`None`: none there,
+/// or one that cannot be read or built, which ignores nothing).
+type IgnoreFiles = std::collections::HashMap<String, Option<ignore::gitignore::Gitignore>>;
+
 /// Whether the walk would leave out `rel`, a file the disk does not hold yet: under a
 /// name it never walks (`.git`, `.scaffold`), in a folder holding `CACHEDIR.TAG`, or
 /// ignored by an ignore file on the way (`.ignore` before `.gitignore`, the deepest folder
 /// deciding, as the walk's matcher does). Ignore files are read as the walk reads them:
-/// regular files inside the root.
-fn walk_skips(root: &Path, rel: &str) -> bool {
+/// regular files inside the root, each once for all the planned files (`ignores`).
+fn walk_skips(root: &Path, rel: &str, ignores: &mut IgnoreFiles) -> bool {
     let parts: Vec<&str> = rel.split('/').collect();
     if parts.iter().any(|p| *p == ".git" || *p == ".scaffold") {
         return true;
@@ -97,16 +102,18 @@ fn walk_skips(root: &Path, rel: &str) -> bool {
             } else {
                 format!("{dir}/{name}")
             };
-            let Ok(Some(text)) = super::inside::read_text(root, &file, super::MANIFEST_LIMIT)
-            else {
-                continue;
-            };
-            let mut builder = ignore::gitignore::GitignoreBuilder::new(root.join(dir));
-            for line in text.lines() {
-                // A line that is no glob is no rule, as the walk has it.
-                let _ = builder.add_line(None, line);
-            }
-            let Ok(matcher) = builder.build() else {
+            let matcher = ignores.entry(file).or_insert_with_key(|file| {
+                let text = super::inside::read_text(root, file, super::MANIFEST_LIMIT)
+                    .ok()
+                    .flatten()?;
+                let mut builder = ignore::gitignore::GitignoreBuilder::new(root.join(dir));
+                for line in text.lines() {
+                    // A line that is no glob is no rule, as the walk has it.
+                    let _ = builder.add_line(None, line);
+                }
+                builder.build().ok()
+            });
+            let Some(matcher) = matcher else {
                 continue;
             };
             match matcher.matched_path_or_any_parents(root.join(rel), false) {

@@ -287,8 +287,9 @@ pub fn names(_: &std::fs::Metadata) -> u64 {
 }
 
 /// Whether the entry at `rel`, a symlink (or another non-folder a listing could not
-/// type), leads to a folder: cargo's member glob takes only folders. Only the kind of
-/// what it leads to is asked, never its content.
+/// type), leads to a folder (cargo's member glob takes only folders; the repository
+/// model and the Rust-source walk refuse a link to one). Only the kind of what it leads
+/// to is asked, never its content.
 pub fn leads_to_dir(root: &Path, rel: &str) -> bool {
     std::fs::metadata(root.join(rel)).is_ok_and(|m| m.is_dir())
 }

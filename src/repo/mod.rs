@@ -11,7 +11,6 @@ pub mod workspace;
 pub mod yaml;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use miette::Diagnostic;
 use thiserror::Error;
@@ -118,7 +117,7 @@ pub struct Repo {
     pub started_ns: i128,
     /// The generator's planned files, read in place of the disk's; a repository loaded
     /// with one (even an empty one) writes nothing back.
-    overlay: Option<Arc<Overlay>>,
+    overlay: Option<Overlay>,
 }
 
 impl Repo {
@@ -176,6 +175,11 @@ impl Repo {
         self.overlay.as_ref()?.text(rel, TEXT_LIMIT)
     }
 
+    /// Whether `rel` is a planned file (read from the plan, never from the disk).
+    pub(crate) fn is_planned(&self, rel: &str) -> bool {
+        self.overlay.as_ref().is_some_and(|o| o.holds(rel))
+    }
+
     /// What is at `rel` (see [`inside::probe`]), the plan first.
     pub(crate) fn probe(&self, rel: &str) -> inside::Probe {
         self.overlay
@@ -186,10 +190,7 @@ impl Repo {
 
     /// Whether `rel` may be shown (see [`inside::showable`]): a planned file may.
     pub(crate) fn showable(&self, rel: &str) -> bool {
-        self.overlay
-            .as_ref()
-            .is_some_and(|o| o.bytes(rel).is_some())
-            || inside::showable(&self.root, rel)
+        self.is_planned(rel) || inside::showable(&self.root, rel)
     }
 
     /// Whether a check of this repository may write its cache and memo back: not when
@@ -235,13 +236,7 @@ impl Repo {
     /// back by a check of it; the check cache is read (its entries taken by metadata for
     /// the files the plan leaves alone).
     pub fn load_planned(root: &Path, overlay: Overlay) -> Result<Repo, RepoError> {
-        let overlay = Arc::new(overlay);
-        let planned = overlay.clone();
-        Self::load_with(root, Some(overlay), move || {
-            let mut walk = files::walk(root, true);
-            walk.add(root, planned.paths());
-            walk
-        })
+        Self::load_with(root, Some(overlay), || files::walk(root, true))
     }
 
     /// Loads the repository, walking its whole tree and taking its Rust sources'
@@ -267,7 +262,7 @@ impl Repo {
 
     fn load_with(
         root: &Path,
-        overlay: Option<Arc<Overlay>>,
+        overlay: Option<Overlay>,
         walk: impl FnOnce() -> files::Walk,
     ) -> Result<Repo, RepoError> {
         let started_ns = std::time::SystemTime::now()
@@ -313,14 +308,17 @@ impl Repo {
             sources.extend(gm_file);
             return Err(RepoError::Manifest { problems, sources });
         }
-        let walk = walk();
+        let mut walk = walk();
+        if let Some(o) = &overlay {
+            walk.add(root, o.paths());
+        }
         let files = walk.files;
         // Manifests only as regular files inside the root: a symlink, a FIFO or a folder
         // in a member manifest's place is a finding; in the root manifest's, an error.
         let disk = workspace::Disk {
             root,
             files: &files,
-            overlay: overlay.as_deref(),
+            overlay: overlay.as_ref(),
         };
         let (workspace, mut gaps) =
             Workspace::load(&disk).map_err(|why| RepoError::RootManifest { why })?;

@@ -4,7 +4,7 @@
 //! and writes nothing back (no check cache, no work-queue memo).
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::ops::Bound;
 
 use super::inside::{EntryKind, Probe, Refusal};
 use super::{Unread, into_text};
@@ -12,14 +12,19 @@ use super::{Unread, into_text};
 /// Planned files by repo-relative path (checked when planned: no `..`, no absolute path).
 #[derive(Debug, Default)]
 pub struct Overlay {
-    files: BTreeMap<String, Arc<[u8]>>,
+    files: BTreeMap<String, Vec<u8>>,
 }
 
 impl Overlay {
     pub fn new(files: impl IntoIterator<Item = (String, Vec<u8>)>) -> Overlay {
         Overlay {
-            files: files.into_iter().map(|(p, b)| (p, b.into())).collect(),
+            files: files.into_iter().collect(),
         }
+    }
+
+    /// Whether `rel` is a planned file.
+    pub fn holds(&self, rel: &str) -> bool {
+        self.files.contains_key(rel)
     }
 
     /// The planned paths, sorted.
@@ -29,7 +34,7 @@ impl Overlay {
 
     /// A planned file's bytes.
     pub fn bytes(&self, rel: &str) -> Option<&[u8]> {
-        self.files.get(rel).map(|b| &b[..])
+        self.files.get(rel).map(Vec::as_slice)
     }
 
     /// A planned file as text (invalid UTF-8 replaced), refused past `limit` as the disk's
@@ -55,22 +60,24 @@ impl Overlay {
         }))
     }
 
-    /// Whether a planned file lies under the folder `rel` (`""`: the root).
-    pub fn has_dir(&self, rel: &str) -> bool {
+    /// The planned paths under the folder `rel` (`""`: the root), each without the
+    /// folder's part, in order.
+    fn under<'o>(&'o self, rel: &str) -> impl Iterator<Item = &'o str> {
         let prefix = dir_prefix(rel);
         self.files
-            .range::<str, _>((
-                std::ops::Bound::Included(prefix.as_str()),
-                std::ops::Bound::Unbounded,
-            ))
-            .next()
-            .is_some_and(|(p, _)| p.starts_with(&prefix))
+            .range::<str, _>((Bound::Included(prefix.as_str()), Bound::Unbounded))
+            .map_while(move |(p, _)| p.strip_prefix(prefix.as_str()))
+    }
+
+    /// Whether a planned file lies under the folder `rel` (`""`: the root).
+    pub fn has_dir(&self, rel: &str) -> bool {
+        self.under(rel).next().is_some()
     }
 
     /// What is at `rel` in the plan: `None` when the plan has nothing there (the disk
     /// answers); a planned folder is no file, as the disk's would not be.
     pub fn probe(&self, rel: &str) -> Option<Probe> {
-        if self.files.contains_key(rel) {
+        if self.holds(rel) {
             Some(Probe::File)
         } else if self.has_dir(rel) {
             Some(Probe::Refused(Refusal::NotRegular(rel.to_owned())))
@@ -89,10 +96,8 @@ impl Overlay {
         if !self.has_dir(rel) {
             return disk;
         }
-        let prefix = dir_prefix(rel);
         let mut out: BTreeMap<String, EntryKind> = disk.unwrap_or_default().into_iter().collect();
-        for path in self.files.keys().filter(|p| p.starts_with(&prefix)) {
-            let rest = &path[prefix.len()..];
+        for rest in self.under(rel) {
             let (name, kind) = match rest.split_once('/') {
                 Some((dir, _)) => (dir, EntryKind::Dir),
                 None => (rest, EntryKind::File),
