@@ -12,42 +12,31 @@ mod remote;
 
 use std::path::Path;
 
-use assert_cmd::Command;
-use predicates::prelude::*;
 use serde_json::Value;
 
-fn scaffold(dir: &Path) -> Command {
-    let mut cmd = Command::cargo_bin("scaffold").expect("the scaffold binary");
-    cmd.current_dir(dir)
-        .env_remove("SCAFFOLD_QUEUE_DATABASE")
-        .env("NO_COLOR", "1");
-    cmd
+use crate::common::Test;
+
+/// `scaffold -C <dir>` with no queue database named by the environment (each test names
+/// its own), expected to exit 0 unless the test says otherwise.
+fn queue(dir: &Path) -> Test {
+    Test::in_dir(dir).env_remove("SCAFFOLD_QUEUE_DATABASE")
 }
 
 /// The JSON error a refused command printed on stdout (exit 2).
 fn json_error(dir: &Path, args: &[&str]) -> Value {
-    let out = scaffold(dir)
-        .args(args)
-        .assert()
-        .code(2)
-        .get_output()
-        .stdout
-        .clone();
-    serde_json::from_slice(&out).unwrap_or_else(|e| {
-        panic!(
-            "{args:?}: stdout is not one JSON document ({e}): {}",
-            String::from_utf8_lossy(&out)
-        )
-    })
+    let out = queue(dir).args(args).status(2).run().stdout;
+    serde_json::from_str(&out)
+        .unwrap_or_else(|e| panic!("{args:?}: stdout is not one JSON document ({e}): {out}"))
 }
 
-fn json_out(cmd: &mut Command) -> Value {
-    serde_json::from_str(&raw_out(cmd)).expect("stdout is one JSON document")
+/// What a command that succeeded printed, as one JSON document.
+fn json_out(test: Test) -> Value {
+    serde_json::from_str(&raw_out(test)).expect("stdout is one JSON document")
 }
 
-fn raw_out(cmd: &mut Command) -> String {
-    let out = cmd.assert().success().get_output().stdout.clone();
-    String::from_utf8(out).expect("UTF-8 output")
+/// What a command that succeeded printed.
+fn raw_out(test: Test) -> String {
+    test.run().stdout
 }
 
 /// Asserts `keys` appear in `raw` JSON in this order (the documented shape).
@@ -68,7 +57,7 @@ fn assert_key_order(raw: &str, keys: &[&str]) {
 #[test]
 fn migrate_enqueue_status_list_round_trip() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let migrated = json_out(scaffold(dir.path()).args(["queue", "migrate", "--format", "json"]));
+    let migrated = json_out(queue(dir.path()).args(["queue", "migrate", "--format", "json"]));
     assert_eq!(
         migrated["schema_version"],
         scaffold_runtime::store::SCHEMA_VERSION
@@ -77,12 +66,9 @@ fn migrate_enqueue_status_list_round_trip() {
         dir.path().join(".scaffold/queue.db").is_file(),
         "the default database lives under .scaffold/"
     );
-    scaffold(dir.path())
-        .args(["queue", "migrate"])
-        .assert()
-        .success();
+    queue(dir.path()).args(["queue", "migrate"]).run();
 
-    let first = json_out(scaffold(dir.path()).args([
+    let first = json_out(queue(dir.path()).args([
         "queue",
         "enqueue",
         "NOTIFY_SHIPMENT",
@@ -93,7 +79,7 @@ fn migrate_enqueue_status_list_round_trip() {
         "--format",
         "json",
     ]));
-    let again = json_out(scaffold(dir.path()).args([
+    let again = json_out(queue(dir.path()).args([
         "queue",
         "enqueue",
         "NOTIFY_SHIPMENT",
@@ -108,7 +94,7 @@ fn migrate_enqueue_status_list_round_trip() {
         first["id"], again["id"],
         "a live dedupe key returns the live item"
     );
-    scaffold(dir.path())
+    queue(dir.path())
         .args([
             "queue",
             "enqueue",
@@ -118,11 +104,10 @@ fn migrate_enqueue_status_list_round_trip() {
             "--run-at",
             "2999-01-01T00:00:00Z",
         ])
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("REINDEX on lane bulk"));
+        .stdout_has("REINDEX on lane bulk")
+        .run();
 
-    let raw = raw_out(scaffold(dir.path()).args(["queue", "status", "--format", "json"]));
+    let raw = raw_out(queue(dir.path()).args(["queue", "status", "--format", "json"]));
     assert_key_order(
         &raw,
         &[
@@ -160,54 +145,47 @@ fn migrate_enqueue_status_list_round_trip() {
     assert_eq!(status["outbox"]["pending"], 0);
 
     let list = json_out(
-        scaffold(dir.path()).args(["queue", "list", "--lane", "default", "--format", "json"]),
+        queue(dir.path()).args(["queue", "list", "--lane", "default", "--format", "json"]),
     );
     let items = list["items"].as_array().expect("items");
     assert_eq!(items.len(), 1);
     assert_eq!(items[0]["payload"]["shipment_id"], "s-1");
     assert_eq!(items[0]["state"], "available");
-    scaffold(dir.path())
+    queue(dir.path())
         .args(["queue", "list", "--state", "dead"])
-        .assert()
-        .success()
-        .stdout("no items\n");
+        .stdout("no items\n")
+        .run();
 }
 
 #[test]
 fn retry_and_discard_refuse_items_that_are_not_dead() {
     let dir = tempfile::tempdir().expect("tempdir");
-    scaffold(dir.path())
-        .args(["queue", "migrate"])
-        .assert()
-        .success();
-    scaffold(dir.path())
-        .args(["queue", "enqueue", "JOB"])
-        .assert()
-        .success();
-    scaffold(dir.path())
+    queue(dir.path()).args(["queue", "migrate"]).run();
+    queue(dir.path()).args(["queue", "enqueue", "JOB"]).run();
+    queue(dir.path())
         .args(["queue", "retry", "1"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("only dead items can be retried"));
-    scaffold(dir.path())
+        .status(2)
+        .stderr_has("only dead items can be retried")
+        .run();
+    queue(dir.path())
         .args(["queue", "discard", "1"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("only dead items can be discarded"));
-    scaffold(dir.path())
+        .status(2)
+        .stderr_has("only dead items can be discarded")
+        .run();
+    queue(dir.path())
         .args(["queue", "discard", "999"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("no work item with id 999"));
+        .status(2)
+        .stderr_has("no work item with id 999")
+        .run();
     let none =
-        json_out(scaffold(dir.path()).args(["queue", "retry", "--all-dead", "--format", "json"]));
+        json_out(queue(dir.path()).args(["queue", "retry", "--all-dead", "--format", "json"]));
     assert_eq!(none["retried"], 0);
 }
 
 #[test]
 fn bench_drains_every_job_and_reports_the_documented_shape() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let raw = raw_out(scaffold(dir.path()).args([
+    let raw = raw_out(queue(dir.path()).args([
         "queue",
         "bench",
         "--jobs",
@@ -243,7 +221,10 @@ fn bench_drains_every_job_and_reports_the_documented_shape() {
 fn the_default_database_is_relative_to_the_working_directory_after_dash_c() {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::create_dir(dir.path().join("svc")).expect("mkdir");
-    scaffold(dir.path())
+    // Built by hand: what is under test is `-C` relative to the process's own directory.
+    crate::common::scaffold()
+        .current_dir(dir.path())
+        .env_remove("SCAFFOLD_QUEUE_DATABASE")
         .args(["-C", "svc", "queue", "migrate"])
         .assert()
         .success();
@@ -301,7 +282,7 @@ fn queue_commands_take_a_postgres_database() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = ["--database", url.as_str()];
     let migrated = json_out(
-        scaffold(dir.path())
+        queue(dir.path())
             .args(["queue", "migrate", "--format", "json"])
             .args(db),
     );
@@ -311,7 +292,7 @@ fn queue_commands_take_a_postgres_database() {
     );
     let enqueue = |key: &str| {
         json_out(
-            scaffold(dir.path())
+            queue(dir.path())
                 .args([
                     "queue",
                     "enqueue",
@@ -334,13 +315,13 @@ fn queue_commands_take_a_postgres_database() {
     );
     assert_ne!(first["id"], enqueue("s-2")["id"]);
     let listed = json_out(
-        scaffold(dir.path())
+        queue(dir.path())
             .args(["queue", "list", "--format", "json"])
             .args(db),
     );
     assert_eq!(listed["items"].as_array().map(Vec::len), Some(2));
     let bench = json_out(
-        scaffold(dir.path())
+        queue(dir.path())
             .args([
                 "queue",
                 "bench",
@@ -364,12 +345,9 @@ fn queue_commands_take_a_postgres_database() {
 #[test]
 fn a_duplicate_is_said_and_dedupe_is_per_kind() {
     let dir = tempfile::tempdir().expect("tempdir");
-    scaffold(dir.path())
-        .args(["queue", "migrate"])
-        .assert()
-        .success();
+    queue(dir.path()).args(["queue", "migrate"]).run();
     let enqueue = |kind: &str| {
-        json_out(scaffold(dir.path()).args([
+        json_out(queue(dir.path()).args([
             "queue",
             "enqueue",
             kind,
@@ -390,25 +368,20 @@ fn a_duplicate_is_said_and_dedupe_is_per_kind() {
     assert_eq!(other["duplicate"], false, "another kind's key is its own");
     assert_ne!(other["id"], first["id"]);
     assert_eq!(other["kind"], "FOO");
-    scaffold(dir.path())
-        .args(["queue", "enqueue", "FOO", "--dedupe-key", "s-1"])
-        .assert()
-        .success()
-        .stdout(predicate::str::starts_with(format!(
-            "duplicate: live item {} (FOO, available) already holds dedupe key `s-1`",
-            other["id"]
-        )));
+    let said = raw_out(queue(dir.path()).args(["queue", "enqueue", "FOO", "--dedupe-key", "s-1"]));
+    let expected = format!(
+        "duplicate: live item {} (FOO, available) already holds dedupe key `s-1`",
+        other["id"]
+    );
+    assert!(said.starts_with(&expected), "{said}");
 }
 
 #[test]
 fn operator_commands_show_cancel_signal_and_workers() {
     let dir = tempfile::tempdir().expect("tempdir");
-    scaffold(dir.path())
-        .args(["queue", "migrate"])
-        .assert()
-        .success();
+    queue(dir.path()).args(["queue", "migrate"]).run();
     std::fs::write(dir.path().join("payload.json"), r#"{"id": "s-9"}"#).expect("write");
-    let item = json_out(scaffold(dir.path()).args([
+    let item = json_out(queue(dir.path()).args([
         "queue",
         "enqueue",
         "NOTIFY_SHIPMENT",
@@ -419,7 +392,7 @@ fn operator_commands_show_cancel_signal_and_workers() {
     ]));
     assert_eq!(item["payload"]["id"], "s-9");
     let id = item["id"].to_string();
-    let raw = raw_out(scaffold(dir.path()).args(["queue", "show", &id, "--format", "json"]));
+    let raw = raw_out(queue(dir.path()).args(["queue", "show", &id, "--format", "json"]));
     assert_key_order(
         &raw,
         &["id", "state", "attempt", "fence", "lease_owner", "effects"],
@@ -434,60 +407,43 @@ fn operator_commands_show_cancel_signal_and_workers() {
     ] {
         assert!(shown.get(key).is_some(), "show has no {key}: {shown}");
     }
-    scaffold(dir.path())
+    queue(dir.path())
         .args(["queue", "show", &id])
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("lease owner   -"))
-        .stdout(predicate::str::contains(r#"payload       {"id":"s-9"}"#));
-    scaffold(dir.path())
+        .stdout_has("lease owner   -")
+        .stdout_has(r#"payload       {"id":"s-9"}"#)
+        .run();
+    queue(dir.path())
         .args(["queue", "cancel", &id])
-        .assert()
-        .success()
-        .stdout(format!("cancelled item {id} (now dead)\n"));
+        .stdout(&format!("cancelled item {id} (now dead)\n"))
+        .run();
     // A second cancel is refused; with --format json the error is JSON on stdout.
-    let out = scaffold(dir.path())
-        .args(["queue", "cancel", &id, "--format", "json"])
-        .assert()
-        .code(2)
-        .get_output()
-        .stdout
-        .clone();
-    let err: Value = serde_json::from_slice(&out).expect("the error is JSON");
+    let err = json_error(dir.path(), &["queue", "cancel", &id, "--format", "json"]);
     assert_eq!(err["error"]["code"], "scaffold::queue::not_live");
-    scaffold(dir.path())
+    queue(dir.path())
         .args(["queue", "signal", "payment-received"])
-        .assert()
-        .success()
-        .stdout("signal `payment-received` woke 0 parked item(s)\n");
-    scaffold(dir.path())
+        .stdout("signal `payment-received` woke 0 parked item(s)\n")
+        .run();
+    queue(dir.path())
         .args(["queue", "workers"])
-        .assert()
-        .success()
-        .stdout("no workers\n");
-    scaffold(dir.path())
+        .stdout("no workers\n")
+        .run();
+    queue(dir.path())
         .args(["queue", "release", "worker-1"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("no worker `worker-1`"));
+        .status(2)
+        .stderr_has("no worker `worker-1`")
+        .run();
 }
 
 #[test]
 fn list_is_newest_first_limited_and_filtered_by_kind() {
     let dir = tempfile::tempdir().expect("tempdir");
-    scaffold(dir.path())
-        .args(["queue", "migrate"])
-        .assert()
-        .success();
+    queue(dir.path()).args(["queue", "migrate"]).run();
     for kind in ["A", "B", "A"] {
-        scaffold(dir.path())
-            .args(["queue", "enqueue", kind])
-            .assert()
-            .success();
+        queue(dir.path()).args(["queue", "enqueue", kind]).run();
     }
     let ids = |extra: &[&str]| -> Vec<i64> {
         let list = json_out(
-            scaffold(dir.path())
+            queue(dir.path())
                 .args(["queue", "list", "--format", "json"])
                 .args(extra),
         );
@@ -506,7 +462,7 @@ fn list_is_newest_first_limited_and_filtered_by_kind() {
 #[test]
 fn bench_runs_report_the_median_and_range() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let report = json_out(scaffold(dir.path()).args([
+    let report = json_out(queue(dir.path()).args([
         "queue",
         "bench",
         "--jobs",
@@ -537,10 +493,7 @@ fn bench_runs_report_the_median_and_range() {
 #[test]
 fn release_refuses_a_worker_that_heartbeated_within_its_lease() {
     let dir = tempfile::tempdir().expect("tempdir");
-    scaffold(dir.path())
-        .args(["queue", "migrate"])
-        .assert()
-        .success();
+    queue(dir.path()).args(["queue", "migrate"]).run();
     let url = format!(
         "sqlite://{}",
         dir.path().join(".scaffold/queue.db").display()
@@ -568,20 +521,18 @@ fn release_refuses_a_worker_that_heartbeated_within_its_lease() {
             .await
             .expect("worker");
     });
-    scaffold(dir.path())
+    queue(dir.path())
         .args(["queue", "workers"])
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("w-live"))
-        .stdout(predicate::str::contains("1 (1)"));
-    scaffold(dir.path())
+        .stdout_has("w-live")
+        .stdout_has("1 (1)")
+        .run();
+    queue(dir.path())
         .args(["queue", "release", "w-live"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("within its lease"));
-    scaffold(dir.path())
+        .status(2)
+        .stderr_has("within its lease")
+        .run();
+    queue(dir.path())
         .args(["queue", "release", "w-live", "--force"])
-        .assert()
-        .success()
-        .stdout("released 1 item(s) held by w-live; w-live is OFFLINE\n");
+        .stdout("released 1 item(s) held by w-live; w-live is OFFLINE\n")
+        .run();
 }

@@ -16,7 +16,7 @@ use fantoccini::{Client, ClientBuilder, Locator};
 use scaffold_runtime::store::Store;
 use serde_json::{Value, json};
 
-use super::{json_out, scaffold};
+use super::{json_out, queue};
 
 /// `POST /session/{id}/se/log {"type":"browser"}`: ChromeDriver's console log (console
 /// errors, CSP violations and failed loads are SEVERE), emptied as it is read.
@@ -173,10 +173,7 @@ fn the_dashboard_in_a_real_browser() {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
-    scaffold(dir.path())
-        .args(["queue", "migrate"])
-        .assert()
-        .success();
+    queue(dir.path()).args(["queue", "migrate"]).run();
     let mut ids = Vec::new();
     for (kind, lane, key) in [
         ("NOTIFY_SHIPMENT", "default", "order-1"),
@@ -184,7 +181,7 @@ fn the_dashboard_in_a_real_browser() {
         ("REINDEX_SHIPMENTS", "bulk", "reindex-7"),
         ("BOOK_PICKUP", "default", "pickup-3"),
     ] {
-        let doc = json_out(scaffold(dir.path()).args([
+        let doc = json_out(queue(dir.path()).args([
             "queue",
             "enqueue",
             kind,
@@ -200,12 +197,11 @@ fn the_dashboard_in_a_real_browser() {
         ids.push(doc["id"].as_i64().expect("id"));
     }
     // One dead (cancelled), the rest available.
-    scaffold(dir.path())
+    queue(dir.path())
         .args(["queue", "cancel", &ids[3].to_string()])
-        .assert()
-        .success();
+        .run();
     let token = json_out(
-        scaffold(dir.path()).args(["queue", "operator", "add", "ana", "--format", "json"]),
+        queue(dir.path()).args(["queue", "operator", "add", "ana", "--format", "json"]),
     )["token"]
         .as_str()
         .expect("token")

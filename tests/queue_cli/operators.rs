@@ -5,18 +5,14 @@
 
 use std::time::Duration;
 
-use predicates::prelude::*;
 use scaffold_runtime::{ItemState, NewItem, Outcome, Store, WorkerRecord, WorkerState};
 use serde_json::Value;
 
-use super::{PgSchema, json_error, json_out, raw_out, scaffold};
+use super::{PgSchema, json_error, json_out, queue, raw_out};
 
 fn migrated() -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().expect("tempdir");
-    scaffold(dir.path())
-        .args(["queue", "migrate"])
-        .assert()
-        .success();
+    queue(dir.path()).args(["queue", "migrate"]).run();
     let url = format!(
         "sqlite://{}",
         dir.path().join(".scaffold/queue.db").display()
@@ -55,7 +51,7 @@ fn show_lists_every_attempt_of_an_item() {
         id
     });
     let raw =
-        raw_out(scaffold(dir.path()).args(["queue", "show", &id.to_string(), "--format", "json"]));
+        raw_out(queue(dir.path()).args(["queue", "show", &id.to_string(), "--format", "json"]));
     let shown: Value = serde_json::from_str(&raw).expect("JSON");
     let attempts = shown["attempts"].as_array().expect("attempts");
     let row = |a: &Value| {
@@ -91,13 +87,12 @@ fn show_lists_every_attempt_of_an_item() {
             .iter()
             .all(|a| a["claimed_at"].is_string() && a["finished_at"].is_string())
     );
-    scaffold(dir.path())
+    queue(dir.path())
         .args(["queue", "show", &id.to_string()])
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("    #1 fence 1 by w-1: claimed "))
-        .stdout(predicate::str::contains(" (carrier timed out)"))
-        .stdout(predicate::str::contains("    #2 fence 2 by w-2: claimed "));
+        .stdout_has("    #1 fence 1 by w-1: claimed ")
+        .stdout_has(" (carrier timed out)")
+        .stdout_has("    #2 fence 2 by w-2: claimed ")
+        .run();
 }
 
 #[test]
@@ -122,8 +117,7 @@ fn drain_asks_a_live_worker_and_refuses_an_unknown_or_offline_one() {
                 .expect("worker");
         }
     });
-    let done =
-        json_out(scaffold(dir.path()).args(["queue", "drain", "w-live", "--format", "json"]));
+    let done = json_out(queue(dir.path()).args(["queue", "drain", "w-live", "--format", "json"]));
     assert_eq!(done["draining"], "w-live");
     let workers = block_on(async {
         Store::open(&url)
@@ -179,7 +173,7 @@ fn retry_kind_retries_the_dead_of_that_kind_only() {
         (ids[0], ids[1])
     });
     let done =
-        json_out(scaffold(dir.path()).args(["queue", "retry", "--kind", "A", "--format", "json"]));
+        json_out(queue(dir.path()).args(["queue", "retry", "--kind", "A", "--format", "json"]));
     assert_eq!(done["retried"], 1);
     let state = |id: i64| {
         block_on(async {
@@ -191,10 +185,10 @@ fn retry_kind_retries_the_dead_of_that_kind_only() {
         (state(a), state(b)),
         (ItemState::Available, ItemState::Dead)
     );
-    scaffold(dir.path())
+    queue(dir.path())
         .args(["queue", "retry", "1", "--kind", "A"])
-        .assert()
-        .code(2);
+        .status(2)
+        .run();
     let err = json_error(
         dir.path(),
         &["queue", "retry", "--kind", "not a kind", "--format", "json"],
@@ -206,20 +200,16 @@ fn retry_kind_retries_the_dead_of_that_kind_only() {
 fn list_filters_by_dedupe_key_and_pages_by_keyset() {
     let (dir, _) = migrated();
     for key in ["k-1", "k-2", "k-1-other"] {
-        scaffold(dir.path())
+        queue(dir.path())
             .args(["queue", "enqueue", "A", "--dedupe-key", key])
-            .assert()
-            .success();
+            .run();
     }
     for _ in 0..3 {
-        scaffold(dir.path())
-            .args(["queue", "enqueue", "B"])
-            .assert()
-            .success();
+        queue(dir.path()).args(["queue", "enqueue", "B"]).run();
     }
     let ids = |extra: &[&str]| -> Vec<i64> {
         let list = json_out(
-            scaffold(dir.path())
+            queue(dir.path())
                 .args(["queue", "list", "--format", "json"])
                 .args(extra),
         );
@@ -254,18 +244,19 @@ fn usage_and_working_directory_errors_are_json_under_format_json() {
             "{err}"
         );
     }
+    // `-C` to a folder that does not exist.
     let err = json_error(
-        dir.path(),
-        &["-C", "no-such-dir", "queue", "status", "--format", "json"],
+        &dir.path().join("no-such-dir"),
+        &["queue", "status", "--format", "json"],
     );
     assert_eq!(err["error"]["code"], "scaffold::queue::chdir");
     // Without --format json a usage error stays clap's, on stderr.
-    scaffold(dir.path())
+    queue(dir.path())
         .args(["queue", "list", "--limit", "many"])
-        .assert()
-        .code(2)
+        .status(2)
         .stdout("")
-        .stderr(predicate::str::contains("invalid value 'many'"));
+        .stderr_has("invalid value 'many'")
+        .run();
 }
 
 #[test]
@@ -305,7 +296,7 @@ fn bench_runs_each_get_a_fresh_queue_and_the_headline_is_their_median() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("mine.db");
     let url = format!("sqlite://{}", db.display());
-    let report = json_out(scaffold(dir.path()).args([
+    let report = json_out(queue(dir.path()).args([
         "queue",
         "bench",
         "--jobs",
@@ -371,7 +362,7 @@ fn postgres_bench_runs_get_fresh_schemas_and_migrate_prints_no_password() {
     };
     let dir = tempfile::tempdir().expect("tempdir");
     for format in ["human", "json"] {
-        let out = raw_out(scaffold(dir.path()).args([
+        let out = raw_out(queue(dir.path()).args([
             "queue",
             "migrate",
             "--database",
@@ -382,7 +373,7 @@ fn postgres_bench_runs_get_fresh_schemas_and_migrate_prints_no_password() {
         assert!(!out.contains("hunter2"), "{out}");
         assert!(out.contains("***"), "the password's place is shown: {out}");
     }
-    let report = json_out(scaffold(dir.path()).args([
+    let report = json_out(queue(dir.path()).args([
         "queue",
         "bench",
         "--jobs",

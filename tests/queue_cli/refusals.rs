@@ -2,7 +2,7 @@
 //! unwritable or missing path, bad payloads, kinds and sizes, a symlinked kinds file —
 //! each said once, with nothing written and no secret shown.
 
-use super::*;
+use super::{json_error, json_out, queue};
 
 #[test]
 fn a_file_that_is_not_a_database_is_refused_and_left_untouched() {
@@ -16,14 +16,12 @@ fn a_file_that_is_not_a_database_is_refused_and_left_untouched() {
         vec!["enqueue", "JOB"],
         vec!["list"],
     ] {
-        scaffold(dir.path())
+        queue(dir.path())
             .args(["queue", "--database", "sqlite://notes.db"])
             .args(&args)
-            .assert()
-            .code(2)
-            .stderr(predicate::str::contains(
-                "is not a SQLite database; it was left untouched",
-            ));
+            .status(2)
+            .stderr_has("is not a SQLite database; it was left untouched")
+            .run();
         assert_eq!(
             std::fs::read(&file).expect("read"),
             bytes,
@@ -31,7 +29,7 @@ fn a_file_that_is_not_a_database_is_refused_and_left_untouched() {
         );
     }
     // A bench never opens the named file: each run gets a fresh one beside it.
-    scaffold(dir.path())
+    queue(dir.path())
         .args([
             "queue",
             "--database",
@@ -40,8 +38,7 @@ fn a_file_that_is_not_a_database_is_refused_and_left_untouched() {
             "--jobs",
             "10",
         ])
-        .assert()
-        .success();
+        .run();
     assert_eq!(
         std::fs::read(&file).expect("read"),
         bytes,
@@ -53,10 +50,7 @@ fn a_file_that_is_not_a_database_is_refused_and_left_untouched() {
 #[test]
 fn a_newer_schema_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
-    scaffold(dir.path())
-        .args(["queue", "migrate"])
-        .assert()
-        .success();
+    queue(dir.path()).args(["queue", "migrate"]).run();
     let db = dir.path().join(".scaffold/queue.db");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -80,13 +74,13 @@ fn a_newer_schema_is_refused() {
     });
     let before = std::fs::read(&db).expect("read");
     for args in [vec!["migrate"], vec!["status"], vec!["enqueue", "JOB"]] {
-        scaffold(dir.path())
-            .arg("queue")
+        queue(dir.path())
+            .args(["queue"])
             .args(&args)
-            .assert()
-            .code(2)
-            .stderr(predicate::str::contains("schema version 99"))
-            .stderr(predicate::str::contains("upgrade scaffold"));
+            .status(2)
+            .stderr_has("schema version 99")
+            .stderr_has("upgrade scaffold")
+            .run();
     }
     assert_eq!(std::fs::read(&db).expect("read"), before);
 }
@@ -95,18 +89,16 @@ fn a_newer_schema_is_refused() {
 fn an_unwritable_path_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(dir.path().join("plain-file"), "x").expect("write");
-    scaffold(dir.path())
+    queue(dir.path())
         .args([
             "queue",
             "--database",
             "sqlite://plain-file/queue.db",
             "migrate",
         ])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(
-            "cannot create or write the queue database",
-        ));
+        .status(2)
+        .stderr_has("cannot create or write the queue database")
+        .run();
     assert_eq!(
         std::fs::read(dir.path().join("plain-file")).expect("read"),
         b"x"
@@ -116,43 +108,40 @@ fn an_unwritable_path_is_refused() {
 #[test]
 fn a_missing_database_is_not_created_by_reads() {
     let dir = tempfile::tempdir().expect("tempdir");
-    scaffold(dir.path())
+    queue(dir.path())
         .args(["queue", "status"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("scaffold queue migrate"));
+        .status(2)
+        .stderr_has("scaffold queue migrate")
+        .run();
     assert!(!dir.path().join(".scaffold").exists());
 }
 
 #[test]
 fn a_malformed_payload_is_refused_and_nothing_is_enqueued() {
     let dir = tempfile::tempdir().expect("tempdir");
-    scaffold(dir.path())
-        .args(["queue", "migrate"])
-        .assert()
-        .success();
-    scaffold(dir.path())
+    queue(dir.path()).args(["queue", "migrate"]).run();
+    queue(dir.path())
         .args(["queue", "enqueue", "JOB", "--payload", "{shipment_id: s-1}"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("the payload is not valid JSON"));
-    scaffold(dir.path())
+        .status(2)
+        .stderr_has("the payload is not valid JSON")
+        .run();
+    queue(dir.path())
         .args(["queue", "enqueue", "JOB", "--run-at", "next tuesday"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("is not a time"));
-    let list = json_out(scaffold(dir.path()).args(["queue", "list", "--format", "json"]));
+        .status(2)
+        .stderr_has("is not a time")
+        .run();
+    let list = json_out(queue(dir.path()).args(["queue", "list", "--format", "json"]));
     assert_eq!(list["items"].as_array().map(Vec::len), Some(0));
 }
 
 #[test]
 fn an_unknown_kind_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
-    scaffold(dir.path())
+    queue(dir.path())
         .args(["queue", "enqueue", "notify_shipment"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("is not a work kind name"));
+        .status(2)
+        .stderr_has("is not a work kind name")
+        .run();
     // Inside a repository, the kind must be one its om/ registers.
     std::fs::create_dir_all(dir.path().join("agent")).expect("mkdir");
     std::fs::write(dir.path().join("agent/codemap.yml"), "{}\n").expect("write");
@@ -171,56 +160,40 @@ fn an_unknown_kind_is_refused() {
 "#,
     )
     .expect("write");
-    scaffold(dir.path())
-        .args(["queue", "migrate"])
-        .assert()
-        .success();
-    scaffold(dir.path())
+    queue(dir.path()).args(["queue", "migrate"]).run();
+    queue(dir.path())
         .args(["queue", "enqueue", "NOTIFY_SHIPPMENT"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("unknown kind `NOTIFY_SHIPPMENT`"))
-        .stderr(predicate::str::contains("NOTIFY_SHIPMENT"));
-    scaffold(dir.path())
+        .status(2)
+        .stderr_has("unknown kind `NOTIFY_SHIPPMENT`")
+        .stderr_has("NOTIFY_SHIPMENT")
+        .run();
+    queue(dir.path())
         .args(["queue", "enqueue", "NOTIFY_SHIPMENT"])
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("on lane notify"));
+        .stdout_has("on lane notify")
+        .run();
     // A lane the spec does not name is refused, pointing at the spec.
-    scaffold(dir.path())
-        .args(["queue", "enqueue", "NOTIFY_SHIPMENT", "--lane", "other"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(
-            "kind `NOTIFY_SHIPMENT` runs on lane `notify` (om/src/shipping/kinds.rs:2), not `other`",
-        ));
-    scaffold(dir.path())
+    queue(dir.path()).args(["queue", "enqueue", "NOTIFY_SHIPMENT", "--lane", "other"]).status(2).stderr_has("kind `NOTIFY_SHIPMENT` runs on lane `notify` (om/src/shipping/kinds.rs:2), not `other`",).run();
+    queue(dir.path())
         .args(["queue", "enqueue", "NOTIFY_SHIPMENT", "--lane", "notify"])
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("on lane notify"));
+        .stdout_has("on lane notify")
+        .run();
 }
 
 #[test]
 fn sarif_is_refused_for_queue_commands() {
     let dir = tempfile::tempdir().expect("tempdir");
-    scaffold(dir.path())
+    queue(dir.path())
         .args(["queue", "status", "--format", "sarif"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(
-            "invalid value 'sarif' for '--format <FORMAT>'",
-        ))
-        .stderr(predicate::str::contains("[possible values: human, json]"));
+        .status(2)
+        .stderr_has("invalid value 'sarif' for '--format <FORMAT>'")
+        .stderr_has("[possible values: human, json]")
+        .run();
 }
 
 #[test]
 fn bad_enqueue_inputs_are_refused_not_clamped() {
     let dir = tempfile::tempdir().expect("tempdir");
-    scaffold(dir.path())
-        .args(["queue", "migrate"])
-        .assert()
-        .success();
+    queue(dir.path()).args(["queue", "migrate"]).run();
     for (args, says) in [
         (&["--max-attempts", "0"][..], "0 is not in 1.."),
         (&["--run-at", "253402300800000"][..], "is not a time"),
@@ -231,14 +204,14 @@ fn bad_enqueue_inputs_are_refused_not_clamped() {
             "cannot read the payload file",
         ),
     ] {
-        scaffold(dir.path())
+        queue(dir.path())
             .args(["queue", "enqueue", "A"])
             .args(args)
-            .assert()
-            .code(2)
-            .stderr(predicate::str::contains(says));
+            .status(2)
+            .stderr_has(says)
+            .run();
     }
-    let list = json_out(scaffold(dir.path()).args(["queue", "list", "--format", "json"]));
+    let list = json_out(queue(dir.path()).args(["queue", "list", "--format", "json"]));
     assert_eq!(
         list["items"].as_array().map(Vec::len),
         Some(0),
@@ -267,24 +240,20 @@ fn a_missing_postgres_database_is_said_once_without_the_password() {
     let url = format!("{scheme}://{authority}/scaffold_no_such_db");
     let dir = tempfile::tempdir().expect("tempdir");
     // JSON, so no line wrapping splits what is counted; the human form says the same.
-    let out = scaffold(dir.path())
-        .args(["queue", "status", "--format", "json", "--database", &url])
-        .assert()
-        .code(2)
-        .get_output()
-        .stdout
-        .clone();
-    let doc: Value = serde_json::from_slice(&out).expect("the error is JSON");
+    let doc = json_error(
+        dir.path(),
+        &["queue", "status", "--format", "json", "--database", &url],
+    );
     let text = doc.to_string();
     let said = "database \\\"scaffold_no_such_db\\\" does not exist";
     assert_eq!(text.matches(said).count(), 1, "{text}");
     assert!(text.contains("cannot connect to PostgreSQL at"), "{text}");
     assert!(!text.contains("hunter2"), "{text}");
-    scaffold(dir.path())
+    queue(dir.path())
         .args(["queue", "status", "--database", &url])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("hunter2").not());
+        .status(2)
+        .never_prints("hunter2")
+        .run();
 }
 
 #[test]
@@ -296,12 +265,12 @@ fn bench_sizes_are_bounded() {
         ["--concurrency", "0"],
         ["--concurrency", "100000"],
     ] {
-        scaffold(dir.path())
+        queue(dir.path())
             .args(["queue", "bench", "--database", "memory://"])
             .args(args)
-            .assert()
-            .code(2)
-            .stderr(predicate::str::contains("is not in"));
+            .status(2)
+            .stderr_has("is not in")
+            .run();
     }
 }
 
@@ -325,17 +294,12 @@ fn a_symlinked_kinds_file_is_refused_unread() {
         dir.path().join("om/src/kinds.rs"),
     )
     .expect("link");
-    scaffold(dir.path())
-        .args(["queue", "migrate"])
-        .assert()
-        .success();
-    scaffold(dir.path())
+    queue(dir.path()).args(["queue", "migrate"]).run();
+    queue(dir.path())
         .args(["queue", "enqueue", "OTHER"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(
-            "cannot read the kinds the repository registers",
-        ))
-        .stderr(predicate::str::contains("om/src/kinds.rs"))
-        .stderr(predicate::str::contains("SECRET_TOKEN_VALUE").not());
+        .status(2)
+        .stderr_has("cannot read the kinds the repository registers")
+        .stderr_has("om/src/kinds.rs")
+        .never_prints("SECRET_TOKEN_VALUE")
+        .run();
 }

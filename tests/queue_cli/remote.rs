@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Child, Stdio};
 
-use super::{json_error, json_out, scaffold};
+use super::{json_error, json_out, queue};
 
 /// `scaffold queue serve` on 127.0.0.1:0; returns the process and the origin it said.
 fn serve(dir: &Path) -> (Child, String) {
@@ -62,11 +62,8 @@ fn get(origin: &str, path: &str) -> String {
 #[test]
 fn enroll_prints_once_or_writes_a_private_file_never_over_another() {
     let dir = tempfile::tempdir().expect("tempdir");
-    scaffold(dir.path())
-        .args(["queue", "migrate"])
-        .assert()
-        .success();
-    let doc = json_out(scaffold(dir.path()).args([
+    queue(dir.path()).args(["queue", "migrate"]).run();
+    let doc = json_out(queue(dir.path()).args([
         "queue",
         "enroll",
         "--worker",
@@ -79,7 +76,7 @@ fn enroll_prints_once_or_writes_a_private_file_never_over_another() {
     let token = doc["token"].as_str().expect("token");
     assert!(token.starts_with("scf_enr_"), "{doc}");
     assert_eq!(doc["kinds"], serde_json::json!(["RENDER_PDF"]));
-    let doc = json_out(scaffold(dir.path()).args([
+    let doc = json_out(queue(dir.path()).args([
         "queue", "enroll", "--worker", "render", "--out", "token", "--format", "json",
     ]));
     assert!(
@@ -98,10 +95,10 @@ fn enroll_prints_once_or_writes_a_private_file_never_over_another() {
         assert_eq!(mode & 0o777, 0o600);
     }
     // An existing file is never written over, and no token is made for it.
-    scaffold(dir.path())
+    queue(dir.path())
         .args(["queue", "enroll", "--worker", "render", "--out", "token"])
-        .assert()
-        .code(2);
+        .status(2)
+        .run();
     assert_eq!(
         std::fs::read_to_string(dir.path().join("token")).expect("token"),
         written
@@ -109,12 +106,12 @@ fn enroll_prints_once_or_writes_a_private_file_never_over_another() {
     for bad in [["--worker", "a b"], ["--account", "x/y"]] {
         let mut args = vec!["queue", "enroll", "--worker", "ok"];
         args.extend(bad);
-        scaffold(dir.path()).args(&args).assert().code(2);
+        queue(dir.path()).args(&args).status(2).run();
     }
-    scaffold(dir.path())
+    queue(dir.path())
         .args(["queue", "enroll", "--worker", "ok", "--kinds", "lower"])
-        .assert()
-        .code(2);
+        .status(2)
+        .run();
     // Revoking a name nobody enrolled under yet kills its tokens; an unknown one is an error.
     let doc = json_error(
         dir.path(),
@@ -129,12 +126,9 @@ fn enroll_prints_once_or_writes_a_private_file_never_over_another() {
 #[test]
 fn artifacts_go_in_and_out_and_show_lists_them() {
     let dir = tempfile::tempdir().expect("tempdir");
-    scaffold(dir.path())
-        .args(["queue", "migrate"])
-        .assert()
-        .success();
+    queue(dir.path()).args(["queue", "migrate"]).run();
     std::fs::write(dir.path().join("in.txt"), b"hello").expect("file");
-    let doc = json_out(scaffold(dir.path()).args([
+    let doc = json_out(queue(dir.path()).args([
         "queue",
         "put-artifact",
         "in.txt",
@@ -149,7 +143,7 @@ fn artifacts_go_in_and_out_and_show_lists_them() {
         (doc["size"].as_u64(), doc["name"].as_str()),
         (Some(5), Some("in.txt"))
     );
-    scaffold(dir.path())
+    queue(dir.path())
         .args([
             "queue",
             "get-artifact",
@@ -159,8 +153,7 @@ fn artifacts_go_in_and_out_and_show_lists_them() {
             "--out",
             "back.txt",
         ])
-        .assert()
-        .success();
+        .run();
     assert_eq!(
         std::fs::read(dir.path().join("back.txt")).expect("back"),
         b"hello"
@@ -180,27 +173,24 @@ fn artifacts_go_in_and_out_and_show_lists_them() {
     );
     assert_eq!(doc["error"]["code"], "scaffold::queue::no_artifact");
     assert!(!dir.path().join("other.txt").exists());
-    scaffold(dir.path())
+    queue(dir.path())
         .args(["queue", "get-artifact", "abc", "--out", "x"])
-        .assert()
-        .code(2);
-    scaffold(dir.path())
+        .status(2)
+        .run();
+    queue(dir.path())
         .args(["queue", "put-artifact", "."])
-        .assert()
-        .code(2);
+        .status(2)
+        .run();
 }
 
 #[test]
 fn serve_refuses_plain_http_off_loopback_and_needs_a_transport() {
     let dir = tempfile::tempdir().expect("tempdir");
-    scaffold(dir.path())
-        .args(["queue", "migrate"])
-        .assert()
-        .success();
-    scaffold(dir.path())
+    queue(dir.path()).args(["queue", "migrate"]).run();
+    queue(dir.path())
         .args(["queue", "serve", "--listen", "127.0.0.1:0"])
-        .assert()
-        .code(2);
+        .status(2)
+        .run();
     let doc = json_error(
         dir.path(),
         &[
@@ -235,11 +225,8 @@ fn an_independent_python_worker_runs_a_job_through_serve() {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
-    scaffold(dir.path())
-        .args(["queue", "migrate"])
-        .assert()
-        .success();
-    let doc = json_out(scaffold(dir.path()).args([
+    queue(dir.path()).args(["queue", "migrate"]).run();
+    let doc = json_out(queue(dir.path()).args([
         "queue",
         "enqueue",
         "RENDER_PDF",
@@ -251,7 +238,7 @@ fn an_independent_python_worker_runs_a_job_through_serve() {
         "json",
     ]));
     let id = doc["id"].as_i64().expect("id");
-    let token = json_out(scaffold(dir.path()).args([
+    let token = json_out(queue(dir.path()).args([
         "queue",
         "enroll",
         "--worker",
@@ -294,7 +281,7 @@ fn an_independent_python_worker_runs_a_job_through_serve() {
     );
     let seen: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the client's line");
     let show =
-        json_out(scaffold(dir.path()).args(["queue", "show", &id.to_string(), "--format", "json"]));
+        json_out(queue(dir.path()).args(["queue", "show", &id.to_string(), "--format", "json"]));
     assert_eq!(show["state"], "completed");
     assert_eq!(show["artifacts"][0]["sha256"], seen["output"]);
     assert_eq!(show["artifacts"][0]["role"], "output");
