@@ -160,13 +160,7 @@ impl Repo {
         if let Some(b) = self.overlay.as_ref().and_then(|o| o.bytes(rel)) {
             return (b.len() as u64 <= limit).then(|| b.to_vec());
         }
-        let mut bytes = Vec::new();
-        std::io::Read::read_to_end(
-            &mut std::io::Read::take(open_in(&self.root, rel)?, limit + 1),
-            &mut bytes,
-        )
-        .ok()?;
-        (bytes.len() as u64 <= limit).then_some(bytes)
+        read_open_bytes(open_in(&self.root, rel)?, None, limit).ok()
     }
 
     /// A planned file's text, refused past [`TEXT_LIMIT`]; `None` when `rel` is not
@@ -439,14 +433,25 @@ pub(crate) fn read_open(file: std::fs::File, len: Option<u64>) -> Option<String>
 
 /// [`read_open`] with a limit, saying why a file was not read.
 pub(crate) fn read_open_within(
-    mut file: std::fs::File,
+    file: std::fs::File,
     len: Option<u64>,
     limit: u64,
 ) -> Result<String, Unread> {
+    read_open_bytes(file, len, limit).map(into_text)
+}
+
+/// An open file's bytes, read as [`read_open_within`] reads them.
+fn read_open_bytes(
+    mut file: std::fs::File,
+    len: Option<u64>,
+    limit: u64,
+) -> Result<Vec<u8>, Unread> {
     use std::io::Read;
     // Capped: a length from metadata is not trusted with an allocation (a file past the
-    // cap is read on to its end as it comes).
+    // cap is read on to its end as it comes), and a length past `limit` takes the path
+    // that tells a file too large.
     let len = len
+        .filter(|n| *n <= limit)
         .and_then(|n| usize::try_from(n).ok())
         .filter(|n| *n <= HINT_CAP);
     let mut bytes = Vec::new();
@@ -466,7 +471,7 @@ pub(crate) fn read_open_within(
         };
         bytes.truncate(got);
         if got == len {
-            return Ok(into_text(bytes));
+            return Ok(bytes);
         }
     }
     // Through `Take`, which reads into the buffer as it is: `File`'s own `read_to_end`
@@ -478,7 +483,7 @@ pub(crate) fn read_open_within(
     if bytes.len() as u64 > limit {
         return Err(Unread::TooLarge(limit));
     }
-    Ok(into_text(bytes))
+    Ok(bytes)
 }
 
 /// Bytes as text, invalid UTF-8 replaced.
