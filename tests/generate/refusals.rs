@@ -380,3 +380,48 @@ fn worker_refuses_a_kind_a_const_names_and_an_unreadable_registry() {
         .tree_unchanged()
         .run();
 }
+
+/// A kind a worker's handler already handles is found as the checker finds handlers: a
+/// `KIND` named through a const of `om/src/` is taken, one in test code is not, and a
+/// worker source that mentions `WorkHandler` and does not parse is an error, never a guess.
+#[test]
+fn worker_refuses_a_kind_a_handler_names_through_a_const() {
+    let (_tmp, dir) = repo();
+    Test::in_dir(&dir).args(["namespace", "shipping"]).run();
+    fs::write(
+        dir.join("om/src/shipping/names.rs"),
+        "pub const BOOK: &str = \"BOOK_PICKUP\";\n",
+    )
+    .expect("write");
+    let handler = dir.join("workers/maintenance/src/booked.rs");
+    fs::write(
+        &handler,
+        "pub struct Booked;\n\nimpl WorkHandler for Booked {\n    const KIND: &'static str = om::shipping::names::BOOK;\n}\n\n#[cfg(test)]\nmod tests {\n    impl WorkHandler for Probe {\n        const KIND: &'static str = \"PROBE\";\n    }\n}\n",
+    )
+    .expect("write");
+    Test::in_dir(&dir)
+        .args(["worker", "maintenance", "BOOK_PICKUP"])
+        .status(1)
+        .stderr_has("registered already")
+        .stderr_has("workers/maintenance/src/booked.rs:4")
+        .tree_unchanged()
+        .run();
+    // A handler in test code handles nothing: the name is free.
+    Test::in_dir(&dir)
+        .args(["worker", "maintenance", "PROBE", "--dry-run"])
+        .never_prints("registered already")
+        .run();
+    // A handler file mid-edit may handle it: no guess.
+    fs::write(
+        &handler,
+        "impl WorkHandler for Booked {\n    const KIND: &'static str = \"BOOK_PICKUP\"\n",
+    )
+    .expect("write");
+    fs::remove_file(dir.join("om/src/shipping/names.rs")).expect("rm");
+    Test::in_dir(&dir)
+        .args(["worker", "maintenance", "BOOK_PICKUP"])
+        .status(2)
+        .stderr_has("workers/maintenance/src/booked.rs: does not parse as Rust")
+        .tree_unchanged()
+        .run();
+}

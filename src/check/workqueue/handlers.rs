@@ -15,7 +15,8 @@ use crate::source::SourceFile;
 /// One `impl WorkHandler for X`.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Handler {
-    /// Index of its worker crate.
+    /// Its worker: the index of its crate in the workspace (a check run), or of its folder
+    /// among `workers/`'s (read from text, [`from_texts`]).
     pub krate: usize,
     pub path: String,
     /// `X`.
@@ -45,6 +46,38 @@ pub fn find(ctx: &Context<'_>, om: &Strings, om_inputs: u128) -> Vec<Handler> {
         .collect();
     out.sort_by(|a, b| (&a.path, a.ty_at.offset).cmp(&(&b.path, b.ty_at.offset)));
     out
+}
+
+/// The handlers in the text of worker sources (`(worker, repo-relative path, text)`, the
+/// worker being [`Handler::krate`]), for a caller without a check run (the repository
+/// model: the generator's "is this kind taken"): the same reader as [`find`], without the
+/// cache. Only files that mention `WorkHandler` are parsed, as in [`find`]. Returns the
+/// handlers, sorted, and the files that do not parse with why (sorted): a handler in one
+/// of those is not known.
+pub fn from_texts(
+    files: Vec<(usize, String, String)>,
+    om: &Strings,
+) -> (Vec<Handler>, Vec<(String, String)>) {
+    let read: Vec<Result<Vec<Handler>, (String, String)>> = files
+        .into_par_iter()
+        .filter(|(_, _, text)| text.contains("WorkHandler"))
+        .map(|(krate, path, text)| {
+            let file = SourceFile::new(path, text);
+            super::with_parsed(&file, |tree| in_file(&file, krate, tree, om))
+                .ok_or_else(|| (file.path.clone(), super::unparsed_why(&file.text)))
+        })
+        .collect();
+    let mut out = Vec::new();
+    let mut unparsed = Vec::new();
+    for r in read {
+        match r {
+            Ok(h) => out.extend(h),
+            Err(u) => unparsed.push(u),
+        }
+    }
+    out.sort_by(|a, b| (&a.path, a.ty_at.offset).cmp(&(&b.path, b.ty_at.offset)));
+    unparsed.sort();
+    (out, unparsed)
 }
 
 #[derive(Default)]

@@ -71,6 +71,15 @@ pub(crate) fn with_parsed<T>(file: &SourceFile, f: impl FnOnce(&syn::File) -> T)
     out
 }
 
+/// Why [`with_parsed`] gave nothing for `text`: nested past the depth budget, or not Rust.
+pub(crate) fn unparsed_why(text: &str) -> String {
+    if crate::check::rust_refs::depth::past_budget_of(text).is_some() {
+        crate::check::rust_refs::depth::message()
+    } else {
+        "does not parse as Rust".to_owned()
+    }
+}
+
 /// Where a syn span is in `file`.
 pub(crate) fn loc(file: &SourceFile, span: proc_macro2::Span) -> Location {
     let r = span.byte_range();

@@ -302,13 +302,7 @@ pub fn from_texts(files: Vec<(String, String)>) -> Registry {
             let is_root = path == ROOT_PATH;
             let file = SourceFile::new(path.clone(), text);
             let facts = super::with_parsed(&file, |tree| om_facts(&file, tree, is_root))
-                .ok_or_else(|| {
-                    if crate::check::rust_refs::depth::past_budget_of(&file.text).is_some() {
-                        crate::check::rust_refs::depth::message()
-                    } else {
-                        "does not parse as Rust".to_owned()
-                    }
-                });
+                .ok_or_else(|| super::unparsed_why(&file.text));
             (path, facts)
         })
         .collect();

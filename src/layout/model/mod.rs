@@ -3,9 +3,10 @@
 //! kind check ask the same questions the same way, of the tree as it is or as it will be:
 //! which namespaces there are, which kinds the root registers (the checker's registry
 //! reader, `check::workqueue::registry`, the one reader of `om/src/`), where a kind is
-//! registered or handled, and the lane a kind's spec names. The checker's rules read the
-//! same registry through their cached context (`registry::build`), which assembles it with
-//! the same code.
+//! registered or handled (the checker's handler reader, `check::workqueue::handlers`), and
+//! the lane a kind's spec names. The checker's rules read the same registry and handlers
+//! through their cached context (`registry::build`, `handlers::find`: each file parsed
+//! once and kept across runs), which read them with the same code.
 
 mod files;
 
@@ -14,6 +15,7 @@ use std::collections::BTreeMap;
 
 pub use files::{OnDisk, RepoFiles};
 
+use crate::check::workqueue::handlers::{self, Handler};
 use crate::check::workqueue::registry::{self, Registry};
 
 /// A registered kind: the lane its spec names (`None`: not a string scaffold resolves) and
@@ -24,8 +26,16 @@ pub struct RegisteredKind {
     pub at: String,
 }
 
-/// The repository as read through `files`. What it reads of `om/src/` is read and parsed
-/// once: the model borrows `files`, so they cannot change while it answers (a generator
+/// The handlers of every worker, read from their text: those found, sorted, and the files
+/// that do not parse (with why).
+#[derive(Debug)]
+pub struct Handlers {
+    pub found: Vec<Handler>,
+    pub unparsed: Vec<(String, String)>,
+}
+
+/// The repository as read through `files`. What it reads is read and parsed once, on first
+/// use: the model borrows `files`, so they cannot change while it answers (a generator
 /// command asks it before it plans a byte, then drops it).
 #[derive(Debug)]
 pub struct Model<'f> {
@@ -33,6 +43,7 @@ pub struct Model<'f> {
     /// `om/src/`'s sources.
     om: OnceCell<Result<Vec<(String, String)>, String>>,
     registry: OnceCell<Result<Registry, String>>,
+    handlers: OnceCell<Result<Handlers, String>>,
 }
 
 impl<'f> Model<'f> {
@@ -41,6 +52,7 @@ impl<'f> Model<'f> {
             files,
             om: OnceCell::new(),
             registry: OnceCell::new(),
+            handlers: OnceCell::new(),
         }
     }
 
@@ -72,6 +84,33 @@ impl<'f> Model<'f> {
     pub fn registry(&self) -> Result<&Registry, String> {
         self.registry
             .get_or_init(|| Ok(registry::from_texts(self.om()?.to_vec())))
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// Every `impl WorkHandler for X` in the `src/` of each folder under `workers/`, read by
+    /// the checker's handler reader (`check::workqueue::handlers`), its `KIND` resolved
+    /// through the file's consts and the registry's strings. [`Handler::krate`] is the
+    /// worker's position among `workers/`'s folders.
+    pub fn handlers(&self) -> Result<&Handlers, String> {
+        self.handlers
+            .get_or_init(|| {
+                let strings = &self.registry()?.strings;
+                let mut files = Vec::new();
+                for (i, worker) in self
+                    .files
+                    .folders(crate::layout::WORKERS_DIR)?
+                    .iter()
+                    .enumerate()
+                {
+                    let src = crate::layout::worker_file(worker, "src");
+                    for (rel, text) in self.files.rust_sources(&src)? {
+                        files.push((i, rel, text));
+                    }
+                }
+                let (found, unparsed) = handlers::from_texts(files, strings);
+                Ok(Handlers { found, unparsed })
+            })
             .as_ref()
             .map_err(Clone::clone)
     }
@@ -133,8 +172,9 @@ impl<'f> Model<'f> {
 
     /// The file and line that already register or handle `kind`: a spec under `om/src/`
     /// whose name resolves to it (a literal, a const or `Kind::Variant.as_str()`, whether
-    /// or not `KINDS` reaches the spec), or a handler's `KIND … = "KIND"` under
-    /// `workers/*/src/`. An error when the answer would be a guess (a file that cannot be
+    /// or not `KINDS` reaches the spec), or a handler's `KIND` under `workers/*/src/`, read
+    /// as the checker reads it (a literal, a const of its file or one of `om/src/`'s; never
+    /// in test code). An error when the answer would be a guess (a file that cannot be
     /// read, or does not parse and no other answer was found).
     pub fn registered_at(&self, kind: &str) -> Result<Option<(String, usize)>, String> {
         let om = self.om()?;
@@ -160,28 +200,20 @@ impl<'f> Model<'f> {
         if let Some(why) = reg.incomplete() {
             return Err(format!("{why}; fix it and run the command again"));
         }
-        for worker in self.files.folders(crate::layout::WORKERS_DIR)? {
-            let src = crate::layout::worker_file(&worker, "src");
-            for (rel, text) in self.files.rust_sources(&src)? {
-                if let Some(at) = handler_line(&text, &literal) {
-                    return Ok(Some((rel, at)));
-                }
-            }
+        let handlers = self.handlers()?;
+        if let Some(h) = handlers
+            .found
+            .iter()
+            .find(|h| h.kind.as_deref() == Some(kind))
+        {
+            return Ok(Some((h.path.clone(), h.kind_at.line)));
+        }
+        // A handler in a file that does not parse may handle it: no answer is a guess.
+        if let Some((path, why)) = handlers.unparsed.first() {
+            return Err(format!("{path}: {why}; fix it and run the command again"));
         }
         Ok(None)
     }
-}
-
-/// The line (1-based) of a handler's `KIND … = "KIND"` in `text`, `literal` being the
-/// quoted kind.
-fn handler_line(text: &str, literal: &str) -> Option<usize> {
-    text.lines()
-        .position(|line| {
-            let t = line.trim();
-            t.contains(literal)
-                && ((t.contains("KIND") && t.contains("&'static str")) || t.contains("KIND: &str"))
-        })
-        .map(|i| i + 1)
 }
 
 #[cfg(test)]
@@ -279,6 +311,47 @@ mod tests {
             )))
         );
         assert_eq!(m.registered_at("NONE"), Ok(None));
+    }
+
+    #[test]
+    fn a_handler_is_found_as_the_checker_finds_it() {
+        let mut files = repo();
+        files.0.push((
+            "workers/billing/src/handlers/void.rs",
+            "use om::shipping::kinds::VOID;\n\
+             impl WorkHandler for V {\n    const KIND: &'static str = VOID;\n}\n\
+             #[cfg(test)]\nmod tests {\n    impl WorkHandler for T {\n        const KIND: &'static str = \"TESTED\";\n    }\n}\n",
+        ));
+        files.0.push((
+            "om/src/shipping/consts.rs",
+            "pub const VOID: &str = \"VOID\";\n",
+        ));
+        files.0.sort();
+        let m = Model::new(&files);
+        // A const of om/src/ is resolved; a handler in test code handles nothing.
+        assert_eq!(
+            m.registered_at("VOID"),
+            Ok(Some(("workers/billing/src/handlers/void.rs".to_owned(), 3)))
+        );
+        assert_eq!(m.registered_at("TESTED"), Ok(None));
+    }
+
+    #[test]
+    fn a_handler_file_that_does_not_parse_makes_not_found_an_error() {
+        let mut files = repo();
+        files.0.push((
+            "workers/billing/src/handlers/broken.rs",
+            "impl WorkHandler for B {\n    const KIND: &'static str = \"X\"\n",
+        ));
+        files.0.sort();
+        let m = Model::new(&files);
+        let err = m.registered_at("X").expect_err("a guess");
+        assert!(
+            err.starts_with("workers/billing/src/handlers/broken.rs: does not parse as Rust"),
+            "{err}"
+        );
+        // A kind found elsewhere is still found.
+        assert!(m.registered_at("REFUND").is_ok_and(|at| at.is_some()));
     }
 
     #[test]
