@@ -213,7 +213,7 @@ pub fn past_budget_of(text: &str) -> Option<usize> {
     if byte_bound(body.as_bytes()) <= MAX_DEPTH {
         return None;
     }
-    match super::fast::quietly(|| Tokens::of(&LexedStr::new(Edition::Edition2021, body))) {
+    match super::quiet::quietly(|| Tokens::of(&LexedStr::new(Edition::Edition2021, body))) {
         Some(tokens) => past_budget(body, &tokens).map(|o| o + skip),
         // A lexer panic leaves the depth unknown: refused, never parsed blind.
         None => Some(0),

@@ -20,6 +20,7 @@
 pub mod depth;
 mod fast;
 mod lex;
+mod quiet;
 mod syn_scan;
 mod tt;
 

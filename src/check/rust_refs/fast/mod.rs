@@ -20,13 +20,10 @@
 
 mod exits;
 mod tokens;
-use std::cell::Cell;
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Once;
-
 use ra_ap_parser::{Edition, LexedStr, Step, SyntaxKind as K, TopEntryPoint};
 
 use super::lex::{self, Tokens};
+use super::quiet::quietly;
 use super::tt;
 use super::{ModDecl, RefKind, RustFacts};
 use crate::check::cfg_test::CfgTok;
@@ -79,33 +76,6 @@ pub(super) fn scan_checked(text: &str, candidates: &super::Candidates) -> Scan {
         Some(Err(offset)) => Scan::TooDeep(offset),
         Some(Ok(None)) | None => Scan::Unread,
     }
-}
-
-/// Runs `f`, catching a panic (`None`) without printing it.
-pub(super) fn quietly<T>(f: impl FnOnce() -> T) -> Option<T> {
-    quiet_panics_in_scan();
-    QUIET.set(true);
-    let out = catch_unwind(AssertUnwindSafe(f));
-    QUIET.set(false);
-    out.ok()
-}
-
-thread_local! {
-    /// Set while this thread runs the scan: a panic then is caught and not printed.
-    static QUIET: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Wraps the process's panic hook, once, so it stays silent for panics the scan catches.
-fn quiet_panics_in_scan() {
-    static WRAP: Once = Once::new();
-    WRAP.call_once(|| {
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            if !QUIET.get() {
-                previous(info);
-            }
-        }));
-    });
 }
 
 /// The scan: `Err(offset)` when the file nests past the depth budget (checked on the
