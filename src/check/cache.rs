@@ -105,6 +105,7 @@ pub fn key(candidates: &[&str]) -> u128 {
         include_str!("rust_refs/fast/tokens.rs"),
         include_str!("rust_refs/fast/exits.rs"),
         include_str!("rust_refs/lex.rs"),
+        include_str!("rust_refs/quiet.rs"),
         include_str!("rust_refs/syn_scan.rs"),
         include_str!("rust_refs/tt.rs"),
         include_str!("cfg_test.rs"),
