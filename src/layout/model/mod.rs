@@ -91,7 +91,8 @@ impl<'f> Model<'f> {
     /// Every `impl WorkHandler for X` in the `src/` of each folder under `workers/`, read by
     /// the checker's handler reader (`check::workqueue::handlers`), its `KIND` resolved
     /// through the file's consts and the registry's strings. [`Handler::krate`] is the
-    /// worker's position among `workers/`'s folders.
+    /// worker's position among `workers/`'s folders, not a workspace crate's index: these
+    /// are never handed to the checker's rules, which index crates by it.
     pub fn handlers(&self) -> Result<&Handlers, String> {
         self.handlers
             .get_or_init(|| {
@@ -173,9 +174,10 @@ impl<'f> Model<'f> {
     /// The file and line that already register or handle `kind`: a spec under `om/src/`
     /// whose name resolves to it (a literal, a const or `Kind::Variant.as_str()`, whether
     /// or not `KINDS` reaches the spec), or a handler's `KIND` under `workers/*/src/`, read
-    /// as the checker reads it (a literal, a const of its file or one of `om/src/`'s; never
-    /// in test code). An error when the answer would be a guess (a file that cannot be
-    /// read, or does not parse and no other answer was found).
+    /// as the checker reads it (a literal, a const of its file or one of `om/src/`'s; not in
+    /// a `#[cfg(test)]` item of its file). An error when the answer would be a guess and no
+    /// other answer was found: a file that cannot be read or does not parse, or a handler
+    /// whose `KIND` is not a string scaffold resolves.
     pub fn registered_at(&self, kind: &str) -> Result<Option<(String, usize)>, String> {
         let om = self.om()?;
         let literal = format!("\"{kind}\"");
@@ -211,6 +213,15 @@ impl<'f> Model<'f> {
         // A handler in a file that does not parse may handle it: no answer is a guess.
         if let Some((path, why)) = handlers.unparsed.first() {
             return Err(format!("{path}: {why}; fix it and run the command again"));
+        }
+        // Nor is it when a handler's KIND is a name scaffold cannot resolve.
+        if let Some(h) = handlers.found.iter().find(|h| h.kind.is_none()) {
+            return Err(format!(
+                "{}:{}: the KIND of handler `{}` is not a string scaffold can resolve (a \
+                 literal, a const of its file or one of om/src/'s); write it so and run the \
+                 command again",
+                h.path, h.kind_at.line, h.ty
+            ));
         }
         Ok(None)
     }
@@ -351,6 +362,23 @@ mod tests {
             "{err}"
         );
         // A kind found elsewhere is still found.
+        assert!(m.registered_at("REFUND").is_ok_and(|at| at.is_some()));
+    }
+
+    #[test]
+    fn a_handler_kind_scaffold_cannot_resolve_makes_not_found_an_error() {
+        let mut files = repo();
+        files.0.push((
+            "workers/billing/src/handlers/void.rs",
+            "impl WorkHandler for Void {\n    const KIND: &'static str = crate::names::VOID;\n}\n",
+        ));
+        files.0.sort();
+        let m = Model::new(&files);
+        let err = m.registered_at("VOID").expect_err("a guess");
+        assert!(
+            err.starts_with("workers/billing/src/handlers/void.rs:2: the KIND of handler `Void`"),
+            "{err}"
+        );
         assert!(m.registered_at("REFUND").is_ok_and(|at| at.is_some()));
     }
 
