@@ -38,31 +38,26 @@ impl Clone for Channels {
 }
 
 /// Claims items of `lane` while the loop has room, until stopped. Claims in batches: it
-/// waits until at most half the prefetch is unfinished (running or waiting to run), then
-/// takes as many as fit. Finished items still being written back do not hold the next claim
-/// up (so claiming and writing back overlap), but at most two prefetches of them may be
-/// pending: one being written while the next waits, so a claim is not held back by a
-/// write-back as slow as itself (a remote store's, a round trip away).
+/// waits until at most half the prefetch is unfinished (running or waiting to run) or
+/// asked for by a claim on its way, then takes as many as fit. Finished items still being
+/// written back do not hold the next claim up (so claiming and writing back overlap), but
+/// at most two prefetches of them may be pending: one being written while the next waits,
+/// so a claim is not held back by a write-back as slow as itself (a remote store's, a round
+/// trip away). The claimers of a loop's lanes share its prefetch through [`reserve`].
 pub(crate) async fn claimer(shared: Arc<Shared>, lane: String, mut ch: Channels) {
     let prefetch = shared.config.prefetch();
-    let low_water = prefetch / 2;
     loop {
         if *ch.stop.borrow() {
             return;
         }
         let room_changed = shared.room.notified();
-        let unfinished = shared.unfinished.load(Ordering::SeqCst);
-        let inflight = shared.inflight.load(Ordering::SeqCst);
-        let want = (prefetch - unfinished.min(prefetch))
-            .min((3 * prefetch).saturating_sub(inflight))
-            .min(shared.config.claim_batch.unwrap_or(usize::MAX));
-        if unfinished > low_water || want == 0 {
+        let Some(want) = reserve(&shared, prefetch) else {
             tokio::select! {
                 () = room_changed => {}
                 _ = ch.stop.wait_for(|s| *s) => return,
             }
             continue;
-        }
+        };
         let claimed = match shared
             .store
             .claim_kinds(
@@ -80,6 +75,7 @@ pub(crate) async fn claimer(shared: Arc<Shared>, lane: String, mut ch: Channels)
                 Vec::new()
             }
         };
+        settle(&shared, want, claimed.len());
         if claimed.is_empty() {
             tokio::select! {
                 () = shared.store.wait_for_work(&lane, shared.config.poll_interval) => {}
@@ -87,8 +83,6 @@ pub(crate) async fn claimer(shared: Arc<Shared>, lane: String, mut ch: Channels)
             }
             continue;
         }
-        shared.inflight.fetch_add(claimed.len(), Ordering::SeqCst);
-        shared.unfinished.fetch_add(claimed.len(), Ordering::SeqCst);
         shared
             .counters
             .claimed
@@ -104,6 +98,45 @@ pub(crate) async fn claimer(shared: Arc<Shared>, lane: String, mut ch: Channels)
             );
             tokio::spawn(run_item(Arc::clone(&shared), c, ch.clone()).instrument(span));
         }
+    }
+}
+
+/// Reserves room for one claim: how many items it may ask for, counted in `claiming`
+/// until [`settle`]; `None` while more than half the prefetch is taken or nothing fits.
+/// Without it each lane's claimer read the same free room and claimed it again.
+fn reserve(shared: &Shared, prefetch: usize) -> Option<usize> {
+    let _gate = shared
+        .claim_gate
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let asked = shared.claiming.load(Ordering::SeqCst);
+    let taken = shared.unfinished.load(Ordering::SeqCst) + asked;
+    let pending = shared.inflight.load(Ordering::SeqCst) + asked;
+    let want = (prefetch - taken.min(prefetch))
+        .min((3 * prefetch).saturating_sub(pending))
+        .min(shared.config.claim_batch.unwrap_or(usize::MAX));
+    if taken > prefetch / 2 || want == 0 {
+        return None;
+    }
+    shared.claiming.fetch_add(want, Ordering::SeqCst);
+    Some(want)
+}
+
+/// A claim that asked for `want` came back with `got` items: they count as in flight and
+/// unfinished from here, and what it did not get is room again (another lane's claimer
+/// may be waiting for it).
+fn settle(shared: &Shared, want: usize, got: usize) {
+    {
+        let _gate = shared
+            .claim_gate
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        shared.inflight.fetch_add(got, Ordering::SeqCst);
+        shared.unfinished.fetch_add(got, Ordering::SeqCst);
+        shared.claiming.fetch_sub(want, Ordering::SeqCst);
+    }
+    if got < want {
+        shared.room.notify_waiters();
     }
 }
 

@@ -183,6 +183,13 @@ pub(crate) struct Shared {
     /// Items claimed whose handler has not finished (running or waiting for a slot): what
     /// the prefetch bounds. `inflight` minus this is finished items awaiting write-back.
     pub unfinished: AtomicUsize,
+    /// Items asked for by claims still on their way (of any lane): counted against the
+    /// prefetch until they return, so the lanes' claimers never hold more than it between
+    /// them.
+    pub claiming: AtomicUsize,
+    /// Held while a claimer reserves room or settles a claim: a reservation reads
+    /// `unfinished + claiming` and adds to `claiming` as one step.
+    pub claim_gate: std::sync::Mutex<()>,
     /// Woken when in-flight items are written back, and when handlers finishing bring
     /// `unfinished` down to the claimers' low water.
     pub room: Notify,
@@ -281,6 +288,8 @@ impl WorkLoop {
                 resources,
                 inflight: AtomicUsize::new(0),
                 unfinished: AtomicUsize::new(0),
+                claiming: AtomicUsize::new(0),
+                claim_gate: std::sync::Mutex::new(()),
                 room: Notify::new(),
                 keeper: keeper::KeeperSlot::default(),
                 drain_requested: Notify::new(),

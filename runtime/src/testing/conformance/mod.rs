@@ -149,6 +149,7 @@ macro_rules! conformance_suite {
             poison_item_runs_out_of_attempts,
             silent_workers_go_offline_and_tables_are_purged,
             loop_prefetch_defaults_to_concurrency,
+            loop_prefetch_holds_across_lanes,
             operator_cancel_and_release,
             operator_views,
             fenced_writes_check_the_holder,
@@ -209,6 +210,7 @@ macro_rules! remote_conformance_suite {
             loop_cancel_stops_the_handler,
             loop_hears_an_operators_drain,
             loop_prefetch_defaults_to_concurrency,
+            loop_prefetch_holds_across_lanes,
             loop_handler_files,
         );
         $crate::conformance_suite!(@tests $make, $available;

@@ -171,3 +171,63 @@ pub async fn loop_prefetch_defaults_to_concurrency<
         "drain released every held item with its attempt: {all:?}"
     );
 }
+
+/// The prefetch bounds the loop, not each lane: a loop of two lanes, each with a backlog,
+/// holds no more items than it runs, however its lanes' claims interleave (each lane's
+/// claimer once read the same free room and claimed it twice over).
+pub async fn loop_prefetch_holds_across_lanes<F: Fn() -> Fut, Fut: Future<Output = TestBackend>>(
+    make: F,
+) {
+    let b = fresh(make).await;
+    let items: Vec<NewItem> = ["slow", "spare"]
+        .iter()
+        .flat_map(|lane| (0..6).map(move |_| NewItem::new("HANG", json!({})).lane(*lane)))
+        .collect();
+    ok(b.store.enqueue_many(items).await, "enqueue");
+    let lp = ok(
+        WorkLoop::builder(b.worker().clone(), REGISTRY)
+            .handler(hang())
+            .lane("slow")
+            .lane("spare")
+            .concurrency(2)
+            .poll_interval(Duration::from_millis(5))
+            .drain_timeout(Duration::from_millis(50))
+            .build(),
+        "build",
+    );
+    let owner = lp.worker_id().to_owned();
+    let store = b.store.clone();
+    let held = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&held);
+    let running = || async {
+        ok(
+            store
+                .list(ListFilter {
+                    state: Some(ItemState::Running),
+                    ..ListFilter::default()
+                })
+                .await,
+            "list",
+        )
+        .iter()
+        .filter(|r| r.lease_owner.as_deref() == Some(owner.as_str()))
+        .count()
+    };
+    ok(
+        lp.run(async {
+            while running().await < 2 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            // Many claim rounds of both lanes pass: none may take more.
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            seen.store(running().await, Ordering::SeqCst);
+        })
+        .await,
+        "run",
+    );
+    assert_eq!(
+        held.load(Ordering::SeqCst),
+        2,
+        "a loop of two lanes held more items than its prefetch"
+    );
+}
