@@ -43,7 +43,8 @@ impl Clone for Channels {
 /// written back do not hold the next claim up (so claiming and writing back overlap), but
 /// at most two prefetches of them may be pending: one being written while the next waits,
 /// so a claim is not held back by a write-back as slow as itself (a remote store's, a round
-/// trip away). The claimers of a loop's lanes share its prefetch through [`reserve`].
+/// trip away). The claimers of a loop's lanes share its prefetch through [`Reservation`]:
+/// one lane's claim waits for another's to return before it takes the room left.
 pub(crate) async fn claimer(shared: Arc<Shared>, lane: String, mut ch: Channels) {
     let prefetch = shared.config.prefetch();
     loop {
@@ -51,7 +52,7 @@ pub(crate) async fn claimer(shared: Arc<Shared>, lane: String, mut ch: Channels)
             return;
         }
         let room_changed = shared.room.notified();
-        let Some(want) = reserve(&shared, prefetch) else {
+        let Some(reserved) = Reservation::take(&shared, prefetch) else {
             tokio::select! {
                 () = room_changed => {}
                 _ = ch.stop.wait_for(|s| *s) => return,
@@ -64,7 +65,7 @@ pub(crate) async fn claimer(shared: Arc<Shared>, lane: String, mut ch: Channels)
                 &shared.worker_id,
                 &lane,
                 shared.config.kinds.as_deref(),
-                want,
+                reserved.want,
                 shared.config.lease,
             )
             .await
@@ -75,7 +76,7 @@ pub(crate) async fn claimer(shared: Arc<Shared>, lane: String, mut ch: Channels)
                 Vec::new()
             }
         };
-        settle(&shared, want, claimed.len());
+        reserved.settle(claimed.len());
         if claimed.is_empty() {
             tokio::select! {
                 () = shared.store.wait_for_work(&lane, shared.config.poll_interval) => {}
@@ -101,42 +102,64 @@ pub(crate) async fn claimer(shared: Arc<Shared>, lane: String, mut ch: Channels)
     }
 }
 
-/// Reserves room for one claim: how many items it may ask for, counted in `claiming`
-/// until [`settle`]; `None` while more than half the prefetch is taken or nothing fits.
-/// Without it each lane's claimer read the same free room and claimed it again.
-fn reserve(shared: &Shared, prefetch: usize) -> Option<usize> {
-    let _gate = shared
-        .claim_gate
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let asked = shared.claiming.load(Ordering::SeqCst);
-    let taken = shared.unfinished.load(Ordering::SeqCst) + asked;
-    let pending = shared.inflight.load(Ordering::SeqCst) + asked;
-    let want = (prefetch - taken.min(prefetch))
-        .min((3 * prefetch).saturating_sub(pending))
-        .min(shared.config.claim_batch.unwrap_or(usize::MAX));
-    if taken > prefetch / 2 || want == 0 {
-        return None;
-    }
-    shared.claiming.fetch_add(want, Ordering::SeqCst);
-    Some(want)
+/// Room reserved for one claim on its way: `want` items counted in `claiming` until the
+/// claim returns ([`settle`](Self::settle)), so the claimers of a loop's lanes never read
+/// the same free room and claim it twice. Dropped unsettled (the claimer's task panicked
+/// or was dropped mid-claim), it gives the room back rather than starve every lane.
+struct Reservation<'a> {
+    shared: &'a Shared,
+    want: usize,
+    settled: bool,
 }
 
-/// A claim that asked for `want` came back with `got` items: they count as in flight and
-/// unfinished from here, and what it did not get is room again (another lane's claimer
-/// may be waiting for it).
-fn settle(shared: &Shared, want: usize, got: usize) {
-    {
-        let _gate = shared
-            .claim_gate
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        shared.inflight.fetch_add(got, Ordering::SeqCst);
-        shared.unfinished.fetch_add(got, Ordering::SeqCst);
-        shared.claiming.fetch_sub(want, Ordering::SeqCst);
+impl<'a> Reservation<'a> {
+    /// How many items the next claim may ask for; `None` while more than half the prefetch
+    /// is unfinished or asked for, or nothing fits.
+    fn take(shared: &'a Shared, prefetch: usize) -> Option<Self> {
+        let _gate = shared.gate();
+        let asked = shared.claiming.load(Ordering::SeqCst);
+        let taken = shared.unfinished.load(Ordering::SeqCst) + asked;
+        let pending = shared.inflight.load(Ordering::SeqCst) + asked;
+        let want = (prefetch - taken.min(prefetch))
+            .min((3 * prefetch).saturating_sub(pending))
+            .min(shared.config.claim_batch.unwrap_or(usize::MAX));
+        if taken > prefetch / 2 || want == 0 {
+            return None;
+        }
+        shared.claiming.fetch_add(want, Ordering::SeqCst);
+        Some(Reservation {
+            shared,
+            want,
+            settled: false,
+        })
     }
-    if got < want {
-        shared.room.notify_waiters();
+
+    /// The claim came back with `got` items: they count as in flight and unfinished from
+    /// here, and what it did not get is room again (another lane's claimer may wait for it).
+    fn settle(mut self, got: usize) {
+        self.settled = true;
+        let shared = self.shared;
+        {
+            let _gate = shared.gate();
+            shared.inflight.fetch_add(got, Ordering::SeqCst);
+            shared.unfinished.fetch_add(got, Ordering::SeqCst);
+            shared.claiming.fetch_sub(self.want, Ordering::SeqCst);
+        }
+        if got < self.want {
+            shared.room.notify_waiters();
+        }
+    }
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        if !self.settled {
+            self.settled = true;
+            let gate = self.shared.gate();
+            self.shared.claiming.fetch_sub(self.want, Ordering::SeqCst);
+            drop(gate);
+            self.shared.room.notify_waiters();
+        }
     }
 }
 
@@ -228,7 +251,8 @@ async fn run_item(shared: Arc<Shared>, claimed: Claimed, mut ch: Channels) {
     ctx.clean_up(completed);
     let before = shared.unfinished.fetch_sub(1, Ordering::SeqCst);
     if before <= shared.config.prefetch() / 2 + 1 {
-        // At or below the claimers' low water: room for the next claim.
+        // At or below the claimers' low water: room for the next claim, unless claims
+        // already on their way have reserved it.
         shared.room.notify_waiters();
     }
 }

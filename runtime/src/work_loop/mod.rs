@@ -190,8 +190,9 @@ pub(crate) struct Shared {
     /// Held while a claimer reserves room or settles a claim: a reservation reads
     /// `unfinished + claiming` and adds to `claiming` as one step.
     pub claim_gate: std::sync::Mutex<()>,
-    /// Woken when in-flight items are written back, and when handlers finishing bring
-    /// `unfinished` down to the claimers' low water.
+    /// Woken when in-flight items are written back, when handlers finishing bring
+    /// `unfinished` down to the claimers' low water, and when a claim returns with less
+    /// than it reserved.
     pub room: Notify,
     /// A [`LoopState`] as a number.
     pub state: AtomicU8,
@@ -212,6 +213,13 @@ pub(crate) struct Shared {
 impl Shared {
     pub(crate) fn halted(&self) -> std::sync::MutexGuard<'_, Option<StoreError>> {
         self.halt
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The claimers' lock over `unfinished + claiming` (see `item_task::Reservation`).
+    pub(crate) fn gate(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.claim_gate
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }

@@ -218,7 +218,9 @@ pub async fn loop_prefetch_holds_across_lanes<F: Fn() -> Fut, Fut: Future<Output
             while running().await < 2 {
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
-            // Many claim rounds of both lanes pass: none may take more.
+            // Both lanes' claimers have looked for room by now: neither may take more.
+            // (Each lane's claimer read the same free room at start and took it twice,
+            // on every store whose claim is not ready at once: all but memory's.)
             tokio::time::sleep(Duration::from_millis(200)).await;
             seen.store(running().await, Ordering::SeqCst);
         })
