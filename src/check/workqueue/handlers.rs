@@ -57,26 +57,15 @@ pub fn find(ctx: &Context<'_>, om: &Strings, om_inputs: u128) -> Vec<Handler> {
 pub fn from_texts(
     files: Vec<(usize, String, String)>,
     om: &Strings,
-) -> (Vec<Handler>, Vec<(String, String)>) {
-    let read: Vec<Result<Vec<Handler>, (String, String)>> = files
-        .into_par_iter()
+) -> (Vec<Handler>, Vec<super::Unparsed>) {
+    let files = files
+        .into_iter()
         .filter(|(_, _, text)| text.contains("WorkHandler"))
-        .map(|(krate, path, text)| {
-            let file = SourceFile::new(path, text);
-            super::with_parsed(&file, |tree| in_file(&file, krate, tree, om))
-                .ok_or_else(|| (file.path.clone(), super::unparsed_why(&file.text)))
-        })
         .collect();
-    let mut out = Vec::new();
-    let mut unparsed = Vec::new();
-    for r in read {
-        match r {
-            Ok(h) => out.extend(h),
-            Err(u) => unparsed.push(u),
-        }
-    }
+    let (read, unparsed) =
+        super::parse_texts(files, |krate, file, tree| in_file(file, krate, tree, om));
+    let mut out: Vec<Handler> = read.into_iter().flatten().collect();
     out.sort_by(|a, b| (&a.path, a.ty_at.offset).cmp(&(&b.path, b.ty_at.offset)));
-    unparsed.sort();
     (out, unparsed)
 }
 

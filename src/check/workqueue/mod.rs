@@ -71,8 +71,39 @@ pub(crate) fn with_parsed<T>(file: &SourceFile, f: impl FnOnce(&syn::File) -> T)
     out
 }
 
+/// A file a text reader could not parse: its repo-relative path and why.
+pub type Unparsed = (String, String);
+
+/// Reads each `(key, path, text)` with `f` over its syn tree, in parallel, for a caller
+/// without a check run (the repository model): what each file gave, in the order given,
+/// and the files that do not parse, sorted, with why ([`with_parsed`]'s refusals).
+pub(crate) fn parse_texts<K: Send, T: Send>(
+    files: Vec<(K, String, String)>,
+    f: impl Fn(K, &SourceFile, &syn::File) -> T + Sync,
+) -> (Vec<T>, Vec<Unparsed>) {
+    use rayon::prelude::*;
+    let read: Vec<Result<T, Unparsed>> = files
+        .into_par_iter()
+        .map(|(key, path, text)| {
+            let file = SourceFile::new(path, text);
+            with_parsed(&file, |tree| f(key, &file, tree))
+                .ok_or_else(|| (file.path.clone(), unparsed_why(&file.text)))
+        })
+        .collect();
+    let mut out = Vec::with_capacity(read.len());
+    let mut unparsed = Vec::new();
+    for r in read {
+        match r {
+            Ok(t) => out.push(t),
+            Err(u) => unparsed.push(u),
+        }
+    }
+    unparsed.sort();
+    (out, unparsed)
+}
+
 /// Why [`with_parsed`] gave nothing for `text`: nested past the depth budget, or not Rust.
-pub(crate) fn unparsed_why(text: &str) -> String {
+fn unparsed_why(text: &str) -> String {
     if crate::check::rust_refs::depth::past_budget_of(text).is_some() {
         crate::check::rust_refs::depth::message()
     } else {

@@ -187,7 +187,7 @@ pub struct Registry {
     /// The files [`from_texts`] could not parse, with why (sorted): they contribute
     /// nothing, so a caller that must see every spec refuses to answer. (A check run
     /// reports them through its own parse findings instead.)
-    pub unparsed: Vec<(String, String)>,
+    pub unparsed: Vec<super::Unparsed>,
 }
 
 impl Registry {
@@ -296,25 +296,13 @@ pub fn build(ctx: &Context<'_>) -> Registry {
 /// [`build`], and is listed in `unparsed`.
 pub fn from_texts(files: Vec<(String, String)>) -> Registry {
     let root_exists = files.iter().any(|(p, _)| p == ROOT_PATH);
-    let read: Vec<(String, Result<OmFacts, String>)> = files
-        .into_par_iter()
-        .map(|(path, text)| {
-            let is_root = path == ROOT_PATH;
-            let file = SourceFile::new(path.clone(), text);
-            let facts = super::with_parsed(&file, |tree| om_facts(&file, tree, is_root))
-                .ok_or_else(|| super::unparsed_why(&file.text));
-            (path, facts)
-        })
-        .collect();
-    let mut unparsed = Vec::new();
-    let mut facts = Vec::new();
-    for (path, f) in read {
-        match f {
-            Ok(f) => facts.push((path, f)),
-            Err(why) => unparsed.push((path, why)),
-        }
-    }
-    unparsed.sort();
+    let files = files.into_iter().map(|(p, t)| ((), p, t)).collect();
+    let (facts, unparsed) = super::parse_texts(files, |(), file, tree| {
+        (
+            file.path.clone(),
+            om_facts(file, tree, file.path == ROOT_PATH),
+        )
+    });
     let mut reg = assemble(facts, root_exists, 0);
     reg.unparsed = unparsed;
     reg
