@@ -72,6 +72,22 @@ pub async fn loop_worker_lifecycle<F: Fn() -> Fut, Fut: Future<Output = TestBack
     assert_eq!(rows[0].lanes, vec!["default".to_owned()]);
 }
 
+/// How many running items `owner` holds.
+async fn running_held_by(store: &Store, owner: &str) -> usize {
+    ok(
+        store
+            .list(ListFilter {
+                state: Some(ItemState::Running),
+                ..ListFilter::default()
+            })
+            .await,
+        "list",
+    )
+    .iter()
+    .filter(|r| r.lease_owner.as_deref() == Some(owner))
+    .count()
+}
+
 /// Without a prefetch setting a loop holds no more items than it runs: a second worker
 /// beside a busy one finds the rest of the backlog, and a killed holder would strand only
 /// what it was running. On drain everything held goes back with its attempt.
@@ -100,20 +116,8 @@ pub async fn loop_prefetch_defaults_to_concurrency<
             "build",
         )
     };
-    let held_by = |store: Store, owner: String| async move {
-        ok(
-            store
-                .list(ListFilter {
-                    state: Some(ItemState::Running),
-                    ..ListFilter::default()
-                })
-                .await,
-            "list",
-        )
-        .iter()
-        .filter(|r| r.lease_owner.as_deref() == Some(owner.as_str()))
-        .count()
-    };
+    let held_by =
+        |store: Store, owner: String| async move { running_held_by(&store, &owner).await };
     let (first, second) = (
         build(b.worker(), "first"),
         build(b.other_worker(), "second"),
@@ -199,20 +203,7 @@ pub async fn loop_prefetch_holds_across_lanes<F: Fn() -> Fut, Fut: Future<Output
     let store = b.store.clone();
     let held = Arc::new(AtomicUsize::new(0));
     let seen = Arc::clone(&held);
-    let running = || async {
-        ok(
-            store
-                .list(ListFilter {
-                    state: Some(ItemState::Running),
-                    ..ListFilter::default()
-                })
-                .await,
-            "list",
-        )
-        .iter()
-        .filter(|r| r.lease_owner.as_deref() == Some(owner.as_str()))
-        .count()
-    };
+    let running = || running_held_by(&store, &owner);
     ok(
         lp.run(async {
             while running().await < 2 {
