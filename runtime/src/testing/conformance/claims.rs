@@ -140,6 +140,9 @@ pub async fn claim_increments_fence<F: Fn() -> Fut, Fut: Future<Output = TestBac
     assert_eq!(rec.lease_owner.as_deref(), Some(c1.held().owner.as_str()));
     if b.worker.is_none() {
         assert_eq!(rec.lease_owner.as_deref(), Some("w1"));
+        // What the claim hands over is the item as stored, to the column (PostgreSQL
+        // returns only what it did not set itself, and fills in the rest).
+        assert_eq!(c1.item, rec, "the claimed item differs from the stored one");
     }
     assert_eq!(rec.attempt, 1);
     assert!(
@@ -154,7 +157,14 @@ pub async fn claim_increments_fence<F: Fn() -> Fut, Fut: Future<Output = TestBac
     )
     .remove(0);
     assert_eq!(c2.fence, 2);
-    assert_eq!(get(&b.store, id).await.attempt, 2);
+    let rec = get(&b.store, id).await;
+    assert_eq!(rec.attempt, 2);
+    if b.worker.is_none() {
+        assert_eq!(
+            c2.item, rec,
+            "the reclaimed item differs from the stored one"
+        );
+    }
 }
 
 pub async fn lanes_are_separate<F: Fn() -> Fut, Fut: Future<Output = TestBackend>>(make: F) {
