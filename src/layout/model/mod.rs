@@ -286,6 +286,14 @@ mod tests {
         ])
     }
 
+    /// [`repo`] with `extra` files, kept sorted.
+    fn repo_with(extra: &[(&'static str, &'static str)]) -> Mem {
+        let mut files = repo();
+        files.0.extend_from_slice(extra);
+        files.0.sort();
+        files
+    }
+
     #[test]
     fn a_spec_names_its_lane_as_the_registry_resolves_it() {
         let files = repo();
@@ -326,18 +334,18 @@ mod tests {
 
     #[test]
     fn a_handler_is_found_as_the_checker_finds_it() {
-        let mut files = repo();
-        files.0.push((
-            "workers/billing/src/handlers/void.rs",
-            "use om::shipping::kinds::VOID;\n\
+        let files = repo_with(&[
+            (
+                "workers/billing/src/handlers/void.rs",
+                "use om::shipping::kinds::VOID;\n\
              impl WorkHandler for V {\n    const KIND: &'static str = VOID;\n}\n\
              #[cfg(test)]\nmod tests {\n    impl WorkHandler for T {\n        const KIND: &'static str = \"TESTED\";\n    }\n}\n",
-        ));
-        files.0.push((
-            "om/src/shipping/consts.rs",
-            "pub const VOID: &str = \"VOID\";\n",
-        ));
-        files.0.sort();
+            ),
+            (
+                "om/src/shipping/consts.rs",
+                "pub const VOID: &str = \"VOID\";\n",
+            ),
+        ]);
         let m = Model::new(&files);
         // A const of om/src/ is resolved; a handler in test code handles nothing.
         assert_eq!(
@@ -349,12 +357,10 @@ mod tests {
 
     #[test]
     fn a_handler_file_that_does_not_parse_makes_not_found_an_error() {
-        let mut files = repo();
-        files.0.push((
+        let files = repo_with(&[(
             "workers/billing/src/handlers/broken.rs",
             "impl WorkHandler for B {\n    const KIND: &'static str = \"X\"\n",
-        ));
-        files.0.sort();
+        )]);
         let m = Model::new(&files);
         let err = m.registered_at("X").expect_err("a guess");
         assert!(
@@ -367,12 +373,10 @@ mod tests {
 
     #[test]
     fn a_handler_kind_scaffold_cannot_resolve_makes_not_found_an_error() {
-        let mut files = repo();
-        files.0.push((
+        let files = repo_with(&[(
             "workers/billing/src/handlers/void.rs",
             "impl WorkHandler for Void {\n    const KIND: &'static str = crate::names::VOID;\n}\n",
-        ));
-        files.0.sort();
+        )]);
         let m = Model::new(&files);
         let err = m.registered_at("VOID").expect_err("a guess");
         assert!(
@@ -384,10 +388,7 @@ mod tests {
 
     #[test]
     fn a_file_that_does_not_parse_makes_the_answer_an_error() {
-        let mut files = repo();
-        files
-            .0
-            .push(("om/src/shipping/more.rs", "pub const X: &str = "));
+        let files = repo_with(&[("om/src/shipping/more.rs", "pub const X: &str = ")]);
         let m = Model::new(&files);
         assert!(m.kinds().is_err());
         assert!(m.registered_at("NONE").is_err());
