@@ -46,7 +46,9 @@ struct Inner {
 /// The job's files so far.
 #[derive(Debug)]
 struct Files {
-    workspaces: Workspaces,
+    /// Where the job's directory goes: the loop's, or (a context built without one) a
+    /// private folder under the system's temporary directory, named when first needed.
+    workspaces: Option<Arc<Workspaces>>,
     /// The job's directory, once made.
     dir: Option<PathBuf>,
     /// Inputs fetched and verified, by name.
@@ -99,7 +101,7 @@ impl WorkContext {
                 account: claimed.item.account.clone(),
                 inputs: claimed.inputs.clone(),
                 files: Mutex::new(Files {
-                    workspaces: Workspaces::in_temp(),
+                    workspaces: None,
                     dir: None,
                     fetched: BTreeMap::new(),
                     outputs: Vec::new(),
@@ -112,7 +114,12 @@ impl WorkContext {
     /// This context with its workspace under `workspaces` (the loop's).
     #[must_use]
     pub fn with_workspaces(self, workspaces: Workspaces) -> Self {
-        self.lock_files().workspaces = workspaces;
+        self.with_shared_workspaces(Arc::new(workspaces))
+    }
+
+    /// [`with_workspaces`](Self::with_workspaces) without a copy of the loop's.
+    pub(crate) fn with_shared_workspaces(self, workspaces: Arc<Workspaces>) -> Self {
+        self.lock_files().workspaces = Some(workspaces);
         self
     }
 
@@ -279,6 +286,7 @@ impl WorkContext {
         let held = &self.inner.held;
         let dir = files
             .workspaces
+            .get_or_insert_with(|| Arc::new(Workspaces::in_temp()))
             .root
             .join(format!("{}-{}", held.id, held.fence));
         artifacts::fresh_private_dir(&dir)
@@ -422,8 +430,10 @@ impl WorkContext {
     /// `completed` (or did not); a failed removal is logged, never the attempt's failure.
     pub(crate) fn clean_up(&self, completed: bool) {
         let files = self.lock_files();
-        let Some(dir) = &files.dir else { return };
-        if files.workspaces.cleanup.removes(completed)
+        let (Some(dir), Some(workspaces)) = (&files.dir, &files.workspaces) else {
+            return;
+        };
+        if workspaces.cleanup.removes(completed)
             && let Err(e) = std::fs::remove_dir_all(dir)
         {
             tracing::warn!(error = %e, "could not remove the job's workspace");

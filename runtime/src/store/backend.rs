@@ -89,7 +89,7 @@ pub trait Backend: Send + Sync + fmt::Debug {
     /// Applies every finish in one write transaction; one result per finish, in order.
     fn finish_many(
         &self,
-        batch: Vec<Finish>,
+        batch: std::sync::Arc<[Finish]>,
         now: Timestamp,
     ) -> BoxFuture<'_, StoreResult<Vec<StoreResult<()>>>>;
     /// Returns running items whose lease expired to available (dead when out of attempts).

@@ -519,6 +519,15 @@ impl Store {
 
     /// Applies many finishes in one write transaction; each row checks its own fence.
     pub async fn finish_many(&self, batch: Vec<Finish>) -> StoreResult<Vec<StoreResult<()>>> {
+        self.finish_shared(std::sync::Arc::from(batch)).await
+    }
+
+    /// [`finish_many`](Self::finish_many) of a batch the caller keeps (to write again after
+    /// an error, or to count what was written) without copying it.
+    pub(crate) async fn finish_shared(
+        &self,
+        batch: std::sync::Arc<[Finish]>,
+    ) -> StoreResult<Vec<StoreResult<()>>> {
         if batch.is_empty() {
             return Ok(Vec::new());
         }

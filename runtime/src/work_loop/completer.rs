@@ -31,11 +31,17 @@ pub(crate) async fn run(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<Don
                 Err(_) => break,
             }
         }
-        let batch: Vec<(Finish, bool)> = buf
-            .iter()
-            .filter_map(|d| d.finish.clone().map(|f| (f, d.last_attempt)))
-            .collect();
-        write(&shared, batch).await;
+        // Moved out, not copied: the batch is written (and on an error written again) from
+        // one shared slice.
+        let mut finishes = Vec::with_capacity(buf.len());
+        let mut last_attempts = Vec::with_capacity(buf.len());
+        for done in &mut buf {
+            if let Some(finish) = done.finish.take() {
+                finishes.push(finish);
+                last_attempts.push(done.last_attempt);
+            }
+        }
+        write(&shared, Arc::from(finishes), &last_attempts).await;
         shared.inflight.fetch_sub(buf.len(), Ordering::SeqCst);
         shared.room.notify_waiters();
         // The outcomes are written: their leases need no more renewing.
@@ -45,14 +51,14 @@ pub(crate) async fn run(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<Don
     }
 }
 
-async fn write(shared: &Shared, batch: Vec<(Finish, bool)>) {
+/// Writes `batch`; `last_attempts[i]` says whether `batch[i]` was its item's last attempt.
+async fn write(shared: &Shared, batch: Arc<[Finish]>, last_attempts: &[bool]) {
     if batch.is_empty() {
         return;
     }
-    let finishes: Vec<Finish> = batch.iter().map(|(f, _)| f.clone()).collect();
     let mut delay = Duration::from_millis(20);
     let results = loop {
-        match shared.store.finish_many(finishes.clone()).await {
+        match shared.store.finish_shared(Arc::clone(&batch)).await {
             Ok(results) => break results,
             // Revoked, or refused as malformed: asking again changes nothing.
             Err(e @ (crate::StoreError::Revoked | crate::StoreError::Refused { .. })) => {
@@ -72,7 +78,7 @@ async fn write(shared: &Shared, batch: Vec<(Finish, bool)>) {
         }
     };
     let c = &shared.counters;
-    for ((finish, last_attempt), result) in batch.iter().zip(results) {
+    for ((finish, last_attempt), result) in batch.iter().zip(last_attempts).zip(results) {
         let (id, fence) = (finish.id, finish.fence);
         match result {
             Ok(()) => {

@@ -97,7 +97,9 @@ pub(crate) async fn claimer(shared: Arc<Shared>, lane: String, mut ch: Channels)
                 fence = c.fence,
                 attempt = c.item.attempt
             );
-            tokio::spawn(run_item(Arc::clone(&shared), c, ch.clone()).instrument(span));
+            // Boxed: the task then moves a pointer, not the item's whole future, each of the
+            // times tokio moves it (into the task, into its cell, out as it ends).
+            tokio::spawn(Box::pin(run_item(Arc::clone(&shared), c, ch.clone())).instrument(span));
         }
     }
 }
@@ -171,7 +173,7 @@ async fn run_item(shared: Arc<Shared>, claimed: Claimed, mut ch: Channels) {
     let mut lease = shared.keeper.keep(held.clone(), claimed.lease_expires_at);
     let ctx = WorkContext::new(shared.store.clone(), &claimed, shared.config.lease)
         .with_resources(shared.resources.clone())
-        .with_workspaces(shared.workspaces.clone());
+        .with_shared_workspaces(Arc::clone(&shared.workspaces));
     let has_inputs = !claimed.inputs.is_empty();
     let record = claimed.item;
     let last_attempt = record.attempt >= record.max_attempts;

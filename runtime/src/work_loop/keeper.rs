@@ -32,8 +32,9 @@ struct Keep {
     /// When the lease was granted (the call sent) and when it ends, by the store's clock.
     from: Timestamp,
     expires: Timestamp,
+    /// Told why the lease is gone; closed when the item's [`Lease`] is dropped, which
+    /// stops its renewals.
     lost: oneshot::Sender<StoreError>,
-    stop: oneshot::Receiver<()>,
 }
 
 /// The items whose first renewal is not due yet, by (due time in ms, sequence number).
@@ -78,8 +79,8 @@ impl std::fmt::Debug for Keeper {
 /// One item's kept lease: [`Lease::lost`] resolves when it is gone; dropping it stops the
 /// heartbeat (after the outcome is written).
 pub(crate) struct Lease {
+    /// Dropped with the lease, which ends its renewal task (see [`Keep::lost`]).
     lost: oneshot::Receiver<StoreError>,
-    _stop: oneshot::Sender<()>,
     /// Its place among the first renewals not due yet, while it may be there.
     pending: Option<(Arc<State>, (i64, u64))>,
 }
@@ -101,7 +102,7 @@ impl Lease {
 
 impl Drop for Lease {
     fn drop(&mut self) {
-        // Not due yet: out of the map, and no task ever starts. Started: dropping `_stop`
+        // Not due yet: out of the map, and no task ever starts. Started: dropping `lost`
         // ends its task.
         if let Some((state, key)) = self.pending.take() {
             state.pending().due.remove(&key);
@@ -134,7 +135,6 @@ impl Keeper {
     /// third of what is left of it has passed.
     pub(super) fn keep(&self, held: Held, expires: Timestamp) -> Lease {
         let (lost_tx, lost_rx) = oneshot::channel();
-        let (stop_tx, stop_rx) = oneshot::channel();
         let from = self.clock.now();
         let due = third(from, expires).as_millis();
         let (id, fence) = (held.id, held.fence);
@@ -143,7 +143,6 @@ impl Keeper {
             from,
             expires,
             lost: lost_tx,
-            stop: stop_rx,
         };
         let mut pending = self.state.pending();
         if pending.closed {
@@ -156,7 +155,6 @@ impl Keeper {
             );
             return Lease {
                 lost: lost_rx,
-                _stop: stop_tx,
                 pending: None,
             };
         }
@@ -173,7 +171,6 @@ impl Keeper {
         }
         Lease {
             lost: lost_rx,
-            _stop: stop_tx,
             pending: Some((Arc::clone(&self.state), key)),
         }
     }
@@ -214,14 +211,13 @@ async fn watch_due(state: Arc<State>, store: Store, lease: Duration) {
                     held,
                     from,
                     expires,
-                    lost,
-                    mut stop,
+                    mut lost,
                 } = keep;
                 tokio::select! {
                     e = keep_lease(&store, &held, lease, from, expires) => {
                         let _ = lost.send(e);
                     }
-                    _ = &mut stop => {}
+                    () = lost.closed() => {}
                 }
             });
         }
@@ -302,7 +298,6 @@ impl KeeperSlot {
             Some(k) => k.keep(held, expires),
             None => {
                 let (_lost_tx, lost) = oneshot::channel();
-                let (stop, _) = oneshot::channel();
                 tracing::error!(
                     id = held.id,
                     fence = held.fence,
@@ -310,7 +305,6 @@ impl KeeperSlot {
                 );
                 Lease {
                     lost,
-                    _stop: stop,
                     pending: None,
                 }
             }

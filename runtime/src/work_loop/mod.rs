@@ -207,7 +207,7 @@ pub(crate) struct Shared {
     /// jobs); `run` returns it.
     pub halt: std::sync::Mutex<Option<StoreError>>,
     /// Where this loop's jobs keep their files.
-    pub workspaces: crate::artifacts::Workspaces,
+    pub workspaces: Arc<crate::artifacts::Workspaces>,
 }
 
 impl Shared {
@@ -302,7 +302,7 @@ impl WorkLoop {
                 keeper: keeper::KeeperSlot::default(),
                 drain_requested: Notify::new(),
                 halt: std::sync::Mutex::new(None),
-                workspaces,
+                workspaces: Arc::new(workspaces),
             }),
         }
     }

@@ -204,7 +204,7 @@ impl Backend for MemoryBackend {
 
     fn finish_many(
         &self,
-        batch: Vec<Finish>,
+        batch: std::sync::Arc<[Finish]>,
         now: Timestamp,
     ) -> BoxFuture<'_, StoreResult<Vec<StoreResult<()>>>> {
         let mut st = self.lock();

@@ -482,7 +482,7 @@ impl Backend for PostgresBackend {
 
     fn finish_many(
         &self,
-        batch: Vec<Finish>,
+        batch: std::sync::Arc<[Finish]>,
         now: Timestamp,
     ) -> BoxFuture<'_, StoreResult<Vec<StoreResult<()>>>> {
         Box::pin(async move { ops::finish_many(self, &batch, now).await })

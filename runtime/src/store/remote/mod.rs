@@ -444,7 +444,7 @@ impl Backend for RemoteBackend {
 
     fn finish_many(
         &self,
-        batch: Vec<Finish>,
+        batch: std::sync::Arc<[Finish]>,
         _now: Timestamp,
     ) -> BoxFuture<'_, StoreResult<Vec<StoreResult<()>>>> {
         Box::pin(async move {

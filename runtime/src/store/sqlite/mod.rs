@@ -124,7 +124,7 @@ impl Backend for SqliteBackend {
 
     fn finish_many(
         &self,
-        batch: Vec<Finish>,
+        batch: std::sync::Arc<[Finish]>,
         now: Timestamp,
     ) -> BoxFuture<'_, StoreResult<Vec<StoreResult<()>>>> {
         self.run(move |c| ops::finish_many(c, &batch, now))
