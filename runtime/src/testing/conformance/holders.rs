@@ -58,6 +58,60 @@ pub async fn fenced_writes_check_the_holder<F: Fn() -> Fut, Fut: Future<Output =
     ok(b.store.complete(&c.held()).await, "the holder completes");
 }
 
+/// One batch of completions may hold items of several holders (a backend writes them by
+/// holder): each row completes for its own holder only, and one presented under another's
+/// name is refused while the rest go through.
+pub async fn a_batch_completes_each_row_for_its_own_holder<
+    F: Fn() -> Fut,
+    Fut: Future<Output = TestBackend>,
+>(
+    make: F,
+) {
+    let b = fresh(make).await;
+    let ids = [
+        b.enqueue(new("A")).await,
+        b.enqueue(new("A")).await,
+        b.enqueue(new("A")).await,
+    ];
+    let mut held = Vec::new();
+    for owner in ["host-a", "host-b", "host-a"] {
+        let c = ok(b.store.claim_as(owner, "default", 1, LEASE).await, "claim").remove(0);
+        held.push(c.held());
+    }
+    let intruder = Held::new(held[2].id, held[2].fence, "host-b");
+    let batch = ok(
+        b.store
+            .finish_many(vec![
+                Finish::of(&held[0], Outcome::Complete),
+                Finish::of(&held[1], Outcome::Complete),
+                Finish::of(&intruder, Outcome::Complete),
+            ])
+            .await,
+        "batch",
+    );
+    assert!(
+        batch[0].is_ok() && batch[1].is_ok() && batch[2].is_err(),
+        "{batch:?}"
+    );
+    let mut states = Vec::new();
+    for id in ids {
+        states.push(get(&b.store, id).await.state);
+    }
+    assert_eq!(
+        states,
+        [
+            ItemState::Completed,
+            ItemState::Completed,
+            ItemState::Running
+        ]
+    );
+    assert_eq!(
+        get(&b.store, ids[2]).await.lease_owner.as_deref(),
+        Some("host-a")
+    );
+    ok(b.store.complete(&held[2]).await, "the holder completes");
+}
+
 /// The check before an effect: recorded output comes back without a lease; otherwise the
 /// lease must be live and this holder's, and is renewed.
 pub async fn begin_effect_checks_and_renews_the_lease<

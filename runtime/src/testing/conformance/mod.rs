@@ -153,6 +153,7 @@ macro_rules! conformance_suite {
             operator_cancel_and_release,
             operator_views,
             fenced_writes_check_the_holder,
+            a_batch_completes_each_row_for_its_own_holder,
             begin_effect_checks_and_renews_the_lease,
             once_runs_only_under_a_live_lease,
             attempts_are_recorded,

@@ -134,18 +134,15 @@ pub(crate) async fn finish_many(
     // commit instead of three. A batch retried after an error finds its completions done
     // with the same fence, which is success.
     let completed = complete_bulk(&conn, batch, now).await?;
-    vacuum_behind_the_drain(db, completed.len() as u64);
-    let all_done = batch
-        .iter()
-        .all(|f| matches!(f.outcome, Outcome::Complete) && completed.contains(&(f.id, f.fence)));
-    if all_done {
+    vacuum_behind_the_drain(db, completed.count);
+    if completed.all && batch.iter().all(|f| matches!(f.outcome, Outcome::Complete)) {
         return Ok(batch.iter().map(|_| Ok(())).collect());
     }
     let tx = conn.transaction().await?;
     let mut results = Vec::with_capacity(batch.len());
     let mut released = false;
     for f in batch {
-        if matches!(f.outcome, Outcome::Complete) && completed.contains(&(f.id, f.fence)) {
+        if matches!(f.outcome, Outcome::Complete) && completed.contains(f) {
             results.push(Ok(()));
             continue;
         }
@@ -167,9 +164,71 @@ pub(crate) async fn finish_many(
     Ok(results)
 }
 
-/// Completes every `Complete` of `batch` in one statement; each row still checks its own
-/// fence, owner, state and lease. Returns the (id, fence) pairs it completed; the rest go
-/// through [`finish_one`], which tells a repeated completion from a stale one.
+/// The completions [`complete_bulk`] wrote.
+struct Completed {
+    /// How many.
+    count: u64,
+    /// Every completion of the batch (the usual case: nothing to look up).
+    all: bool,
+    /// Otherwise, which (id, fence) pairs.
+    some: HashSet<(ItemId, Fence)>,
+}
+
+impl Completed {
+    fn contains(&self, f: &Finish) -> bool {
+        self.all || self.some.contains(&(f.id, f.fence))
+    }
+}
+
+/// Completes every `Complete` of `batch`, one statement per holder (a loop's batch, or a
+/// remote worker's, has one); each row still checks its own fence, owner, state and lease.
+/// Says which it completed; the rest go through [`finish_one`], which tells a repeated
+/// completion from a stale one.
+async fn complete_bulk(
+    conn: &deadpool_postgres::Object,
+    batch: &[Finish],
+    now: Timestamp,
+) -> StoreResult<Completed> {
+    let completions: Vec<&Finish> = batch
+        .iter()
+        .filter(|f| matches!(f.outcome, Outcome::Complete))
+        .collect();
+    let mut done = Completed {
+        count: 0,
+        all: true,
+        some: HashSet::new(),
+    };
+    let Some(first) = completions.first() else {
+        return Ok(done);
+    };
+    if completions.iter().all(|f| f.owner == first.owner) {
+        return complete_held_by(conn, &first.owner, &completions, now).await;
+    }
+    let mut by_owner: BTreeMap<&str, Vec<&Finish>> = BTreeMap::new();
+    for f in completions {
+        by_owner.entry(&f.owner).or_default().push(f);
+    }
+    for (owner, group) in by_owner {
+        let part = complete_held_by(conn, owner, &group, now).await?;
+        done.count += part.count;
+        done.all &= part.all;
+        if part.all {
+            done.some.extend(group.iter().map(|f| (f.id, f.fence)));
+        } else {
+            done.some.extend(part.some);
+        }
+    }
+    if done.all {
+        done.some.clear();
+    }
+    Ok(done)
+}
+
+/// Completes `completions`, all held by `owner`, in one statement.
+///
+/// Each row is matched by id (the primary key) and by its own "id:fence" (a hashed `= ANY`
+/// filter), and its holder by one comparison: one table scan, no join whose plan depends on
+/// estimates (see `claim`).
 ///
 /// A batch whose every completion carries its claim's origin (a local loop's) is counted
 /// from that: the statement appends the deltas it was given and answers only how many rows
@@ -177,51 +236,43 @@ pub(crate) async fn finish_many(
 /// fewer than it counted. Reading the completed rows back to count them cost the statement
 /// an eighth of its rate; a partial batch (a lease lost, a completion repeated) is rare, and
 /// is written again counting the rows themselves.
-async fn complete_bulk(
+async fn complete_held_by(
     conn: &deadpool_postgres::Object,
-    batch: &[Finish],
+    owner: &str,
+    completions: &[&Finish],
     now: Timestamp,
-) -> StoreResult<HashSet<(ItemId, Fence)>> {
-    let completions: Vec<&Finish> = batch
-        .iter()
-        .filter(|f| matches!(f.outcome, Outcome::Complete))
-        .collect();
-    if completions.is_empty() {
-        return Ok(HashSet::new());
-    }
-    // Each row is matched by id (the primary key) and by its own "id:fence:owner" (a hashed
-    // `= ANY` filter): one table scan, no join whose plan depends on estimates (see `claim`).
+) -> StoreResult<Completed> {
     let (ids, held): (Vec<i64>, Vec<String>) = completions
         .iter()
-        .map(|f| (f.id, format!("{}:{}:{}", f.id, f.fence, f.owner)))
+        .map(|f| (f.id, format!("{}:{}", f.id, f.fence)))
         .unzip();
+    let now = now.as_millis();
     let matched = "w.id = ANY($1::int8[]) \
-         AND (w.id::text || ':' || w.fence::text || ':' || w.lease_owner) = ANY($2::text[]) \
+         AND (w.id::text || ':' || w.fence::text) = ANY($2::text[]) AND w.lease_owner = $4 \
          AND w.state = 'running' AND w.lease_expires_at > $3";
-    if let Some(deltas) = deltas_of(&completions) {
+    if let Some(deltas) = deltas_of(completions) {
         let stmt = conn
             .prepare_cached(&format!(
                 "WITH done AS (UPDATE work_items AS w SET {COMPLETED}, updated_at = $3 \
                      WHERE {matched} RETURNING w.id), \
                  counted AS (INSERT INTO work_count_deltas (lane, kind, state, delta) \
-                     SELECT * FROM unnest($4::text[], $5::text[], $6::text[], $7::int8[])) \
-                 SELECT CASE WHEN count(*) = $8 THEN count(*) ELSE scaffold_partial_batch() END \
+                     SELECT * FROM unnest($5::text[], $6::text[], $7::text[], $8::int8[])) \
+                 SELECT CASE WHEN count(*) = $9 THEN count(*) ELSE scaffold_partial_batch() END \
                  FROM done"
             ))
             .await?;
         let expected = i64::try_from(completions.len()).unwrap_or(i64::MAX);
-        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 8] = [
-            &ids,
-            &held,
-            &now.as_millis(),
-            &deltas.0,
-            &deltas.1,
-            &deltas.2,
-            &deltas.3,
-            &expected,
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 9] = [
+            &ids, &held, &now, &owner, &deltas.0, &deltas.1, &deltas.2, &deltas.3, &expected,
         ];
         match conn.query_one(&stmt, &params).await {
-            Ok(_) => return Ok(completions.iter().map(|f| (f.id, f.fence)).collect()),
+            Ok(_) => {
+                return Ok(Completed {
+                    count: completions.len() as u64,
+                    all: true,
+                    some: HashSet::new(),
+                });
+            }
             Err(e) if e.code().is_some_and(|c| c.code() == PARTIAL_BATCH) => {}
             Err(e) => return Err(e.into()),
         }
@@ -237,10 +288,16 @@ async fn complete_bulk(
             ),
         ))
         .await?;
-    let rows = conn.query(&stmt, &[&ids, &held, &now.as_millis()]).await?;
-    rows.iter()
+    let rows = conn.query(&stmt, &[&ids, &held, &now, &owner]).await?;
+    let some = rows
+        .iter()
         .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
-        .collect()
+        .collect::<StoreResult<HashSet<(ItemId, Fence)>>>()?;
+    Ok(Completed {
+        count: some.len() as u64,
+        all: some.len() == completions.len(),
+        some,
+    })
 }
 
 /// The counters' change of `completions` from their claims' origins, as the columns of
@@ -249,12 +306,34 @@ async fn complete_bulk(
 fn deltas_of(
     completions: &[&Finish],
 ) -> Option<(Vec<String>, Vec<String>, Vec<&'static str>, Vec<i64>)> {
-    let mut net: BTreeMap<(&str, &str, &'static str), i64> = BTreeMap::new();
+    // A batch's completions are of a few (lane, kind, state)s, most often one: a short
+    // list searched from the last one hit costs less per item than a map of strings.
+    type Key<'a> = (&'a str, &'a str, &'static str);
+    fn add<'a>(net: &mut Vec<(Key<'a>, i64)>, key: Key<'a>, delta: i64, hint: &mut usize) {
+        if net.get(*hint).is_none_or(|(k, _)| *k != key) {
+            *hint = match net.iter().position(|(k, _)| *k == key) {
+                Some(i) => i,
+                None => {
+                    net.push((key, 0));
+                    net.len() - 1
+                }
+            };
+        }
+        net[*hint].1 += delta;
+    }
+    let mut net: Vec<(Key<'_>, i64)> = Vec::new();
+    let (mut from_hint, mut to_hint) = (0, 0);
     for f in completions {
         let o = f.origin.as_ref()?;
-        *net.entry((&o.lane, &o.kind, o.from.as_str())).or_default() -= 1;
-        *net.entry((&o.lane, &o.kind, "completed")).or_default() += 1;
+        add(
+            &mut net,
+            (&o.lane, &o.kind, o.from.as_str()),
+            -1,
+            &mut from_hint,
+        );
+        add(&mut net, (&o.lane, &o.kind, "completed"), 1, &mut to_hint);
     }
+    net.sort_unstable();
     let mut cols = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for ((lane, kind, state), delta) in net.into_iter().filter(|(_, d)| *d != 0) {
         cols.0.push(lane.to_owned());
