@@ -31,6 +31,37 @@ pub(crate) async fn claim(
 ) -> StoreResult<Vec<Claimed>> {
     db.wake.claim_started(&req.lane).await;
     let conn = db.conn().await?;
+    let (lease_until, now_ms, limit) = (
+        req.lease_until.as_millis(),
+        now.as_millis(),
+        limit_of(req.n),
+    );
+    let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
+        vec![&req.owner, &lease_until, &now_ms, &req.lane, &limit];
+    // Only the filters the claim has are in its statement (one prepared statement for each
+    // combination): a local loop's claim, the drain's hot path, tests nothing per row that
+    // it does not need.
+    let mut filters = String::new();
+    if let Some(kinds) = &req.kinds {
+        params.push(kinds);
+        filters.push_str(&format!(" AND kind = ANY(${}::text[])", params.len()));
+    }
+    if let Some(account) = &req.account {
+        params.push(account);
+        filters.push_str(&format!(
+            " AND coalesce(account, 'default') = ${}",
+            params.len()
+        ));
+    }
+    if let Some(session) = &req.session {
+        params.push(session);
+        filters.push_str(&format!(
+            " AND EXISTS (SELECT 1 FROM remote_sessions AS s \
+                 JOIN remote_workers AS rw ON rw.id = s.worker_id \
+                 WHERE s.token_sha256 = ${} AND s.expires_at > $3 AND rw.revoked_at IS NULL)",
+            params.len()
+        ));
+    }
     let stmt = conn
         .prepare_cached(&format!(
             "UPDATE work_items AS w SET state = 'running', fence = w.fence + 1, \
@@ -38,33 +69,15 @@ pub(crate) async fn claim(
                  updated_at = $3, claimed_at = $3, parked_on = NULL, \
                  claimed_from = NULLIF(w.state, 'available') \
              WHERE w.id = ANY(ARRAY(SELECT id FROM work_items \
-                 WHERE lane = $4 AND state IN ('available', 'failed', 'parked') AND run_at <= $3 \
-                 AND ($6::text[] IS NULL OR kind = ANY($6)) \
-                 AND ($7::text IS NULL OR coalesce(account, 'default') = $7) \
-                 AND ($8::text IS NULL OR EXISTS (SELECT 1 FROM remote_sessions AS s \
-                     JOIN remote_workers AS rw ON rw.id = s.worker_id \
-                     WHERE s.token_sha256 = $8 AND s.expires_at > $3 AND rw.revoked_at IS NULL)) \
+                 WHERE lane = $4 AND state IN ('available', 'failed', 'parked') AND run_at <= $3\
+                 {filters} \
                  ORDER BY priority DESC, run_at, id LIMIT $5 \
                  FOR UPDATE SKIP LOCKED)) \
              RETURNING {CLAIM_COLS}{}",
             if req.with_inputs { INPUTS } else { "" }
         ))
         .await?;
-    let rows = conn
-        .query(
-            &stmt,
-            &[
-                &req.owner,
-                &req.lease_until.as_millis(),
-                &now.as_millis(),
-                &req.lane,
-                &limit_of(req.n),
-                &req.kinds,
-                &req.account,
-                &req.session,
-            ],
-        )
-        .await?;
+    let rows = conn.query(&stmt, &params).await?;
     let mut claimed = rows
         .iter()
         .map(|r| claimed_row(r, req, now))
