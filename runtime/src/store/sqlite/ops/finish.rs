@@ -1,12 +1,14 @@
 //! Finishing held items: completions in one bulk statement, then every other outcome's
 //! fenced update.
 
+use std::collections::{BTreeMap, HashMap, HashSet};
+
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use super::moves::{Before, before, count, record_ended};
 use super::{HELD, write};
 use crate::error::StoreError;
-use crate::item::{Fence, Finish, ItemId, Outcome};
+use crate::item::{ClaimOrigin, Fence, Finish, ItemId, Outcome};
 use crate::store::StoreResult;
 use crate::time::Timestamp;
 
@@ -80,7 +82,12 @@ fn finish_one(tx: &Transaction<'_>, f: &Finish, now: Timestamp) -> StoreResult<(
                     Ok((r.get(0)?, r.get(1)?, r.get(2)?))
                 })?
                 .collect::<rusqlite::Result<_>>()?;
-            count_completions(tx, &moved)?;
+            count_completions(
+                tx,
+                moved
+                    .iter()
+                    .map(|(lane, kind, from)| (lane.as_str(), kind.as_str(), from.as_deref())),
+            )?;
             moved.len()
         }
         Some(e) => {
@@ -150,58 +157,111 @@ pub(crate) fn finish_many(
     Ok(results)
 }
 
-/// Completes every `Complete` of `batch` in one statement; each row still checks its own
-/// fence, owner, state and lease. Returns the (id, fence) pairs it completed; the rest go through
-/// [`finish_one`], which tells a repeated completion from a stale one.
+/// Completes every `Complete` of `batch`, one statement per holder (a loop's batch, or a
+/// remote worker's, has one); each row still checks its own fence, owner, state and lease.
+/// Returns the (id, fence) pairs it completed; the rest go through [`finish_one`], which
+/// tells a repeated completion from a stale one.
 fn complete_bulk(
     tx: &Transaction<'_>,
     batch: &[Finish],
     now: Timestamp,
-) -> StoreResult<std::collections::HashSet<(ItemId, Fence)>> {
-    let triples: Vec<(i64, i64, &str)> = batch
+) -> StoreResult<HashSet<(ItemId, Fence)>> {
+    let completions: Vec<&Finish> = batch
         .iter()
         .filter(|f| matches!(f.outcome, Outcome::Complete))
-        .map(|f| (f.id, f.fence, f.owner.as_str()))
         .collect();
-    let mut done = std::collections::HashSet::with_capacity(triples.len());
-    if triples.is_empty() {
+    let mut done = HashSet::with_capacity(completions.len());
+    let Some(first) = completions.first() else {
+        return Ok(done);
+    };
+    if completions.iter().all(|f| f.owner == first.owner) {
+        complete_held_by(tx, &first.owner, &completions, now, &mut done)?;
         return Ok(done);
     }
-    let json = serde_json::to_string(&triples)?;
-    let mut stmt = tx.prepare_cached(&format!(
-        "UPDATE work_items AS w SET {COMPLETED}, updated_at = ?2 \
-         FROM (SELECT value ->> 0 AS id, value ->> 1 AS fence, value ->> 2 AS owner \
-               FROM json_each(?1)) AS b \
-         WHERE w.id = b.id AND w.fence = b.fence AND w.lease_owner = b.owner \
-             AND w.state = 'running' AND w.lease_expires_at > ?2 \
-         RETURNING id, fence, lane, kind, claimed_from"
-    ))?;
-    let rows = stmt.query_map(params![json, now.as_millis()], |r| {
-        Ok(((r.get(0)?, r.get(1)?), (r.get(2)?, r.get(3)?, r.get(4)?)))
-    })?;
-    let mut moved = Vec::with_capacity(triples.len());
-    for row in rows {
-        let (key, origin) = row?;
-        done.insert(key);
-        moved.push(origin);
+    let mut by_owner: BTreeMap<&str, Vec<&Finish>> = BTreeMap::new();
+    for f in completions {
+        by_owner.entry(&f.owner).or_default().push(f);
     }
-    count_completions(tx, &moved)?;
+    for (owner, group) in by_owner {
+        complete_held_by(tx, owner, &group, now, &mut done)?;
+    }
     Ok(done)
 }
 
-/// The counters' change of completed items, given as (lane, kind, state claimed from):
-/// one statement for the batch, in its transaction.
-fn count_completions(
+/// Completes `completions`, all held by `owner`, in one statement, adding the (id, fence)
+/// pairs it completed to `done`, and counts them. A batch whose every completion carries
+/// its claim's origin (a local loop's) is counted from that, each row's lane, kind and
+/// state not read back; otherwise from the rows.
+fn complete_held_by(
     tx: &Transaction<'_>,
-    moved: &[(String, String, Option<String>)],
+    owner: &str,
+    completions: &[&Finish],
+    now: Timestamp,
+    done: &mut HashSet<(ItemId, Fence)>,
+) -> StoreResult<()> {
+    let pairs: Vec<[i64; 2]> = completions.iter().map(|f| [f.id, f.fence]).collect();
+    let json = serde_json::to_string(&pairs)?;
+    let origins: Option<HashMap<(ItemId, Fence), &ClaimOrigin>> = completions
+        .iter()
+        .map(|f| f.origin.as_ref().map(|o| ((f.id, f.fence), o)))
+        .collect();
+    let returned = if origins.is_some() {
+        "id, fence"
+    } else {
+        "id, fence, lane, kind, claimed_from"
+    };
+    let mut stmt = tx.prepare_cached(&format!(
+        "UPDATE work_items AS w SET {COMPLETED}, updated_at = ?2 \
+         FROM (SELECT value ->> 0 AS id, value ->> 1 AS fence FROM json_each(?1)) AS b \
+         WHERE w.id = b.id AND w.fence = b.fence AND w.lease_owner = ?3 \
+             AND w.state = 'running' AND w.lease_expires_at > ?2 \
+         RETURNING {returned}"
+    ))?;
+    let mut rows = stmt.query(params![json, now.as_millis(), owner])?;
+    match origins {
+        Some(origins) => {
+            let mut moved = Vec::with_capacity(completions.len());
+            while let Some(r) = rows.next()? {
+                let key = (r.get(0)?, r.get(1)?);
+                if let Some(o) = origins.get(&key) {
+                    moved.push((o.lane.as_str(), o.kind.as_str(), Some(o.from.as_str())));
+                }
+                done.insert(key);
+            }
+            drop(rows);
+            count_completions(tx, moved)
+        }
+        None => {
+            let mut moved: Vec<(String, String, Option<String>)> =
+                Vec::with_capacity(completions.len());
+            while let Some(r) = rows.next()? {
+                done.insert((r.get(0)?, r.get(1)?));
+                moved.push((r.get(2)?, r.get(3)?, r.get(4)?));
+            }
+            drop(rows);
+            count_completions(
+                tx,
+                moved
+                    .iter()
+                    .map(|(lane, kind, from)| (lane.as_str(), kind.as_str(), from.as_deref())),
+            )
+        }
+    }
+}
+
+/// The counters' change of completed items, given as (lane, kind, state claimed from, `None`
+/// for available): one statement for the batch, in its transaction.
+fn count_completions<'a>(
+    tx: &Transaction<'_>,
+    moved: impl IntoIterator<Item = (&'a str, &'a str, Option<&'a str>)>,
 ) -> StoreResult<()> {
     count(
         tx,
-        moved.iter().map(|(lane, kind, from)| {
+        moved.into_iter().map(|(lane, kind, from)| {
             (
-                lane.as_str(),
-                kind.as_str(),
-                Some(from.as_deref().unwrap_or("available")),
+                lane,
+                kind,
+                Some(from.unwrap_or("available")),
                 Some("completed"),
             )
         }),

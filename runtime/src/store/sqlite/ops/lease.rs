@@ -5,7 +5,8 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 
 use super::moves::{before, count, record_ended};
-use super::{COLS, HELD, record, write};
+use super::queries::parse_state;
+use super::{COLS, COLS_COUNT, HELD, record, write};
 use crate::error::StoreError;
 use crate::item::{ArtifactRef, Claimed, Held};
 use crate::store::{ClaimRequest, StoreResult};
@@ -18,45 +19,66 @@ pub(crate) fn claim(
 ) -> StoreResult<Vec<Claimed>> {
     let tx = write(conn)?;
     let mut claimed = {
+        let kinds = req.kinds.as_ref().map(serde_json::to_string).transpose()?;
+        let (lease_until, now_ms) = (req.lease_until.as_millis(), now.as_millis());
+        let limit = i64::try_from(req.n).unwrap_or(i64::MAX);
+        let mut params: Vec<&dyn rusqlite::ToSql> =
+            vec![&req.owner, &lease_until, &now_ms, &req.lane, &limit];
+        // Only the filters the claim has are in its statement (one cached statement for each
+        // combination): SQLite does not fold `?6 IS NULL OR …` away, and tested it per row.
+        let mut filters = String::new();
+        if let Some(kinds) = &kinds {
+            params.push(kinds);
+            filters.push_str(&format!(
+                " AND kind IN (SELECT value FROM json_each(?{}))",
+                params.len()
+            ));
+        }
+        if let Some(account) = &req.account {
+            params.push(account);
+            filters.push_str(&format!(
+                " AND coalesce(account, 'default') = ?{}",
+                params.len()
+            ));
+        }
+        if let Some(session) = &req.session {
+            params.push(session);
+            filters.push_str(&format!(
+                " AND EXISTS (SELECT 1 FROM remote_sessions AS s \
+                     JOIN remote_workers AS rw ON rw.id = s.worker_id \
+                     WHERE s.token_sha256 = ?{} AND s.expires_at > ?3 AND rw.revoked_at IS NULL)",
+                params.len()
+            ));
+        }
         let mut stmt = tx.prepare_cached(&format!(
             "UPDATE work_items SET state = 'running', fence = fence + 1, attempt = attempt + 1, \
                  lease_owner = ?1, lease_expires_at = ?2, updated_at = ?3, claimed_at = ?3, \
                  parked_on = NULL, claimed_from = NULLIF(state, 'available') \
              WHERE id IN (SELECT id FROM work_items \
-                 WHERE lane = ?4 AND state IN ('available', 'failed', 'parked') AND run_at <= ?3 \
-                 AND (?6 IS NULL OR kind IN (SELECT value FROM json_each(?6))) \
-                 AND (?7 IS NULL OR coalesce(account, 'default') = ?7) \
-                 AND (?8 IS NULL OR EXISTS (SELECT 1 FROM remote_sessions AS s \
-                     JOIN remote_workers AS rw ON rw.id = s.worker_id \
-                     WHERE s.token_sha256 = ?8 AND s.expires_at > ?3 AND rw.revoked_at IS NULL)) \
+                 WHERE lane = ?4 AND state IN ('available', 'failed', 'parked') AND run_at <= ?3\
+                 {filters} \
                  ORDER BY priority DESC, run_at, id LIMIT ?5) \
-             RETURNING {COLS}"
+             RETURNING {COLS}, claimed_from"
         ))?;
-        let kinds = req.kinds.as_ref().map(serde_json::to_string).transpose()?;
-        let rows = stmt.query_map(
-            params![
-                req.owner,
-                req.lease_until.as_millis(),
-                now.as_millis(),
-                req.lane,
-                i64::try_from(req.n).unwrap_or(i64::MAX),
-                kinds,
-                req.account,
-                req.session,
-            ],
-            record,
-        )?;
-        rows.map(|r| {
-            r.map(|item| Claimed {
+        let mut rows = stmt.query(params.as_slice())?;
+        let mut claimed = Vec::with_capacity(req.n.min(1024));
+        while let Some(row) = rows.next()? {
+            let item = record(row)?;
+            // The state the claim took it from (NULL: available), which the loop hands back
+            // with its completion, so a batch is counted without reading it again.
+            let from = match row.get::<_, Option<String>>(COLS_COUNT)? {
+                Some(state) => parse_state(&state)?,
+                None => crate::item::ItemState::Available,
+            };
+            claimed.push(Claimed {
                 fence: item.fence,
                 lease_expires_at: req.lease_until,
                 item,
-                // Its counters are kept by triggers, which see the state moved from.
-                claimed_from: None,
+                claimed_from: Some(from),
                 inputs: Vec::new(),
-            })
-        })
-        .collect::<rusqlite::Result<Vec<_>>>()?
+            });
+        }
+        claimed
     };
     if req.with_inputs && !claimed.is_empty() {
         attach_inputs(&tx, &mut claimed)?;

@@ -38,6 +38,9 @@ use crate::time::Timestamp;
 pub(super) const HELD: &str =
     "id = ?1 AND fence = ?2 AND lease_owner = ?3 AND state = 'running' AND lease_expires_at > ?4";
 
+/// How many columns [`COLS`] lists: where a column a statement returns after them is.
+pub(super) const COLS_COUNT: usize = 20;
+
 pub(super) fn write(conn: &mut Connection) -> rusqlite::Result<Transaction<'_>> {
     conn.transaction_with_behavior(TransactionBehavior::Immediate)
 }
@@ -87,4 +90,12 @@ fn record(row: &Row<'_>) -> rusqlite::Result<ItemRecord> {
             .get::<_, Option<String>>(19)?
             .unwrap_or_else(|| crate::item::DEFAULT_ACCOUNT.to_owned()),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn cols_count_is_the_length_of_cols() {
+        assert_eq!(super::COLS.split(',').count(), super::COLS_COUNT);
+    }
 }

@@ -58,12 +58,12 @@ pub(crate) fn outbox_stats(conn: &mut Connection, now: Timestamp) -> StoreResult
     })
 }
 
-fn parse_state(raw: &str) -> StoreResult<ItemState> {
+pub(super) fn parse_state(raw: &str) -> StoreResult<ItemState> {
     raw.parse()
         .map_err(|e: crate::item::UnknownState| StoreError::Task(e.to_string()))
 }
 
-/// Items per (lane, kind, state), from the counters the triggers keep, with the running
+/// Items per (lane, kind, state), from the counters every transition keeps, with the running
 /// items (as many as are held, through `work_items_lease`) moved from the state they were
 /// claimed from, under which the counters keep them, to `running`.
 pub(crate) fn counts(conn: &mut Connection) -> StoreResult<Counts> {
