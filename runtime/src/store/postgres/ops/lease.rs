@@ -8,6 +8,7 @@ use super::{HELD, ending, limit_of, lock, parse_state};
 use crate::error::StoreError;
 use crate::item::{Claimed, Held, ItemRecord, ItemState};
 use crate::store::postgres::PostgresBackend;
+use crate::store::sql::{ClaimFilter, claim_filters};
 use crate::store::{ClaimRequest, StoreResult};
 use crate::time::Timestamp;
 
@@ -38,29 +39,15 @@ pub(crate) async fn claim(
     );
     let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
         vec![&req.owner, &lease_until, &now_ms, &req.lane, &limit];
-    // Only the filters the claim has are in its statement (one prepared statement for each
-    // combination): a local loop's claim, the drain's hot path, tests nothing per row that
-    // it does not need.
-    let mut filters = String::new();
-    if let Some(kinds) = &req.kinds {
-        params.push(kinds);
-        filters.push_str(&format!(" AND kind = ANY(${}::text[])", params.len()));
-    }
-    if let Some(account) = &req.account {
-        params.push(account);
-        filters.push_str(&format!(
-            " AND coalesce(account, 'default') = ${}",
-            params.len()
-        ));
-    }
-    if let Some(session) = &req.session {
-        params.push(session);
-        filters.push_str(&format!(
-            " AND EXISTS (SELECT 1 FROM remote_sessions AS s \
-                 JOIN remote_workers AS rw ON rw.id = s.worker_id \
-                 WHERE s.token_sha256 = ${} AND s.expires_at > $3 AND rw.revoked_at IS NULL)",
-            params.len()
-        ));
+    let (filters, which) = claim_filters(req, params.len() + 1, '$', |p| {
+        format!("kind = ANY({p}::text[])")
+    });
+    for filter in which {
+        params.push(match filter {
+            ClaimFilter::Kinds => &req.kinds,
+            ClaimFilter::Account => &req.account,
+            ClaimFilter::Session => &req.session,
+        });
     }
     let stmt = conn
         .prepare_cached(&format!(

@@ -9,6 +9,7 @@ use super::queries::parse_state;
 use super::{COLS, COLS_COUNT, HELD, record, write};
 use crate::error::StoreError;
 use crate::item::{ArtifactRef, Claimed, Held};
+use crate::store::sql::{ClaimFilter, claim_filters};
 use crate::store::{ClaimRequest, StoreResult};
 use crate::time::Timestamp;
 
@@ -24,31 +25,15 @@ pub(crate) fn claim(
         let limit = i64::try_from(req.n).unwrap_or(i64::MAX);
         let mut params: Vec<&dyn rusqlite::ToSql> =
             vec![&req.owner, &lease_until, &now_ms, &req.lane, &limit];
-        // Only the filters the claim has are in its statement (one cached statement for each
-        // combination): SQLite does not fold `?6 IS NULL OR …` away, and tested it per row.
-        let mut filters = String::new();
-        if let Some(kinds) = &kinds {
-            params.push(kinds);
-            filters.push_str(&format!(
-                " AND kind IN (SELECT value FROM json_each(?{}))",
-                params.len()
-            ));
-        }
-        if let Some(account) = &req.account {
-            params.push(account);
-            filters.push_str(&format!(
-                " AND coalesce(account, 'default') = ?{}",
-                params.len()
-            ));
-        }
-        if let Some(session) = &req.session {
-            params.push(session);
-            filters.push_str(&format!(
-                " AND EXISTS (SELECT 1 FROM remote_sessions AS s \
-                     JOIN remote_workers AS rw ON rw.id = s.worker_id \
-                     WHERE s.token_sha256 = ?{} AND s.expires_at > ?3 AND rw.revoked_at IS NULL)",
-                params.len()
-            ));
+        let (filters, which) = claim_filters(req, params.len() + 1, '?', |p| {
+            format!("kind IN (SELECT value FROM json_each({p}))")
+        });
+        for filter in which {
+            params.push(match filter {
+                ClaimFilter::Kinds => &kinds,
+                ClaimFilter::Account => &req.account,
+                ClaimFilter::Session => &req.session,
+            });
         }
         let mut stmt = tx.prepare_cached(&format!(
             "UPDATE work_items SET state = 'running', fence = fence + 1, attempt = attempt + 1, \
