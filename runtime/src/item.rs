@@ -273,8 +273,8 @@ pub struct Claimed {
     pub fence: Fence,
     pub lease_expires_at: Timestamp,
     /// The state the claim took the item from (available, failed or parked), where the
-    /// backend says (PostgreSQL, whose counters count a running item under it until it
-    /// ends).
+    /// backend says (memory and the SQL stores, whose counters count a running item under it
+    /// until it ends).
     pub claimed_from: Option<ItemState>,
     /// Its inputs (by name), where the claim asked for them (the coordinator's, for the
     /// WorkerJobs it hands out; a remote worker's, from them); empty otherwise.
@@ -448,7 +448,7 @@ pub struct Finish {
     pub outcome: Outcome,
     /// Where the item was when it was claimed, as the claim returned it: lets a backend
     /// count a batch of completions from what the loop already knows instead of reading it
-    /// back (PostgreSQL; a finish without it is counted from the rows).
+    /// back (the SQL stores; a finish without it is counted from the rows).
     pub origin: Option<ClaimOrigin>,
     /// Whether a completion repeated with the same fence is a success (the default) or
     /// refused as stale like any other write the lease no longer covers: the coordinator

@@ -214,10 +214,12 @@ async fn watch_due(state: Arc<State>, store: Store, lease: Duration) {
                     mut lost,
                 } = keep;
                 tokio::select! {
+                    // A lease dropped before this task first ran sends no heartbeat.
+                    biased;
+                    () = lost.closed() => {}
                     e = keep_lease(&store, &held, lease, from, expires) => {
                         let _ = lost.send(e);
                     }
-                    () = lost.closed() => {}
                 }
             });
         }

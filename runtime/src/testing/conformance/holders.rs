@@ -59,8 +59,10 @@ pub async fn fenced_writes_check_the_holder<F: Fn() -> Fut, Fut: Future<Output =
 }
 
 /// One batch of completions may hold items of several holders (a backend writes them by
-/// holder): each row completes for its own holder only, and one presented under another's
-/// name is refused while the rest go through.
+/// holder): each row completes for its own holder only; one presented under another's name
+/// is refused while the rest go through, and so is a strict one presented under another's
+/// name beside the real holder's completion of the same claim (a lenient one is a repeat of
+/// a completed claim, which changes nothing).
 pub async fn a_batch_completes_each_row_for_its_own_holder<
     F: Fn() -> Fut,
     Fut: Future<Output = TestBackend>,
@@ -110,6 +112,27 @@ pub async fn a_batch_completes_each_row_for_its_own_holder<
         Some("host-a")
     );
     ok(b.store.complete(&held[2]).await, "the holder completes");
+
+    // The real holder's completion and an impostor's of the same claim, in one batch (as
+    // the coordinator writes them, strict: a repeat is not taken for a success).
+    let id = b.enqueue(new("A")).await;
+    let c = ok(
+        b.store.claim_as("host-a", "default", 1, LEASE).await,
+        "claim",
+    )
+    .remove(0);
+    let impostor = Held::new(id, c.fence, "host-b");
+    let batch = ok(
+        b.store
+            .finish_many(vec![
+                Finish::of(&c.held(), Outcome::Complete).strict(),
+                Finish::of(&impostor, Outcome::Complete).strict(),
+            ])
+            .await,
+        "batch",
+    );
+    assert!(batch[0].is_ok() && batch[1].is_err(), "{batch:?}");
+    assert_eq!(get(&b.store, id).await.state, ItemState::Completed);
 }
 
 /// The check before an effect: recorded output comes back without a lease; otherwise the

@@ -128,11 +128,13 @@ pub(crate) async fn finish_many(
     now: Timestamp,
 ) -> StoreResult<Vec<StoreResult<()>>> {
     let mut conn = db.conn().await?;
-    // The completions go first, as one statement on its own: each row's outcome stands
-    // alone (no row's write depends on another's), so they need no transaction around them,
-    // and the usual batch (all completions, all still held) costs one round trip and one
-    // commit instead of three. A batch retried after an error finds its completions done
-    // with the same fence, which is success.
+    // The completions go first, one statement per holder on its own (a loop's batch, and a
+    // remote worker's, has one holder): each row's outcome stands alone (no row's write
+    // depends on another's), so they need no transaction around them, and the usual batch
+    // (all completions, all still held) costs one round trip and one commit instead of
+    // three. A batch retried after an error finds its completions done with the same fence,
+    // which is success (or, for a strict finish, a refusal the coordinator tells from a
+    // repeat by the attempt on record); several holders' groups are not one transaction.
     let completed = complete_bulk(&conn, batch, now).await?;
     vacuum_behind_the_drain(db, completed.count);
     if completed.all && batch.iter().all(|f| matches!(f.outcome, Outcome::Complete)) {
@@ -165,18 +167,21 @@ pub(crate) async fn finish_many(
 }
 
 /// The completions [`complete_bulk`] wrote.
-struct Completed {
+struct Completed<'a> {
     /// How many.
     count: u64,
-    /// Every completion of the batch (the usual case: nothing to look up).
+    /// Every completion of the batch (the usual case: nothing to look up); also when the
+    /// batch has none, since only completions are asked about.
     all: bool,
-    /// Otherwise, which (id, fence) pairs.
-    some: HashSet<(ItemId, Fence)>,
+    /// Otherwise, which (id, fence, holder)s: a finish presented under another holder's
+    /// name beside the real holder's, in one batch, is not taken for the one completed.
+    some: HashSet<(ItemId, Fence, &'a str)>,
 }
 
-impl Completed {
+impl Completed<'_> {
+    /// Whether completion `f` was written.
     fn contains(&self, f: &Finish) -> bool {
-        self.all || self.some.contains(&(f.id, f.fence))
+        self.all || self.some.contains(&(f.id, f.fence, f.owner.as_str()))
     }
 }
 
@@ -184,11 +189,11 @@ impl Completed {
 /// remote worker's, has one); each row still checks its own fence, owner, state and lease.
 /// Says which it completed; the rest go through [`finish_one`], which tells a repeated
 /// completion from a stale one.
-async fn complete_bulk(
+async fn complete_bulk<'a>(
     conn: &deadpool_postgres::Object,
-    batch: &[Finish],
+    batch: &'a [Finish],
     now: Timestamp,
-) -> StoreResult<Completed> {
+) -> StoreResult<Completed<'a>> {
     let completions: Vec<&Finish> = batch
         .iter()
         .filter(|f| matches!(f.outcome, Outcome::Complete))
@@ -213,7 +218,8 @@ async fn complete_bulk(
         done.count += part.count;
         done.all &= part.all;
         if part.all {
-            done.some.extend(group.iter().map(|f| (f.id, f.fence)));
+            done.some
+                .extend(group.iter().map(|f| (f.id, f.fence, f.owner.as_str())));
         } else {
             done.some.extend(part.some);
         }
@@ -230,18 +236,18 @@ async fn complete_bulk(
 /// filter), and its holder by one comparison: one table scan, no join whose plan depends on
 /// estimates (see `claim`).
 ///
-/// A batch whose every completion carries its claim's origin (a local loop's) is counted
+/// A group whose every completion carries its claim's origin (a local loop's) is counted
 /// from that: the statement appends the deltas it was given and answers only how many rows
 /// it completed, raising `scaffold_partial_batch()` — which undoes all of it — when that is
 /// fewer than it counted. Reading the completed rows back to count them cost the statement
 /// an eighth of its rate; a partial batch (a lease lost, a completion repeated) is rare, and
 /// is written again counting the rows themselves.
-async fn complete_held_by(
+async fn complete_held_by<'a>(
     conn: &deadpool_postgres::Object,
-    owner: &str,
-    completions: &[&Finish],
+    owner: &'a str,
+    completions: &[&'a Finish],
     now: Timestamp,
-) -> StoreResult<Completed> {
+) -> StoreResult<Completed<'a>> {
     let (ids, held): (Vec<i64>, Vec<String>) = completions
         .iter()
         .map(|f| (f.id, format!("{}:{}", f.id, f.fence)))
@@ -291,8 +297,8 @@ async fn complete_held_by(
     let rows = conn.query(&stmt, &[&ids, &held, &now, &owner]).await?;
     let some = rows
         .iter()
-        .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
-        .collect::<StoreResult<HashSet<(ItemId, Fence)>>>()?;
+        .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, owner)))
+        .collect::<StoreResult<HashSet<(ItemId, Fence, &str)>>>()?;
     Ok(Completed {
         count: some.len() as u64,
         all: some.len() == completions.len(),

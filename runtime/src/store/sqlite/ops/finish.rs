@@ -144,7 +144,9 @@ pub(crate) fn finish_many(
     let completed = complete_bulk(&tx, batch, now)?;
     let mut results = Vec::with_capacity(batch.len());
     for f in batch {
-        if matches!(f.outcome, Outcome::Complete) && completed.contains(&(f.id, f.fence)) {
+        if matches!(f.outcome, Outcome::Complete)
+            && completed.contains(&(f.id, f.fence, f.owner.as_str()))
+        {
             results.push(Ok(()));
             continue;
         }
@@ -159,13 +161,14 @@ pub(crate) fn finish_many(
 
 /// Completes every `Complete` of `batch`, one statement per holder (a loop's batch, or a
 /// remote worker's, has one); each row still checks its own fence, owner, state and lease.
-/// Returns the (id, fence) pairs it completed; the rest go through [`finish_one`], which
-/// tells a repeated completion from a stale one.
-fn complete_bulk(
+/// Returns the (id, fence, holder)s it completed (a finish presented under another holder's
+/// name beside the real holder's is not taken for it); the rest go through [`finish_one`],
+/// which tells a repeated completion from a stale one.
+fn complete_bulk<'a>(
     tx: &Transaction<'_>,
-    batch: &[Finish],
+    batch: &'a [Finish],
     now: Timestamp,
-) -> StoreResult<HashSet<(ItemId, Fence)>> {
+) -> StoreResult<HashSet<(ItemId, Fence, &'a str)>> {
     let completions: Vec<&Finish> = batch
         .iter()
         .filter(|f| matches!(f.outcome, Outcome::Complete))
@@ -188,16 +191,16 @@ fn complete_bulk(
     Ok(done)
 }
 
-/// Completes `completions`, all held by `owner`, in one statement, adding the (id, fence)
-/// pairs it completed to `done`, and counts them. A batch whose every completion carries
+/// Completes `completions`, all held by `owner`, in one statement, adding the (id, fence,
+/// holder)s it completed to `done`, and counts them. A group whose every completion carries
 /// its claim's origin (a local loop's) is counted from that, each row's lane, kind and
-/// state not read back; otherwise from the rows.
-fn complete_held_by(
+/// state not read back (only its id and fence); otherwise from the rows.
+fn complete_held_by<'a>(
     tx: &Transaction<'_>,
-    owner: &str,
-    completions: &[&Finish],
+    owner: &'a str,
+    completions: &[&'a Finish],
     now: Timestamp,
-    done: &mut HashSet<(ItemId, Fence)>,
+    done: &mut HashSet<(ItemId, Fence, &'a str)>,
 ) -> StoreResult<()> {
     let pairs: Vec<[i64; 2]> = completions.iter().map(|f| [f.id, f.fence]).collect();
     let json = serde_json::to_string(&pairs)?;
@@ -226,7 +229,7 @@ fn complete_held_by(
                 if let Some(o) = origins.get(&key) {
                     moved.push((o.lane.as_str(), o.kind.as_str(), Some(o.from.as_str())));
                 }
-                done.insert(key);
+                done.insert((key.0, key.1, owner));
             }
             drop(rows);
             count_completions(tx, moved)
@@ -235,7 +238,7 @@ fn complete_held_by(
             let mut moved: Vec<(String, String, Option<String>)> =
                 Vec::with_capacity(completions.len());
             while let Some(r) = rows.next()? {
-                done.insert((r.get(0)?, r.get(1)?));
+                done.insert((r.get(0)?, r.get(1)?, owner));
                 moved.push((r.get(2)?, r.get(3)?, r.get(4)?));
             }
             drop(rows);
