@@ -189,11 +189,17 @@ impl State {
     }
 
     pub(super) fn finish(&mut self, f: &Finish, now: Timestamp) -> StoreResult<()> {
+        // Completion repeated by its holder with the same fence is success; under another's
+        // name it is refused like any other write (the holder is the completed attempt's).
         if matches!(f.outcome, Outcome::Complete)
             && f.repeat_is_success
             && let Some(r) = self.items.get(&f.id)
             && r.state == ItemState::Completed
             && r.fence == f.fence
+            && self.attempts.get(&f.id).is_some_and(|list| {
+                list.iter()
+                    .any(|a| a.fence == f.fence && a.holder.as_deref() == Some(f.owner.as_str()))
+            })
         {
             return Ok(());
         }

@@ -56,6 +56,11 @@ pub async fn fenced_writes_check_the_holder<F: Fn() -> Fut, Fut: Future<Output =
         (ItemState::Running, None, Some("host-a"))
     );
     ok(b.store.complete(&c.held()).await, "the holder completes");
+    ok(b.store.complete(&c.held()).await, "the holder's repeat");
+    stale(
+        b.store.complete(&intruder).await,
+        "a repeat under another's name",
+    );
 }
 
 /// One batch of completions may hold items of several holders (a backend writes them by

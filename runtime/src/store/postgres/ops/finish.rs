@@ -103,13 +103,15 @@ async fn finish_one(tx: &Transaction<'_>, f: &Finish, now: Timestamp) -> StoreRe
         return Ok(());
     }
     if matches!(f.outcome, Outcome::Complete) && f.repeat_is_success {
-        // Completion repeated with the same fence is success.
+        // Completion repeated by its holder with the same fence is success (a completed
+        // item keeps its holder); under another's name it is refused like any other write.
         let stmt = tx
             .prepare_cached(
-                "SELECT state = 'completed' AND fence = $2 FROM work_items WHERE id = $1",
+                "SELECT state = 'completed' AND fence = $2 AND lease_owner IS NOT DISTINCT FROM $3 \
+                 FROM work_items WHERE id = $1",
             )
             .await?;
-        let done = tx.query_opt(&stmt, &[&f.id, &f.fence]).await?;
+        let done = tx.query_opt(&stmt, &[&f.id, &f.fence, &f.owner]).await?;
         if let Some(row) = done
             && row.try_get::<_, bool>(0)?
         {

@@ -121,12 +121,14 @@ fn finish_one(tx: &Transaction<'_>, f: &Finish, now: Timestamp) -> StoreResult<(
         return Ok(());
     }
     if matches!(f.outcome, Outcome::Complete) && f.repeat_is_success {
-        // Completion repeated with the same fence is success.
+        // Completion repeated by its holder with the same fence is success (a completed
+        // item keeps its holder); under another's name it is refused like any other write.
         let done: Option<bool> = tx
             .prepare_cached(
-                "SELECT state = 'completed' AND fence = ?2 FROM work_items WHERE id = ?1",
+                "SELECT state = 'completed' AND fence = ?2 AND lease_owner IS ?3 \
+                 FROM work_items WHERE id = ?1",
             )?
-            .query_row(params![id, fence], |r| r.get(0))
+            .query_row(params![id, fence, owner], |r| r.get(0))
             .optional()?;
         if done == Some(true) {
             return Ok(());
