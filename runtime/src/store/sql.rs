@@ -2,9 +2,11 @@
 //! columns every query reads, the states an operator may act on, the claim order, worker
 //! rows and the too-new-schema refusal.
 
+use std::collections::BTreeMap;
+
 use super::{ClaimRequest, Claimed, SCHEMA_VERSION, StoreResult};
 use crate::error::StoreError;
-use crate::item::{WorkerRecord, WorkerState};
+use crate::item::{Finish, ItemState, Outcome, UnknownState, WorkerRecord, WorkerState};
 use crate::time::Timestamp;
 
 /// A claim filter whose parameter a backend binds, in the order [`claim_filters`] numbered
@@ -55,6 +57,33 @@ pub(crate) fn claim_filters(
         ));
     }
     (sql, params)
+}
+
+/// The completions of `batch`, grouped by holder (by name): what each backend completes in
+/// one statement per group, the holder compared once. One group, without a map, in the usual
+/// case: a loop's batch, and a remote worker's, has one holder.
+pub(crate) fn completions_by_holder(batch: &[Finish]) -> Vec<(&str, Vec<&Finish>)> {
+    let completions: Vec<&Finish> = batch
+        .iter()
+        .filter(|f| matches!(f.outcome, Outcome::Complete))
+        .collect();
+    let Some(&first) = completions.first() else {
+        return Vec::new();
+    };
+    if completions.iter().all(|f| f.owner == first.owner) {
+        return vec![(first.owner.as_str(), completions)];
+    }
+    let mut by_holder: BTreeMap<&str, Vec<&Finish>> = BTreeMap::new();
+    for f in completions {
+        by_holder.entry(&f.owner).or_default().push(f);
+    }
+    by_holder.into_iter().collect()
+}
+
+/// A stored item state; one the runtime does not know is the store's error, not a panic.
+pub(crate) fn parse_state(raw: &str) -> StoreResult<ItemState> {
+    raw.parse()
+        .map_err(|e: UnknownState| StoreError::Task(e.to_string()))
 }
 
 /// The `work_items` columns a row is decoded from, in the order both backends decode them.

@@ -1,7 +1,7 @@
 //! Finishing held items: completions in one bulk statement, every other outcome's fenced
 //! update, and the vacuum a long drain runs behind itself.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 
 use deadpool_postgres::Transaction;
@@ -11,6 +11,7 @@ use crate::error::StoreError;
 use crate::item::{Fence, Finish, ItemId, Outcome};
 use crate::store::StoreResult;
 use crate::store::postgres::PostgresBackend;
+use crate::store::sql::completions_by_holder;
 use crate::time::Timestamp;
 
 /// What a completion sets. A completed item is never claimed again, so its row is its last
@@ -196,27 +197,17 @@ async fn complete_bulk<'a>(
     batch: &'a [Finish],
     now: Timestamp,
 ) -> StoreResult<Completed<'a>> {
-    let completions: Vec<&Finish> = batch
-        .iter()
-        .filter(|f| matches!(f.outcome, Outcome::Complete))
-        .collect();
+    let groups = completions_by_holder(batch);
+    if let [(owner, group)] = groups.as_slice() {
+        return complete_held_by(conn, owner, group, now).await;
+    }
     let mut done = Completed {
         count: 0,
         all: true,
         some: HashSet::new(),
     };
-    let Some(first) = completions.first() else {
-        return Ok(done);
-    };
-    if completions.iter().all(|f| f.owner == first.owner) {
-        return complete_held_by(conn, &first.owner, &completions, now).await;
-    }
-    let mut by_owner: BTreeMap<&str, Vec<&Finish>> = BTreeMap::new();
-    for f in completions {
-        by_owner.entry(&f.owner).or_default().push(f);
-    }
-    for (owner, group) in by_owner {
-        let part = complete_held_by(conn, owner, &group, now).await?;
+    for (owner, group) in &groups {
+        let part = complete_held_by(conn, owner, group, now).await?;
         done.count += part.count;
         done.all &= part.all;
         if part.all {

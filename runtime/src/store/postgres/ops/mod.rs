@@ -32,7 +32,7 @@ use tokio_postgres::types::Json;
 use crate::error::StoreError;
 use crate::item::{ItemRecord, ItemState};
 use crate::store::StoreResult;
-use crate::store::sql::{COLS, LIVE};
+use crate::store::sql::{COLS, LIVE, parse_state};
 use crate::time::Timestamp;
 
 /// The guard every fenced update carries: $1 = id, $2 = fence, $3 = owner, $4 = now. The
@@ -92,11 +92,6 @@ fn ending(
 
 fn task(msg: String) -> StoreError {
     StoreError::Task(msg)
-}
-
-fn parse_state(s: &str) -> StoreResult<ItemState> {
-    s.parse()
-        .map_err(|e: crate::item::UnknownState| task(e.to_string()))
 }
 
 fn record(row: &Row) -> StoreResult<ItemRecord> {

@@ -8,6 +8,7 @@ use super::{LIVE, write};
 use crate::error::StoreError;
 use crate::item::{ItemId, ItemState};
 use crate::store::StoreResult;
+use crate::store::sql::parse_state;
 use crate::time::Timestamp;
 
 fn state_of(conn: &Connection, id: ItemId) -> StoreResult<ItemState> {
@@ -17,9 +18,7 @@ fn state_of(conn: &Connection, id: ItemId) -> StoreResult<ItemState> {
         })
         .optional()?;
     let state = state.ok_or(StoreError::NotFound(id))?;
-    state
-        .parse()
-        .map_err(|e: crate::item::UnknownState| StoreError::Task(e.to_string()))
+    parse_state(&state)
 }
 
 /// Runs `sql`, a write answering the (lane, kind) of each item it moved from `from` to

@@ -1,7 +1,7 @@
 //! Finishing held items: completions in one bulk statement, then every other outcome's
 //! fenced update.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
@@ -10,6 +10,7 @@ use super::{HELD, write};
 use crate::error::StoreError;
 use crate::item::{ClaimOrigin, Fence, Finish, ItemId, Outcome};
 use crate::store::StoreResult;
+use crate::store::sql::completions_by_holder;
 use crate::time::Timestamp;
 
 /// What a completion sets. A completed item is never claimed again, so its row is its last
@@ -171,24 +172,10 @@ fn complete_bulk<'a>(
     batch: &'a [Finish],
     now: Timestamp,
 ) -> StoreResult<HashSet<(ItemId, Fence, &'a str)>> {
-    let completions: Vec<&Finish> = batch
-        .iter()
-        .filter(|f| matches!(f.outcome, Outcome::Complete))
-        .collect();
-    let mut done = HashSet::with_capacity(completions.len());
-    let Some(first) = completions.first() else {
-        return Ok(done);
-    };
-    if completions.iter().all(|f| f.owner == first.owner) {
-        complete_held_by(tx, &first.owner, &completions, now, &mut done)?;
-        return Ok(done);
-    }
-    let mut by_owner: BTreeMap<&str, Vec<&Finish>> = BTreeMap::new();
-    for f in completions {
-        by_owner.entry(&f.owner).or_default().push(f);
-    }
-    for (owner, group) in by_owner {
-        complete_held_by(tx, owner, &group, now, &mut done)?;
+    let groups = completions_by_holder(batch);
+    let mut done = HashSet::with_capacity(groups.iter().map(|(_, group)| group.len()).sum());
+    for (owner, group) in &groups {
+        complete_held_by(tx, owner, group, now, &mut done)?;
     }
     Ok(done)
 }

@@ -5,11 +5,10 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 
 use super::moves::{before, count, record_ended};
-use super::queries::parse_state;
 use super::{COLS, COLS_COUNT, HELD, record, write};
 use crate::error::StoreError;
 use crate::item::{ArtifactRef, Claimed, Held};
-use crate::store::sql::{ClaimFilter, claim_filters};
+use crate::store::sql::{ClaimFilter, claim_filters, parse_state};
 use crate::store::{ClaimRequest, StoreResult};
 use crate::time::Timestamp;
 

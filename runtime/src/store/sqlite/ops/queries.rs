@@ -4,8 +4,8 @@
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{COLS, record};
-use crate::error::StoreError;
 use crate::item::{AttemptRecord, ItemId, ItemRecord, ItemState, ListFilter, OutboxStats};
+use crate::store::sql::parse_state;
 use crate::store::{Counts, LaneAges, StoreResult};
 use crate::time::Timestamp;
 
@@ -56,11 +56,6 @@ pub(crate) fn outbox_stats(conn: &mut Connection, now: Timestamp) -> StoreResult
         refused: u64::try_from(refused).unwrap_or(0),
         oldest_pending_age_ms: oldest.map_or(0, |t| now.millis_since(Timestamp::from_millis(t))),
     })
-}
-
-pub(super) fn parse_state(raw: &str) -> StoreResult<ItemState> {
-    raw.parse()
-        .map_err(|e: crate::item::UnknownState| StoreError::Task(e.to_string()))
 }
 
 /// Items per (lane, kind, state), from the counters every transition keeps, with the running
