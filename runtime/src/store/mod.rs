@@ -48,7 +48,7 @@ use crate::time::{Clock, MonotonicClock, SystemClock, Timestamp};
 const CLOCK_RESYNC: Duration = Duration::from_secs(30);
 
 /// The schema version this runtime writes; every backend's migrations end at it.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// Result of store operations.
 pub type StoreResult<T> = Result<T, StoreError>;

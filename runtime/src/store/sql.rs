@@ -91,9 +91,6 @@ pub(crate) const COLS: &str = "id, kind, lane, payload, state, priority, attempt
     lease_owner, lease_expires_at, fence, dedupe_key, checkpoint, last_error, parked_on, \
     created_at, updated_at, claimed_at, account";
 
-/// The states an item is live in (not completed, dead or cancelled).
-pub(crate) const LIVE: &str = "('available', 'running', 'failed', 'parked')";
-
 /// Sorts claimed items the way a claim hands them out: highest priority first, then the
 /// earliest due, then the oldest id (the SQL `ORDER BY` of both claim queries, which a
 /// multi-row `UPDATE … RETURNING` does not keep).

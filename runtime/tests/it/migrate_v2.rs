@@ -165,7 +165,7 @@ fn expected() -> Snapshot {
 /// finishing it, the next ids, and a second migrate changing nothing.
 async fn check_migrated(store: &Store) {
     assert_eq!(store.migrate().await.expect("migrate"), SCHEMA_VERSION);
-    assert_eq!(SCHEMA_VERSION, 6);
+    assert_eq!(SCHEMA_VERSION, 7);
     assert_eq!(snapshot(store).await, expected(), "nothing lost");
     let running = store.get(2).await.expect("get").expect("item 2");
     assert_eq!(running.checkpoint, Some(serde_json::json!({ "step": 3 })));

@@ -31,6 +31,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
         6,
         include_str!("../../../migrations/postgres/0006_operators.sql"),
     ),
+    (
+        7,
+        include_str!("../../../migrations/postgres/0007_state_predicates.sql"),
+    ),
 ];
 
 /// The schema version this runtime writes.

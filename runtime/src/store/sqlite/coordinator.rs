@@ -446,13 +446,8 @@ impl CoordinatorStore for SqliteBackend {
     ) -> BoxFuture<'_, StoreResult<bool>> {
         self.run(move |c| {
             let kinds = kinds.as_ref().map(serde_json::to_string).transpose()?;
-            Ok(c.prepare_cached(
-                "SELECT EXISTS (SELECT 1 FROM work_items WHERE lane = ?1 \
-                 AND state IN ('available', 'failed', 'parked') AND run_at <= ?2 \
-                 AND (?3 IS NULL OR kind IN (SELECT value FROM json_each(?3))) \
-                 AND (?4 IS NULL OR coalesce(account, 'default') = ?4))",
-            )?
-            .query_row(params![lane, now.as_millis(), kinds, account], |r| r.get(0))?)
+            Ok(c.prepare_cached(&super::ops::has_due_sql())?
+                .query_row(params![lane, now.as_millis(), kinds, account], |r| r.get(0))?)
         })
     }
 }

@@ -34,6 +34,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
         6,
         include_str!("../../../migrations/sqlite/0006_operators.sql"),
     ),
+    (
+        7,
+        include_str!("../../../migrations/sqlite/0007_state_predicates.sql"),
+    ),
 ];
 
 /// The schema version this runtime writes.

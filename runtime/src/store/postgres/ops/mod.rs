@@ -32,13 +32,17 @@ use tokio_postgres::types::Json;
 use crate::error::StoreError;
 use crate::item::{ItemRecord, ItemState};
 use crate::store::StoreResult;
-use crate::store::sql::{COLS, LIVE, parse_state};
+use crate::store::sql::{COLS, parse_state};
 use crate::time::Timestamp;
 
 /// The guard every fenced update carries: $1 = id, $2 = fence, $3 = owner, $4 = now. The
 /// owner as well as the fence: fences are guessable, a lease's holder is not.
 pub(super) const HELD: &str =
     "id = $1 AND fence = $2 AND lease_owner = $3 AND state = 'running' AND lease_expires_at > $4";
+
+/// The states an item is live in (not completed, dead or cancelled). SQLite spells the same
+/// set as an `OR` chain (`store/sqlite/ops/mod.rs`); PostgreSQL compares an array.
+const LIVE: &str = "('available', 'running', 'failed', 'parked')";
 
 /// The columns of an ended attempt in `work_attempts`.
 const ATTEMPT_COLS: &str =

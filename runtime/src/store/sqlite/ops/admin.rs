@@ -139,7 +139,7 @@ pub(crate) fn signal(
 
 pub(crate) fn cancel(conn: &mut Connection, id: ItemId, now: Timestamp) -> StoreResult<()> {
     let tx = write(conn)?;
-    let live = format!("id = ?1 AND state IN {LIVE}");
+    let live = format!("id = ?1 AND {LIVE}");
     let rows = before(&tx, &live, &[&id])?;
     let changed = tx.execute(
         &format!(

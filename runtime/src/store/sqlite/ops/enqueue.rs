@@ -26,12 +26,15 @@ pub(super) fn next_ids(conn: &Connection, n: usize) -> rusqlite::Result<i64> {
     .query_row([n], |r| r.get(0))
 }
 
+/// The live item of a kind (?1) holding a dedupe key (?2), through `work_items_dedupe`.
+pub(super) fn live_id_sql() -> String {
+    format!("SELECT id FROM work_items WHERE kind = ?1 AND dedupe_key = ?2 AND {LIVE}")
+}
+
 fn live_id_for_key(conn: &Connection, kind: &str, key: &str) -> rusqlite::Result<Option<ItemId>> {
-    conn.prepare_cached(&format!(
-        "SELECT id FROM work_items WHERE kind = ?1 AND dedupe_key = ?2 AND state IN {LIVE}"
-    ))?
-    .query_row([kind, key], |r| r.get(0))
-    .optional()
+    conn.prepare_cached(&live_id_sql())?
+        .query_row([kind, key], |r| r.get(0))
+        .optional()
 }
 
 /// Why `item` was not inserted as `id`: the live duplicate holding its (kind, dedupe key),
@@ -43,6 +46,12 @@ pub(super) fn duplicate_of(conn: &Connection, item: &NewItem) -> rusqlite::Resul
     }
 }
 
+/// One item's insert: ?1 id, ?2 kind, ?3 lane, ?4 payload, ?5 priority, ?6 max attempts,
+/// ?7 due, ?8 dedupe key, ?9 now, ?10 account.
+pub(super) const INSERT_ITEM: &str = "INSERT OR IGNORE INTO work_items (id, kind, lane, payload, state, priority, attempt, \
+         max_attempts, run_at, fence, dedupe_key, created_at, updated_at, account) \
+     VALUES (?1, ?2, ?3, ?4, 'available', ?5, 0, ?6, ?7, 0, ?8, ?9, ?9, ?10)";
+
 /// Inserts `item` as `id`; false when a live item of its kind holds its dedupe key (or `id`
 /// exists).
 pub(super) fn insert_item(
@@ -52,11 +61,7 @@ pub(super) fn insert_item(
     payload: &str,
     now: Timestamp,
 ) -> rusqlite::Result<bool> {
-    let mut stmt = conn.prepare_cached(
-        "INSERT OR IGNORE INTO work_items (id, kind, lane, payload, state, priority, attempt, \
-             max_attempts, run_at, fence, dedupe_key, created_at, updated_at, account) \
-         VALUES (?1, ?2, ?3, ?4, 'available', ?5, 0, ?6, ?7, 0, ?8, ?9, ?9, ?10)",
-    )?;
+    let mut stmt = conn.prepare_cached(INSERT_ITEM)?;
     let changed = stmt.execute(params![
         id,
         item.kind,

@@ -180,6 +180,18 @@ fn complete_bulk<'a>(
     Ok(done)
 }
 
+/// A batch's completions held by one holder: ?1 the (id, fence) pairs as a JSON array,
+/// ?2 now, ?3 the holder; each completed row's `returned` columns.
+pub(super) fn complete_sql(returned: &str) -> String {
+    format!(
+        "UPDATE work_items AS w SET {COMPLETED}, updated_at = ?2 \
+         FROM (SELECT value ->> 0 AS id, value ->> 1 AS fence FROM json_each(?1)) AS b \
+         WHERE w.id = b.id AND w.fence = b.fence AND w.lease_owner = ?3 \
+             AND w.state = 'running' AND w.lease_expires_at > ?2 \
+         RETURNING {returned}"
+    )
+}
+
 /// Completes `completions`, all held by `owner`, in one statement, adding the (id, fence,
 /// holder)s it completed to `done`, and counts them. A group whose every completion carries
 /// its claim's origin (a local loop's) is counted from that, each row's lane, kind and
@@ -202,13 +214,7 @@ fn complete_held_by<'a>(
     } else {
         "id, fence, lane, kind, claimed_from"
     };
-    let mut stmt = tx.prepare_cached(&format!(
-        "UPDATE work_items AS w SET {COMPLETED}, updated_at = ?2 \
-         FROM (SELECT value ->> 0 AS id, value ->> 1 AS fence FROM json_each(?1)) AS b \
-         WHERE w.id = b.id AND w.fence = b.fence AND w.lease_owner = ?3 \
-             AND w.state = 'running' AND w.lease_expires_at > ?2 \
-         RETURNING {returned}"
-    ))?;
+    let mut stmt = tx.prepare_cached(&complete_sql(returned))?;
     let mut rows = stmt.query(params![json, now.as_millis(), owner])?;
     match origins {
         Some(origins) => {

@@ -5,7 +5,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 
 use super::moves::{before, count, record_ended};
-use super::{COLS, COLS_COUNT, HELD, record, write};
+use super::{CLAIMABLE, COLS, COLS_COUNT, HELD, record, write};
 use crate::error::StoreError;
 use crate::item::{ArtifactRef, Claimed, Held};
 use crate::store::sql::{ClaimFilter, claim_filters, parse_state};
@@ -34,16 +34,7 @@ pub(crate) fn claim(
                 ClaimFilter::Session => &req.session,
             });
         }
-        let mut stmt = tx.prepare_cached(&format!(
-            "UPDATE work_items SET state = 'running', fence = fence + 1, attempt = attempt + 1, \
-                 lease_owner = ?1, lease_expires_at = ?2, updated_at = ?3, claimed_at = ?3, \
-                 parked_on = NULL, claimed_from = NULLIF(state, 'available') \
-             WHERE id IN (SELECT id FROM work_items \
-                 WHERE lane = ?4 AND state IN ('available', 'failed', 'parked') AND run_at <= ?3\
-                 {filters} \
-                 ORDER BY priority DESC, run_at, id LIMIT ?5) \
-             RETURNING {COLS}, claimed_from"
-        ))?;
+        let mut stmt = tx.prepare_cached(&claim_sql(&filters))?;
         let mut rows = stmt.query(params.as_slice())?;
         let mut claimed = Vec::with_capacity(req.n.min(1024));
         while let Some(row) = rows.next()? {
@@ -70,6 +61,31 @@ pub(crate) fn claim(
     tx.commit()?;
     crate::store::sql::claim_order(&mut claimed);
     Ok(claimed)
+}
+
+/// The claim: ?1 owner, ?2 lease end, ?3 now, ?4 lane, ?5 limit, then `filters`' own
+/// parameters (`claim_filters`).
+pub(super) fn claim_sql(filters: &str) -> String {
+    format!(
+        "UPDATE work_items SET state = 'running', fence = fence + 1, attempt = attempt + 1, \
+             lease_owner = ?1, lease_expires_at = ?2, updated_at = ?3, claimed_at = ?3, \
+             parked_on = NULL, claimed_from = NULLIF(state, 'available') \
+         WHERE id IN (SELECT id FROM work_items \
+             WHERE lane = ?4 AND {CLAIMABLE} AND run_at <= ?3{filters} \
+             ORDER BY priority DESC, run_at, id LIMIT ?5) \
+         RETURNING {COLS}, claimed_from"
+    )
+}
+
+/// Whether a lane has an item a claim would take (?1 lane, ?2 now, ?3 kinds as a JSON
+/// array or NULL, ?4 account or NULL): the coordinator's wake-up probe.
+pub(crate) fn has_due_sql() -> String {
+    format!(
+        "SELECT EXISTS (SELECT 1 FROM work_items WHERE lane = ?1 AND {CLAIMABLE} \
+         AND run_at <= ?2 \
+         AND (?3 IS NULL OR kind IN (SELECT value FROM json_each(?3))) \
+         AND (?4 IS NULL OR coalesce(account, 'default') = ?4))"
+    )
 }
 
 /// Renews `held`'s lease to `lease_until` inside `tx`; `None` when `held` is not the

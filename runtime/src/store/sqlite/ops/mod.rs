@@ -11,6 +11,8 @@ mod finish;
 mod lease;
 mod moves;
 mod outbox;
+#[cfg(test)]
+mod plans;
 mod queries;
 mod retention;
 mod workers;
@@ -19,7 +21,7 @@ pub(crate) use admin::{cancel, discard, release_worker, retry, retry_all_dead, s
 pub(crate) use effects::{begin_effect, effect, effects, record_effect};
 pub(crate) use enqueue::enqueue_many;
 pub(crate) use finish::finish_many;
-pub(crate) use lease::{checkpoint, claim, heartbeat, sweep};
+pub(crate) use lease::{checkpoint, claim, has_due_sql, heartbeat, sweep};
 pub(crate) use outbox::{relay_outbox, transaction};
 pub(crate) use queries::{ages, attempts, counts, get, list, outbox_stats, store_id};
 pub(crate) use retention::{purge_completed, purge_retained};
@@ -30,13 +32,28 @@ use rusqlite::{Connection, Row, Transaction, TransactionBehavior};
 use serde_json::Value;
 
 use crate::item::{ItemRecord, ItemState};
-use crate::store::sql::{COLS, LIVE};
+use crate::store::sql::COLS;
 use crate::time::Timestamp;
 
 /// The guard every fenced update carries: ?1 = id, ?2 = fence, ?3 = owner, ?4 = now. The
 /// owner as well as the fence: fences are guessable, a lease's holder is not.
 pub(super) const HELD: &str =
     "id = ?1 AND fence = ?2 AND lease_owner = ?3 AND state = 'running' AND lease_expires_at > ?4";
+
+/// The states a claim takes an item from, as the predicate of `work_items_claim` spells
+/// it (`migrations/sqlite/0007_state_predicates.sql`). SQLite uses a partial index only
+/// for a query whose WHERE clause holds the index's predicate as written, and evaluates
+/// `state IN (…)` of more than two values by building a table for every row it writes:
+/// hence `OR`, and one text for the index and its queries.
+pub(super) const CLAIMABLE: &str = "(state = 'available' OR state = 'failed' OR state = 'parked')";
+
+/// The states an item is live in (not completed, dead or cancelled): the predicate of the
+/// unique `work_items_dedupe`, as [`CLAIMABLE`] is `work_items_claim`'s.
+pub(super) const LIVE: &str =
+    "(state = 'available' OR state = 'running' OR state = 'failed' OR state = 'parked')";
+
+/// The states off the hot path that `stats` reads by age: `work_items_resting`'s predicate.
+pub(super) const RESTING: &str = "(state = 'failed' OR state = 'dead' OR state = 'parked')";
 
 /// How many columns [`COLS`] lists: where a column a statement returns after them is.
 pub(super) const COLS_COUNT: usize = 20;

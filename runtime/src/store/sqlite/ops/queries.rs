@@ -3,7 +3,7 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{COLS, record};
+use super::{COLS, RESTING, record};
 use crate::item::{AttemptRecord, ItemId, ItemRecord, ItemState, ListFilter, OutboxStats};
 use crate::store::sql::parse_state;
 use crate::store::{Counts, LaneAges, StoreResult};
@@ -93,6 +93,14 @@ pub(crate) fn counts(conn: &mut Connection) -> StoreResult<Counts> {
     Ok(out)
 }
 
+/// A lane's (?1) oldest item in a resting state (?2), through `work_items_resting`.
+pub(super) fn resting_sql() -> String {
+    format!(
+        "SELECT created_at FROM work_items WHERE {RESTING} AND lane = ?1 AND state = ?2 \
+         ORDER BY created_at LIMIT 1"
+    )
+}
+
 /// Each lane's oldest item of each state and its scheduled items, one index probe each:
 /// the first entry of an index in its order (`ORDER BY … LIMIT 1`), never a count of the
 /// table (the scheduled count is the range of available items past now).
@@ -131,13 +139,7 @@ pub(crate) fn ages(
              ORDER BY updated_at LIMIT 1",
             params![lane],
         )?;
-        let resting = |state: &str| {
-            first(
-                "SELECT created_at FROM work_items WHERE state IN ('failed', 'dead', 'parked') \
-                 AND lane = ?1 AND state = ?2 ORDER BY created_at LIMIT 1",
-                params![lane, state],
-            )
-        };
+        let resting = |state: &str| first(&resting_sql(), params![lane, state]);
         let (failed, dead, parked) = (resting("failed")?, resting("dead")?, resting("parked")?);
         ages.oldest = [available, running, completed, failed, dead, parked]
             .map(|t| t.map(Timestamp::from_millis));
