@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 
 use super::{ClaimRequest, Claimed, SCHEMA_VERSION, StoreResult};
 use crate::error::StoreError;
-use crate::item::{Finish, ItemState, Outcome, UnknownState, WorkerRecord, WorkerState};
+use crate::item::{
+    Finish, ItemState, ListFilter, Outcome, UnknownState, WorkerRecord, WorkerState,
+};
 use crate::time::Timestamp;
 
 /// A claim filter whose parameter a backend binds, in the order [`claim_filters`] numbered
@@ -55,6 +57,67 @@ pub(crate) fn claim_filters(
                  WHERE s.token_sha256 = {p} AND s.expires_at > {mark}3 \
                  AND rw.revoked_at IS NULL)"
         ));
+    }
+    (sql, params)
+}
+
+/// A `list` parameter a backend binds, in the order [`list_query`] numbered them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ListParam {
+    /// `filter.state`, as its name.
+    State,
+    /// `filter.lane`.
+    Lane,
+    /// `filter.kind`.
+    Kind,
+    /// `filter.dedupe_key`.
+    DedupeKey,
+    /// `filter.after`, the keyset cursor.
+    After,
+    /// `filter.limit`.
+    Limit,
+}
+
+/// `list`'s statement: the items `filter` asks for, by id in its order, with only the terms
+/// it has (one prepared statement per combination), and the parameters they take, written
+/// with `mark` (`$` or `?`) from 1. `dedupe_key = ?` alone lets a backend read its index
+/// by key; `(? IS NULL OR dedupe_key = ?)` made every look-up by key scan the table.
+pub(crate) fn list_query(filter: &ListFilter, mark: char) -> (String, Vec<ListParam>) {
+    let mut params = Vec::new();
+    let mut terms = Vec::new();
+    let mut term = |params: &mut Vec<ListParam>, which, test: &str| {
+        params.push(which);
+        terms.push(format!("{test} {mark}{}", params.len()));
+    };
+    if filter.state.is_some() {
+        term(&mut params, ListParam::State, "state =");
+    }
+    if filter.lane.is_some() {
+        term(&mut params, ListParam::Lane, "lane =");
+    }
+    if filter.kind.is_some() {
+        term(&mut params, ListParam::Kind, "kind =");
+    }
+    if filter.dedupe_key.is_some() {
+        term(&mut params, ListParam::DedupeKey, "dedupe_key =");
+    }
+    let (order, past) = if filter.newest_first {
+        ("DESC", "id <")
+    } else {
+        ("ASC", "id >")
+    };
+    if filter.after.is_some() {
+        term(&mut params, ListParam::After, past);
+    }
+    let mut sql = format!("SELECT {COLS} FROM work_items");
+    if !terms.is_empty() {
+        sql.push_str(" WHERE ");
+        sql.push_str(&terms.join(" AND "));
+    }
+    sql.push_str(&format!(" ORDER BY id {order}"));
+    if filter.limit.is_some() {
+        params.push(ListParam::Limit);
+        sql.push_str(&format!(" LIMIT {mark}{}", params.len()));
     }
     (sql, params)
 }
@@ -141,7 +204,8 @@ pub(crate) fn refuse_newer(found: i64) -> StoreResult<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::{ClaimFilter, claim_filters};
+    use super::{COLS, ClaimFilter, ListParam, claim_filters, list_query};
+    use crate::item::{ItemState, ListFilter};
     use crate::store::ClaimRequest;
     use crate::time::Timestamp;
 
@@ -194,6 +258,58 @@ mod tests {
         assert_eq!(params, [ClaimFilter::Session]);
         assert!(
             sql.contains("s.token_sha256 = $6 AND s.expires_at > $3"),
+            "{sql}"
+        );
+    }
+
+    #[test]
+    fn a_list_without_filters_reads_every_item_in_id_order() {
+        let (sql, params) = list_query(&ListFilter::default(), '?');
+        assert_eq!(
+            sql,
+            format!("SELECT {COLS} FROM work_items ORDER BY id ASC")
+        );
+        assert!(params.is_empty());
+    }
+
+    #[test]
+    fn a_list_holds_only_its_filters_numbered_as_bound() {
+        let filter = ListFilter {
+            state: Some(ItemState::Dead),
+            kind: Some("A".to_owned()),
+            dedupe_key: Some("k".to_owned()),
+            after: Some(9),
+            limit: Some(4),
+            newest_first: true,
+            ..ListFilter::default()
+        };
+        let (sql, params) = list_query(&filter, '$');
+        assert_eq!(
+            params,
+            [
+                ListParam::State,
+                ListParam::Kind,
+                ListParam::DedupeKey,
+                ListParam::After,
+                ListParam::Limit
+            ]
+        );
+        assert!(
+            sql.ends_with(
+                " FROM work_items WHERE state = $1 AND kind = $2 AND dedupe_key = $3 \
+                 AND id < $4 ORDER BY id DESC LIMIT $5"
+            ),
+            "{sql}"
+        );
+        let oldest_first = ListFilter {
+            lane: Some("bulk".to_owned()),
+            after: Some(9),
+            ..ListFilter::default()
+        };
+        let (sql, params) = list_query(&oldest_first, '?');
+        assert_eq!(params, [ListParam::Lane, ListParam::After]);
+        assert!(
+            sql.ends_with(" WHERE lane = ?1 AND id > ?2 ORDER BY id ASC"),
             "{sql}"
         );
     }

@@ -4,6 +4,7 @@
 use super::{COLS, limit_of, lock, parse_state, record};
 use crate::item::{AttemptRecord, ItemId, ItemRecord, ItemState, ListFilter, OutboxStats};
 use crate::store::postgres::PostgresBackend;
+use crate::store::sql::{ListParam, list_query};
 use crate::store::{Counts, LaneAges, StoreResult};
 use crate::time::Timestamp;
 
@@ -24,30 +25,24 @@ pub(crate) async fn list(
     filter: &ListFilter,
 ) -> StoreResult<Vec<ItemRecord>> {
     let conn = db.conn().await?;
-    let order = if filter.newest_first { "DESC" } else { "ASC" };
-    let past = if filter.newest_first { "<" } else { ">" };
-    let stmt = conn
-        .prepare_cached(&format!(
-            "SELECT {COLS} FROM work_items WHERE ($1::text IS NULL OR state = $1) \
-             AND ($2::text IS NULL OR lane = $2) AND ($4::text IS NULL OR kind = $4) \
-             AND ($5::text IS NULL OR dedupe_key = $5) AND ($6::int8 IS NULL OR id {past} $6) \
-             ORDER BY id {order} LIMIT $3"
-        ))
-        .await?;
+    let (sql, which) = list_query(filter, '$');
+    let state = filter.state.map(ItemState::as_str);
     let limit: Option<i64> = filter.limit.map(limit_of);
-    let rows = conn
-        .query(
-            &stmt,
-            &[
-                &filter.state.map(ItemState::as_str),
-                &filter.lane,
-                &limit,
-                &filter.kind,
-                &filter.dedupe_key,
-                &filter.after,
-            ],
-        )
-        .await?;
+    let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = which
+        .iter()
+        .map(|p| -> &(dyn tokio_postgres::types::ToSql + Sync) {
+            match p {
+                ListParam::State => &state,
+                ListParam::Lane => &filter.lane,
+                ListParam::Kind => &filter.kind,
+                ListParam::DedupeKey => &filter.dedupe_key,
+                ListParam::After => &filter.after,
+                ListParam::Limit => &limit,
+            }
+        })
+        .collect();
+    let stmt = conn.prepare_cached(&sql).await?;
+    let rows = conn.query(&stmt, &params).await?;
     rows.iter().map(record).collect()
 }
 

@@ -42,9 +42,10 @@ pub(super) const HELD: &str =
 
 /// The states a claim takes an item from, as the predicate of `work_items_claim` spells
 /// it (`migrations/sqlite/0007_state_predicates.sql`). SQLite uses a partial index only
-/// for a query whose WHERE clause holds the index's predicate as written, and evaluates
-/// `state IN (…)` of more than two values by building a table for every row it writes:
-/// hence `OR`, and one text for the index and its queries.
+/// for a query whose WHERE clause holds the index's predicate as written, or a term that
+/// implies it (`state = 'available'` does; an `IN` list implies no `OR` chain), and
+/// evaluates `state IN (…)` of more than two values by building a table for every row it
+/// writes: hence `OR`, and one text for the index and its queries.
 pub(super) const CLAIMABLE: &str = "(state = 'available' OR state = 'failed' OR state = 'parked')";
 
 /// The states an item is live in (not completed, dead or cancelled): the predicate of the

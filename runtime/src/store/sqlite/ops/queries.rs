@@ -5,7 +5,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{COLS, RESTING, record};
 use crate::item::{AttemptRecord, ItemId, ItemRecord, ItemState, ListFilter, OutboxStats};
-use crate::store::sql::parse_state;
+use crate::store::sql::{ListParam, list_query, parse_state};
 use crate::store::{Counts, LaneAges, StoreResult};
 use crate::time::Timestamp;
 
@@ -17,28 +17,24 @@ pub(crate) fn get(conn: &mut Connection, id: ItemId) -> StoreResult<Option<ItemR
 }
 
 pub(crate) fn list(conn: &mut Connection, filter: &ListFilter) -> StoreResult<Vec<ItemRecord>> {
-    let limit = filter
-        .limit
-        .map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX));
-    let order = if filter.newest_first { "DESC" } else { "ASC" };
-    let past = if filter.newest_first { "<" } else { ">" };
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {COLS} FROM work_items WHERE (?1 IS NULL OR state = ?1) \
-         AND (?2 IS NULL OR lane = ?2) AND (?4 IS NULL OR kind = ?4) \
-         AND (?5 IS NULL OR dedupe_key = ?5) AND (?6 IS NULL OR id {past} ?6) \
-         ORDER BY id {order} LIMIT ?3"
-    ))?;
-    let rows = stmt.query_map(
-        params![
-            filter.state.map(ItemState::as_str),
-            filter.lane,
-            limit,
-            filter.kind,
-            filter.dedupe_key,
-            filter.after,
-        ],
-        record,
-    )?;
+    let (sql, which) = list_query(filter, '?');
+    let state = filter.state.map(ItemState::as_str);
+    let limit = filter.limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
+    let params: Vec<&dyn rusqlite::ToSql> = which
+        .iter()
+        .map(|p| -> &dyn rusqlite::ToSql {
+            match p {
+                ListParam::State => &state,
+                ListParam::Lane => &filter.lane,
+                ListParam::Kind => &filter.kind,
+                ListParam::DedupeKey => &filter.dedupe_key,
+                ListParam::After => &filter.after,
+                ListParam::Limit => &limit,
+            }
+        })
+        .collect();
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let rows = stmt.query_map(params.as_slice(), record)?;
     Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
 }
 
