@@ -1,6 +1,11 @@
--- scaffold-runtime schema, version 7 (PostgreSQL): nothing. Version 7 rewrites SQLite's
--- CHECK constraint and partial-index predicates on `state` from `IN (…)` lists to `OR`
--- chains, because SQLite builds an ephemeral table to evaluate each such list on every row
--- it writes. PostgreSQL evaluates `state IN (…)` as an array comparison, with no such cost,
--- and keeps its version-6 schema.
-SELECT 1;
+-- scaffold-runtime schema, version 7 (PostgreSQL): the items parked on a signal, oldest
+-- first, for `signal` (SQLite's version 7 adds the same index). Without it a signal read
+-- every failed, dead and parked item through `work_items_resting` and sorted the matches
+-- (1,000,000 items, 1,000 parked on 7 signals: 1.85 ms against 0.24 ms). Only parked items
+-- are in it, so no other transition writes it.
+--
+-- Version 7 also rewrites SQLite's CHECK constraint and partial-index predicates on `state`
+-- from `IN (…)` lists to `OR` chains, because SQLite builds an ephemeral table to evaluate
+-- each such list on every row it writes. PostgreSQL evaluates `state IN (…)` as an array
+-- comparison, with no such cost, and keeps those predicates as they are.
+CREATE INDEX work_items_parked ON work_items (parked_on, id) WHERE state = 'parked';

@@ -1,12 +1,14 @@
 -- scaffold-runtime schema, version 7 (SQLite): the same table and indexes, with every test
--- of `state` against a list written as `state = … OR state = …` instead of `state IN (…)`.
+-- of `state` against a list written as `state = … OR state = …` instead of `state IN (…)`,
+-- and an index for signals.
 --
 -- Why: SQLite evaluates an `IN` list of more than two constants by building an ephemeral
 -- table, and a CHECK constraint's or a partial index's predicate is evaluated for every row
 -- an INSERT or UPDATE writes, with no statement-wide `Once`. Version 6 built four of them
--- per enqueued item and ten per claim (`EXPLAIN` shows each `OpenEphemeral`); the `OR`
--- form builds none. Nothing else changes: the same columns in the same order, the same rows
--- with the same ids, the same indexes on the same columns.
+-- per enqueued item and seven per claim (`EXPLAIN` shows each `OpenEphemeral`); the `OR`
+-- form builds none. Nothing else changes but one index more, for signals
+-- (`work_items_parked`, below): the same columns in the same order, the same rows with the
+-- same ids, the same indexes on the same columns.
 --
 -- A query uses a partial index only when its WHERE clause contains the index's predicate
 -- term as written (or a term that implies it, such as `state = 'available'`), so the
@@ -80,3 +82,8 @@ CREATE INDEX work_items_resting ON work_items (lane, state, created_at)
 
 -- Items by dedupe key, finished ones too (`list --dedupe-key`).
 CREATE INDEX work_items_by_key ON work_items (dedupe_key) WHERE dedupe_key IS NOT NULL;
+
+-- New in version 7: the items parked on a signal, oldest first (`signal`). Without it a
+-- signal scanned the table in its write transaction (1,000,000 items, 1,000 parked: 26 ms
+-- against 0.05 ms), holding up every other writer. Only parked items are in it.
+CREATE INDEX work_items_parked ON work_items (parked_on, id) WHERE state = 'parked';

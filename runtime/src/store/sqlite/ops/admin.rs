@@ -115,6 +115,12 @@ pub(crate) fn discard(conn: &mut Connection, id: ItemId) -> StoreResult<()> {
     Ok(())
 }
 
+/// Wakes the items parked on a signal (?1) at ?2, at most ?3 (negative: all), oldest
+/// first, through `work_items_parked`.
+pub(super) const SIGNAL: &str = "UPDATE work_items SET state = 'available', run_at = ?2, parked_on = NULL, \
+     updated_at = ?2 WHERE id IN (SELECT id FROM work_items \
+     WHERE state = 'parked' AND parked_on = ?1 ORDER BY id LIMIT ?3) RETURNING lane, kind";
+
 pub(crate) fn signal(
     conn: &mut Connection,
     signal: &str,
@@ -126,9 +132,7 @@ pub(crate) fn signal(
     let limit = limit.map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX));
     let changed = moved(
         &tx,
-        "UPDATE work_items SET state = 'available', run_at = ?2, parked_on = NULL, \
-         updated_at = ?2 WHERE id IN (SELECT id FROM work_items \
-         WHERE state = 'parked' AND parked_on = ?1 ORDER BY id LIMIT ?3) RETURNING lane, kind",
+        SIGNAL,
         params![signal, now.as_millis(), limit],
         Some("parked"),
         Some("available"),

@@ -4,6 +4,7 @@
 
 use rusqlite::Connection;
 
+use super::admin::SIGNAL;
 use super::enqueue::{INSERT_ITEM, live_id_sql};
 use super::finish::complete_sql;
 use super::lease::{claim_sql, has_due_sql};
@@ -103,6 +104,7 @@ fn the_hot_statements_read_their_partial_indexes() {
         (has_due_sql(), "work_items_claim"),
         (live_id_sql(), "work_items_dedupe"),
         (resting_sql(), "work_items_resting"),
+        (SIGNAL.to_owned(), "work_items_parked"),
         (
             list_query(
                 &ListFilter {
