@@ -9,6 +9,7 @@ use super::enqueue::{INSERT_ITEM, live_id_sql};
 use super::finish::complete_sql;
 use super::lease::{claim_sql, has_due_sql};
 use super::queries::resting_sql;
+use super::retention::PICKED;
 use super::{CLAIMABLE, LIVE, RESTING};
 use crate::item::ListFilter;
 use crate::store::sql::list_query;
@@ -105,6 +106,7 @@ fn the_hot_statements_read_their_partial_indexes() {
         (live_id_sql(), "work_items_dedupe"),
         (resting_sql(), "work_items_resting"),
         (SIGNAL.to_owned(), "work_items_parked"),
+        (PICKED.to_owned(), "work_items_completed"),
         (
             list_query(
                 &ListFilter {

@@ -8,28 +8,34 @@ use super::write;
 use crate::store::StoreResult;
 use crate::time::Timestamp;
 
+/// The completed items a purge takes (?1 the cut-off, ?2 how many), oldest first, through
+/// `work_items_completed`, in every statement of the purge's transaction alike. Ordered by
+/// id instead, SQLite walked the table by id to find them: a full scan, four times in one
+/// write transaction, on every sweep tick that had nothing to purge (1,000,000 items kept:
+/// 62 ms a statement against 0.07 ms).
+pub(super) const PICKED: &str = "SELECT id FROM work_items WHERE state = 'completed' \
+     AND updated_at < ?1 ORDER BY updated_at, id LIMIT ?2";
+
 pub(crate) fn purge_completed(
     conn: &mut Connection,
     before: Timestamp,
     limit: usize,
 ) -> StoreResult<u64> {
     let tx = write(conn)?;
-    let picked = "SELECT id FROM work_items WHERE state = 'completed' AND updated_at < ?1 \
-                  ORDER BY id LIMIT ?2";
     let args = params![before.as_millis(), i64::try_from(limit).unwrap_or(i64::MAX)];
     tx.execute(
-        &format!("DELETE FROM work_effects WHERE item_id IN ({picked})"),
+        &format!("DELETE FROM work_effects WHERE item_id IN ({PICKED})"),
         args,
     )?;
     for table in ["work_attempts", "item_artifacts"] {
         tx.execute(
-            &format!("DELETE FROM {table} WHERE item_id IN ({picked})"),
+            &format!("DELETE FROM {table} WHERE item_id IN ({PICKED})"),
             args,
         )?;
     }
     let gone: Vec<(String, String)> = tx
         .prepare(&format!(
-            "DELETE FROM work_items WHERE id IN ({picked}) RETURNING lane, kind"
+            "DELETE FROM work_items WHERE id IN ({PICKED}) RETURNING lane, kind"
         ))?
         .query_map(args, |r| Ok((r.get(0)?, r.get(1)?)))?
         .collect::<rusqlite::Result<_>>()?;
