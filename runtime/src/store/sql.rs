@@ -61,53 +61,44 @@ pub(crate) fn claim_filters(
     (sql, params)
 }
 
-/// A `list` parameter a backend binds, in the order [`list_query`] numbered them.
+/// A `list` parameter, in the order [`list_query`] numbered them: every one is text or an
+/// integer, which each backend binds as its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ListParam {
-    /// `filter.state`, as its name.
-    State,
-    /// `filter.lane`.
-    Lane,
-    /// `filter.kind`.
-    Kind,
-    /// `filter.dedupe_key`.
-    DedupeKey,
-    /// `filter.after`, the keyset cursor.
-    After,
-    /// `filter.limit`.
-    Limit,
+pub(crate) enum ListValue<'a> {
+    Text(&'a str),
+    Int(i64),
 }
 
 /// `list`'s statement: the items `filter` asks for, by id in its order, with only the terms
 /// it has (one prepared statement per combination), and the parameters they take, written
 /// with `mark` (`$` or `?`) from 1. `dedupe_key = ?` alone lets a backend read its index
 /// by key; `(? IS NULL OR dedupe_key = ?)` made every look-up by key scan the table.
-pub(crate) fn list_query(filter: &ListFilter, mark: char) -> (String, Vec<ListParam>) {
-    let mut params = Vec::new();
+pub(crate) fn list_query<'a>(filter: &'a ListFilter, mark: char) -> (String, Vec<ListValue<'a>>) {
+    let mut values = Vec::new();
     let mut terms = Vec::new();
-    let mut term = |params: &mut Vec<ListParam>, which, test: &str| {
-        params.push(which);
-        terms.push(format!("{test} {mark}{}", params.len()));
+    let mut term = |values: &mut Vec<ListValue<'a>>, value: ListValue<'a>, test: &str| {
+        values.push(value);
+        terms.push(format!("{test} {mark}{}", values.len()));
     };
-    if filter.state.is_some() {
-        term(&mut params, ListParam::State, "state =");
+    if let Some(state) = filter.state {
+        term(&mut values, ListValue::Text(state.as_str()), "state =");
     }
-    if filter.lane.is_some() {
-        term(&mut params, ListParam::Lane, "lane =");
+    if let Some(lane) = &filter.lane {
+        term(&mut values, ListValue::Text(lane), "lane =");
     }
-    if filter.kind.is_some() {
-        term(&mut params, ListParam::Kind, "kind =");
+    if let Some(kind) = &filter.kind {
+        term(&mut values, ListValue::Text(kind), "kind =");
     }
-    if filter.dedupe_key.is_some() {
-        term(&mut params, ListParam::DedupeKey, "dedupe_key =");
+    if let Some(key) = &filter.dedupe_key {
+        term(&mut values, ListValue::Text(key), "dedupe_key =");
     }
     let (order, past) = if filter.newest_first {
         ("DESC", "id <")
     } else {
         ("ASC", "id >")
     };
-    if filter.after.is_some() {
-        term(&mut params, ListParam::After, past);
+    if let Some(after) = filter.after {
+        term(&mut values, ListValue::Int(after), past);
     }
     let mut sql = format!("SELECT {COLS} FROM work_items");
     if !terms.is_empty() {
@@ -115,11 +106,11 @@ pub(crate) fn list_query(filter: &ListFilter, mark: char) -> (String, Vec<ListPa
         sql.push_str(&terms.join(" AND "));
     }
     sql.push_str(&format!(" ORDER BY id {order}"));
-    if filter.limit.is_some() {
-        params.push(ListParam::Limit);
-        sql.push_str(&format!(" LIMIT {mark}{}", params.len()));
+    if let Some(limit) = filter.limit {
+        values.push(ListValue::Int(i64::try_from(limit).unwrap_or(i64::MAX)));
+        sql.push_str(&format!(" LIMIT {mark}{}", values.len()));
     }
-    (sql, params)
+    (sql, values)
 }
 
 /// The completions of `batch`, grouped by holder (by name): what each backend completes in
@@ -204,7 +195,7 @@ pub(crate) fn refuse_newer(found: i64) -> StoreResult<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::{COLS, ClaimFilter, ListParam, claim_filters, list_query};
+    use super::{COLS, ClaimFilter, ListValue, claim_filters, list_query};
     use crate::item::{ItemState, ListFilter};
     use crate::store::ClaimRequest;
     use crate::time::Timestamp;
@@ -264,12 +255,13 @@ mod tests {
 
     #[test]
     fn a_list_without_filters_reads_every_item_in_id_order() {
-        let (sql, params) = list_query(&ListFilter::default(), '?');
+        let everything = ListFilter::default();
+        let (sql, values) = list_query(&everything, '?');
         assert_eq!(
             sql,
             format!("SELECT {COLS} FROM work_items ORDER BY id ASC")
         );
-        assert!(params.is_empty());
+        assert!(values.is_empty());
     }
 
     #[test]
@@ -283,15 +275,15 @@ mod tests {
             newest_first: true,
             ..ListFilter::default()
         };
-        let (sql, params) = list_query(&filter, '$');
+        let (sql, values) = list_query(&filter, '$');
         assert_eq!(
-            params,
+            values,
             [
-                ListParam::State,
-                ListParam::Kind,
-                ListParam::DedupeKey,
-                ListParam::After,
-                ListParam::Limit
+                ListValue::Text("dead"),
+                ListValue::Text("A"),
+                ListValue::Text("k"),
+                ListValue::Int(9),
+                ListValue::Int(4)
             ]
         );
         assert!(
@@ -306,8 +298,8 @@ mod tests {
             after: Some(9),
             ..ListFilter::default()
         };
-        let (sql, params) = list_query(&oldest_first, '?');
-        assert_eq!(params, [ListParam::Lane, ListParam::After]);
+        let (sql, values) = list_query(&oldest_first, '?');
+        assert_eq!(values, [ListValue::Text("bulk"), ListValue::Int(9)]);
         assert!(
             sql.ends_with(" WHERE lane = ?1 AND id > ?2 ORDER BY id ASC"),
             "{sql}"

@@ -1,10 +1,10 @@
 //! Read-only queries: one item, a filtered list, per-lane stats, outbox stats and counts
 //! per kind and state.
 
-use super::{COLS, limit_of, lock, parse_state, record};
-use crate::item::{AttemptRecord, ItemId, ItemRecord, ItemState, ListFilter, OutboxStats};
+use super::{COLS, lock, parse_state, record};
+use crate::item::{AttemptRecord, ItemId, ItemRecord, ListFilter, OutboxStats};
 use crate::store::postgres::PostgresBackend;
-use crate::store::sql::{ListParam, list_query};
+use crate::store::sql::{ListValue, list_query};
 use crate::store::{Counts, LaneAges, StoreResult};
 use crate::time::Timestamp;
 
@@ -25,19 +25,13 @@ pub(crate) async fn list(
     filter: &ListFilter,
 ) -> StoreResult<Vec<ItemRecord>> {
     let conn = db.conn().await?;
-    let (sql, which) = list_query(filter, '$');
-    let state = filter.state.map(ItemState::as_str);
-    let limit: Option<i64> = filter.limit.map(limit_of);
-    let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = which
+    let (sql, values) = list_query(filter, '$');
+    let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = values
         .iter()
-        .map(|p| -> &(dyn tokio_postgres::types::ToSql + Sync) {
-            match p {
-                ListParam::State => &state,
-                ListParam::Lane => &filter.lane,
-                ListParam::Kind => &filter.kind,
-                ListParam::DedupeKey => &filter.dedupe_key,
-                ListParam::After => &filter.after,
-                ListParam::Limit => &limit,
+        .map(|v| -> &(dyn tokio_postgres::types::ToSql + Sync) {
+            match v {
+                ListValue::Text(text) => text,
+                ListValue::Int(n) => n,
             }
         })
         .collect();

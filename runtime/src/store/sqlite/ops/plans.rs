@@ -11,7 +11,7 @@ use super::lease::{claim_sql, has_due_sql};
 use super::queries::resting_sql;
 use super::retention::PICKED;
 use super::{CLAIMABLE, LIVE, RESTING};
-use crate::item::ListFilter;
+use crate::item::{ItemState, ListFilter};
 use crate::store::sql::list_query;
 use crate::store::sqlite::schema;
 
@@ -190,14 +190,7 @@ fn the_rebuilt_table_still_refuses_a_state_it_does_not_know() {
             [state],
         )
     };
-    for state in [
-        "available",
-        "running",
-        "completed",
-        "failed",
-        "dead",
-        "parked",
-    ] {
+    for state in ItemState::ALL.map(ItemState::as_str) {
         insert(state).unwrap_or_else(|e| panic!("{state}: {e}"));
     }
     let refused = insert("finished").expect_err("an unknown state is refused");

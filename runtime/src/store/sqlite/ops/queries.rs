@@ -4,8 +4,8 @@
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{COLS, RESTING, record};
-use crate::item::{AttemptRecord, ItemId, ItemRecord, ItemState, ListFilter, OutboxStats};
-use crate::store::sql::{ListParam, list_query, parse_state};
+use crate::item::{AttemptRecord, ItemId, ItemRecord, ListFilter, OutboxStats};
+use crate::store::sql::{ListValue, list_query, parse_state};
 use crate::store::{Counts, LaneAges, StoreResult};
 use crate::time::Timestamp;
 
@@ -17,19 +17,13 @@ pub(crate) fn get(conn: &mut Connection, id: ItemId) -> StoreResult<Option<ItemR
 }
 
 pub(crate) fn list(conn: &mut Connection, filter: &ListFilter) -> StoreResult<Vec<ItemRecord>> {
-    let (sql, which) = list_query(filter, '?');
-    let state = filter.state.map(ItemState::as_str);
-    let limit = filter.limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
-    let params: Vec<&dyn rusqlite::ToSql> = which
+    let (sql, values) = list_query(filter, '?');
+    let params: Vec<&dyn rusqlite::ToSql> = values
         .iter()
-        .map(|p| -> &dyn rusqlite::ToSql {
-            match p {
-                ListParam::State => &state,
-                ListParam::Lane => &filter.lane,
-                ListParam::Kind => &filter.kind,
-                ListParam::DedupeKey => &filter.dedupe_key,
-                ListParam::After => &filter.after,
-                ListParam::Limit => &limit,
+        .map(|v| -> &dyn rusqlite::ToSql {
+            match v {
+                ListValue::Text(text) => text,
+                ListValue::Int(n) => n,
             }
         })
         .collect();
