@@ -95,6 +95,14 @@ pub enum StoreError {
     /// An artifact an item or a completion names is not stored under the account.
     #[error("artifact {sha256} is not stored for account `{account}`; store it first")]
     ArtifactMissing { account: String, sha256: String },
+    /// A park on a signal name no store writes (empty, longer than
+    /// [`crate::item::MAX_SIGNAL_LEN`] bytes, or with a control character). Nothing was
+    /// changed.
+    #[error(
+        "cannot park on that signal: its name is {len} bytes; a signal name is 1 to {max} bytes with no control character",
+        max = crate::item::MAX_SIGNAL_LEN
+    )]
+    InvalidSignal { len: usize },
     /// An item asked of a path that cannot carry it (inputs through the outbox), or a
     /// producer's or operator's call asked of a remote worker's store.
     #[error("{0}")]
@@ -231,7 +239,9 @@ impl WorkError {
         }
     }
 
-    /// Park until `signal` is sent with [`crate::Store::signal`].
+    /// Park until `signal` is sent with [`crate::Store::signal`]. A signal name is 1 to
+    /// [`crate::item::MAX_SIGNAL_LEN`] bytes with no control character; the loop makes an
+    /// item parked on another dead at once (no attempt would fix it).
     pub fn park_for_signal(signal: impl Into<String>) -> Self {
         WorkError::Park {
             until: None,

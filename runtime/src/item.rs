@@ -439,6 +439,31 @@ pub enum Outcome {
     Release,
 }
 
+/// The longest signal name an item may park on, in bytes. Every backend indexes the name
+/// (`work_items_parked`; a PostgreSQL b-tree entry holds at most about 2,700 bytes, and a
+/// longer name would fail the write of the whole batch it came in), and the coordinator has
+/// always refused a longer one from a remote worker.
+pub const MAX_SIGNAL_LEN: usize = 128;
+
+/// Whether `name` is a signal an item may park on: not empty, at most [`MAX_SIGNAL_LEN`]
+/// bytes, and no control character.
+pub fn is_signal_name(name: &str) -> bool {
+    !name.is_empty() && name.len() <= MAX_SIGNAL_LEN && !name.chars().any(char::is_control)
+}
+
+impl Outcome {
+    /// The length in bytes of the signal this outcome parks on when that is no signal name
+    /// ([`is_signal_name`]): a park no store writes.
+    pub fn bad_signal(&self) -> Option<usize> {
+        match self {
+            Outcome::Park {
+                signal: Some(name), ..
+            } if !is_signal_name(name) => Some(name.len()),
+            _ => None,
+        }
+    }
+}
+
 /// One finished item: its id, the fence and owner presented, and how it ended.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Finish {

@@ -371,7 +371,7 @@ impl Shared {
             return Err(ApiError::bad_request("park_needs_until_or_signal"));
         }
         if let Some(s) = &req.signal
-            && (s.is_empty() || s.len() > 128 || s.chars().any(char::is_control))
+            && !crate::item::is_signal_name(s)
         {
             return Err(ApiError::bad_request("bad_signal"));
         }

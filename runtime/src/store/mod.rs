@@ -531,7 +531,42 @@ impl Store {
         if batch.is_empty() {
             return Ok(Vec::new());
         }
+        if batch.iter().any(|f| f.outcome.bad_signal().is_some()) {
+            return self.finish_refusing_bad_signals(&batch).await;
+        }
         self.backend.finish_many(batch, self.now()).await
+    }
+
+    /// A batch with parks on signal names no store writes: those are refused one by one
+    /// ([`StoreError::InvalidSignal`]), the rest written as usual.
+    async fn finish_refusing_bad_signals(
+        &self,
+        batch: &[Finish],
+    ) -> StoreResult<Vec<StoreResult<()>>> {
+        let writable: Vec<Finish> = batch
+            .iter()
+            .filter(|f| f.outcome.bad_signal().is_none())
+            .cloned()
+            .collect();
+        let mut written = if writable.is_empty() {
+            Vec::new()
+        } else {
+            self.backend
+                .finish_many(std::sync::Arc::from(writable), self.now())
+                .await?
+        }
+        .into_iter();
+        Ok(batch
+            .iter()
+            .map(|f| match f.outcome.bad_signal() {
+                Some(len) => Err(StoreError::InvalidSignal { len }),
+                None => written.next().unwrap_or_else(|| {
+                    Err(StoreError::Task(
+                        "finish returned too few results".to_owned(),
+                    ))
+                }),
+            })
+            .collect())
     }
 
     /// Returns expired leases to available; returns how many items moved.

@@ -310,7 +310,16 @@ fn outcome_of(
         Ok(()) => Some(Outcome::Complete),
         Err(WorkError::Transient(error)) => Some(retry(shared, attempt, error)),
         Err(WorkError::Permanent(error)) => Some(Outcome::Dead { error }),
-        Err(WorkError::Park { until, signal }) => Some(Outcome::Park { until, signal }),
+        Err(WorkError::Park { until, signal }) => {
+            let park = Outcome::Park { until, signal };
+            Some(match park.bad_signal() {
+                // The handler's own bug, and one no attempt fixes: no store writes it.
+                Some(len) => Outcome::Dead {
+                    error: StoreError::InvalidSignal { len }.to_string(),
+                },
+                None => park,
+            })
+        }
         Err(
             e @ (WorkError::LeaseLost { .. } | WorkError::Store(StoreError::StaleLease { .. })),
         ) => {

@@ -133,11 +133,13 @@ macro_rules! conformance_suite {
             outbox_commits_with_the_producer_transaction,
             orchestration_resumes_at_last_checkpoint,
             park_until_time_and_signal,
+            a_park_on_a_signal_no_store_holds_is_refused,
             stats_per_lane_and_state,
             retention_purges_old_completed_items,
             loop_build_refusals,
             loop_drains_all_items,
             loop_unknown_kind_and_undecodable_payload_are_dead,
+            loop_a_park_on_a_signal_no_store_holds_is_dead,
             loop_transient_retries_with_backoff,
             loop_lost_lease_cancels_handler,
             loop_drain_releases_items_past_deadline,
@@ -213,6 +215,7 @@ macro_rules! remote_conformance_suite {
             loop_prefetch_defaults_to_concurrency,
             loop_prefetch_holds_across_lanes,
             loop_handler_files,
+            loop_a_park_on_a_signal_no_store_holds_is_dead,
         );
         $crate::conformance_suite!(@tests $make, $available;
             run_at_delays_claim,
@@ -228,6 +231,7 @@ macro_rules! remote_conformance_suite {
             once_records_effects_once,
             checkpoint_is_fenced,
             park_until_time_and_signal,
+            a_park_on_a_signal_no_store_holds_is_refused,
             begin_effect_checks_and_renews_the_lease,
             once_runs_only_under_a_live_lease,
         );

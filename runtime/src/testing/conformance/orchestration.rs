@@ -14,7 +14,7 @@ use super::{LEASE, TestBackend, fresh, get, new, ok};
 use crate::context::WorkContext;
 use crate::error::{StoreError, WorkError};
 use crate::handler::WorkHandler;
-use crate::item::{Item, ItemState, ListFilter, NewItem, Outcome};
+use crate::item::{Finish, Item, ItemState, ListFilter, NewItem, Outcome};
 
 pub async fn outbox_commits_with_the_producer_transaction<
     F: Fn() -> Fut,
@@ -201,4 +201,59 @@ pub async fn park_until_time_and_signal<F: Fn() -> Fut, Fut: Future<Output = Tes
         due.iter().map(|c| c.item.id).collect::<Vec<_>>(),
         vec![timed]
     );
+}
+
+/// A park on a signal name no store writes (empty, longer than `MAX_SIGNAL_LEN` bytes, or
+/// with a control character) is refused on its own, before any backend sees it: the rest
+/// of its batch is written, and the refused item is still held, so its holder can end it.
+pub async fn a_park_on_a_signal_no_store_holds_is_refused<
+    F: Fn() -> Fut,
+    Fut: Future<Output = TestBackend>,
+>(
+    make: F,
+) {
+    let b = fresh(make).await;
+    for _ in 0..4 {
+        b.enqueue(new("A")).await;
+    }
+    let claimed = ok(b.worker().claim("default", 4, LEASE).await, "claim");
+    let park = |signal: String| Outcome::Park {
+        until: None,
+        signal: Some(signal),
+    };
+    let outcomes = [
+        park("s".repeat(crate::item::MAX_SIGNAL_LEN + 1)),
+        park(String::new()),
+        park("line\nbreak".to_owned()),
+        park("s".repeat(crate::item::MAX_SIGNAL_LEN)),
+    ];
+    let batch: Vec<Finish> = claimed
+        .iter()
+        .zip(outcomes)
+        .map(|(c, outcome)| Finish::of(&c.held(), outcome))
+        .collect();
+    let results = ok(b.worker().finish_many(batch).await, "finish");
+    let lens: Vec<Option<usize>> = results
+        .iter()
+        .map(|r| match r {
+            Err(StoreError::InvalidSignal { len }) => Some(*len),
+            Ok(()) => None,
+            Err(e) => panic!("unexpected {e}"),
+        })
+        .collect();
+    assert_eq!(
+        lens,
+        [
+            Some(crate::item::MAX_SIGNAL_LEN + 1),
+            Some(0),
+            Some(10),
+            None
+        ]
+    );
+    for c in &claimed[..3] {
+        assert_eq!(get(&b.store, c.item.id).await.state, ItemState::Running);
+        ok(b.worker().complete(&c.held()).await, "the holder ends it");
+    }
+    let parked = get(&b.store, claimed[3].item.id).await;
+    assert_eq!(parked.state, ItemState::Parked);
 }

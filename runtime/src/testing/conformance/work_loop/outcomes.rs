@@ -1,17 +1,21 @@
 //! Conformance: items run by the loop to their outcome — a backlog drained, unknown kinds
-//! and undecodable payloads dead at once, transient errors retried, outbox rows relayed and
-//! run.
+//! and undecodable payloads dead at once, transient errors retried, a park on a signal no
+//! store holds dead at once, outbox rows relayed and run.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::super::{TestBackend, fresh, get, ok};
 use super::{FlakyHandler, JobHandler, REGISTRY, job_loop, until_count};
-use crate::item::{ItemState, ListFilter, NewItem};
+use crate::context::WorkContext;
+use crate::error::WorkError;
+use crate::handler::WorkHandler;
+use crate::item::{Item, ItemState, ListFilter, NewItem};
+use crate::spec::WorkKindSpec;
 use crate::work_loop::WorkLoop;
 
 pub async fn loop_drains_all_items<F: Fn() -> Fut, Fut: Future<Output = TestBackend>>(make: F) {
@@ -77,6 +81,84 @@ pub async fn loop_unknown_kind_and_undecodable_payload_are_dead<
         g.last_error
             .as_deref()
             .is_some_and(|e| e.contains("undecodable payload"))
+    );
+}
+
+/// One kind, whose handler parks each item on the signal its payload names.
+static PARKING: &[&[WorkKindSpec]] = &[&[WorkKindSpec {
+    name: "PARK",
+    permission: "jobs.park",
+    lane: "default",
+    ..WorkKindSpec::DEFAULT
+}]];
+
+struct ParkHandler;
+
+impl WorkHandler for ParkHandler {
+    type Payload = Value;
+    const KIND: &'static str = "PARK";
+    const REQUIRES: &'static [&'static str] = &["jobs.park"];
+    async fn handle(&self, _: &WorkContext, item: &Item<Value>) -> Result<(), WorkError> {
+        let signal = item.payload["signal"].as_str().unwrap_or_default();
+        Err(WorkError::park_for_signal(signal))
+    }
+}
+
+/// A handler that parks on a signal name no store writes (too long for PostgreSQL's index
+/// to hold, or empty) has a bug no attempt fixes: the item is dead at once, saying why,
+/// and the rest of its batch is written.
+pub async fn loop_a_park_on_a_signal_no_store_holds_is_dead<
+    F: Fn() -> Fut,
+    Fut: Future<Output = TestBackend>,
+>(
+    make: F,
+) {
+    let b = fresh(make).await;
+    let park = |signal: String| NewItem::new("PARK", json!({ "signal": signal }));
+    let long = b.enqueue(park("s".repeat(4000))).await;
+    let empty = b.enqueue(park(String::new())).await;
+    let fine = b.enqueue(park("approved".to_owned())).await;
+    let lp = ok(
+        WorkLoop::builder(b.worker().clone(), PARKING)
+            .handler(ParkHandler)
+            .lane("default")
+            .poll_interval(Duration::from_millis(5))
+            .build(),
+        "build",
+    );
+    // Bounded: a store that took the bad parks would leave the loop waiting for ever.
+    let settled = tokio::time::timeout(Duration::from_secs(30), async {
+        until_count(&b.store, ItemState::Dead, 2).await;
+        until_count(&b.store, ItemState::Parked, 1).await;
+    });
+    let (finished, done) = tokio::sync::oneshot::channel();
+    ok(
+        lp.run(async {
+            let _ = finished.send(settled.await.is_ok());
+        })
+        .await,
+        "run",
+    );
+    assert_eq!(
+        done.await.ok(),
+        Some(true),
+        "two items dead and one parked within 30 s"
+    );
+    for (id, len) in [(long, 4000), (empty, 0)] {
+        let rec = get(&b.store, id).await;
+        let error = rec.last_error.unwrap_or_default();
+        assert_eq!((rec.state, rec.attempt), (ItemState::Dead, 1), "{error}");
+        assert!(
+            error.contains(&format!(
+                "cannot park on that signal: its name is {len} bytes"
+            )),
+            "{error}"
+        );
+    }
+    let rec = get(&b.store, fine).await;
+    assert_eq!(
+        (rec.state, rec.parked_on.as_deref()),
+        (ItemState::Parked, Some("approved"))
     );
 }
 
