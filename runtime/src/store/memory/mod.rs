@@ -256,13 +256,15 @@ impl Backend for MemoryBackend {
 
     fn purge_completed(&self, before: Timestamp, limit: usize) -> BoxFuture<'_, StoreResult<u64>> {
         let mut st = self.lock();
-        let gone: Vec<ItemId> = st
+        // The oldest completions first, as the SQL stores take them.
+        let mut old: Vec<(Timestamp, ItemId)> = st
             .items
             .values()
             .filter(|r| r.state == ItemState::Completed && r.updated_at < before)
-            .map(|r| r.id)
-            .take(limit)
+            .map(|r| (r.updated_at, r.id))
             .collect();
+        old.sort_unstable();
+        let gone: Vec<ItemId> = old.into_iter().take(limit).map(|(_, id)| id).collect();
         let set: std::collections::BTreeSet<ItemId> = gone.iter().copied().collect();
         st.forget(&set);
         drop(st);

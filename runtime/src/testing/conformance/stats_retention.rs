@@ -53,9 +53,10 @@ pub async fn retention_purges_old_completed_items<
         b.store.record_effect(&old[0].held(), "e", json!(1)).await,
         "record effect",
     );
-    for c in old {
-        ok(b.store.complete(&c.held()).await, "complete");
-    }
+    // The higher id completes first: a purge takes the oldest completions first.
+    ok(b.store.complete(&old[1].held()).await, "complete");
+    b.clock.advance(Duration::from_secs(1));
+    ok(b.store.complete(&old[0].held()).await, "complete");
     b.clock.advance(Duration::from_secs(10));
     ok(b.store.complete(&recent.held()).await, "complete");
     b.clock.advance(Duration::from_secs(1));
@@ -65,6 +66,11 @@ pub async fn retention_purges_old_completed_items<
         1,
         "limit holds"
     );
+    assert!(
+        ok(b.store.get(old[1].item.id).await, "get").is_none(),
+        "the oldest completion goes first"
+    );
+    assert!(ok(b.store.get(old[0].item.id).await, "get").is_some());
     assert_eq!(ok(b.store.purge_completed(keep, 100).await, "purge"), 1);
     assert_eq!(ok(b.store.purge_completed(keep, 100).await, "purge"), 0);
     for c in old {
