@@ -24,9 +24,7 @@ pub(crate) fn claim(
         let limit = i64::try_from(req.n).unwrap_or(i64::MAX);
         let mut params: Vec<&dyn rusqlite::ToSql> =
             vec![&req.owner, &lease_until, &now_ms, &req.lane, &limit];
-        let (filters, which) = claim_filters(req, params.len() + 1, '?', |p| {
-            format!("kind IN (SELECT value FROM json_each({p}))")
-        });
+        let (filters, which) = claim_filters(req, params.len() + 1, '?', kinds_in);
         for filter in which {
             params.push(match filter {
                 ClaimFilter::Kinds => &kinds,
@@ -77,14 +75,19 @@ pub(super) fn claim_sql(filters: &str) -> String {
     )
 }
 
+/// The test of `kind` against the JSON array of kinds parameter `p` names.
+pub(super) fn kinds_in(p: &str) -> String {
+    format!("kind IN (SELECT value FROM json_each({p}))")
+}
+
 /// Whether a lane has an item a claim would take (?1 lane, ?2 now, ?3 kinds as a JSON
 /// array or NULL, ?4 account or NULL): the coordinator's wake-up probe.
 pub(crate) fn has_due_sql() -> String {
     format!(
         "SELECT EXISTS (SELECT 1 FROM work_items WHERE lane = ?1 AND {CLAIMABLE} \
-         AND run_at <= ?2 \
-         AND (?3 IS NULL OR kind IN (SELECT value FROM json_each(?3))) \
-         AND (?4 IS NULL OR coalesce(account, 'default') = ?4))"
+         AND run_at <= ?2 AND (?3 IS NULL OR {}) \
+         AND (?4 IS NULL OR coalesce(account, 'default') = ?4))",
+        kinds_in("?3")
     )
 }
 

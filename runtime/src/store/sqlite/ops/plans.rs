@@ -7,7 +7,7 @@ use rusqlite::Connection;
 use super::admin::SIGNAL;
 use super::enqueue::{INSERT_ITEM, live_id_sql};
 use super::finish::complete_sql;
-use super::lease::{claim_sql, has_due_sql};
+use super::lease::{claim_sql, has_due_sql, kinds_in};
 use super::queries::resting_sql;
 use super::retention::PICKED;
 use super::{CLAIMABLE, LIVE, RESTING};
@@ -99,7 +99,7 @@ fn the_hot_statements_read_their_partial_indexes() {
     for (sql, index) in [
         (claim_sql(""), "work_items_claim"),
         (
-            claim_sql(" AND kind IN (SELECT value FROM json_each(?6))"),
+            claim_sql(&format!(" AND {}", kinds_in("?6"))),
             "work_items_claim",
         ),
         (has_due_sql(), "work_items_claim"),
